@@ -1,0 +1,83 @@
+"""Man pages for `kt` and every subcommand, rendered from the click tree.
+
+`scripts/gen_man.py` writes them under man/; tests/test_manpages.py fails when the
+committed pages differ from what the click tree renders now.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kt import __version__
+
+SECTION = "1"
+
+
+def _escape(text: str) -> str:
+    """Escape text for roff: backslashes, and a leading dot or quote on a line."""
+    out = []
+    for line in text.replace("\\", "\\e").splitlines():
+        if line.startswith((".", "'")):
+            line = "\\&" + line
+        out.append(line.replace("-", "\\-"))
+    return "\n".join(out)
+
+
+def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
+    lines: list[str] = []
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_text = record
+        lines += [".TP", f"\\fB{_escape(names)}\\fR", _escape(help_text) or "(no description)"]
+    return lines
+
+
+def render_page(name: str, command: click.Command, ctx: click.Context) -> str:
+    """One man page in roff for `command`, whose full name is `name` ("kt topics")."""
+    title = name.replace(" ", "-").upper()
+    help_text = (command.help or command.short_help or "").strip()
+    summary = help_text.splitlines()[0] if help_text else ""
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    lines = [
+        f'.TH "{title}" "{SECTION}" "" "kt {__version__}" "kt manual"',
+        ".SH NAME",
+        f"{_escape(name.replace(' ', '-'))} \\- {_escape(summary)}",
+        ".SH SYNOPSIS",
+        f"\\fB{_escape(name)}\\fR {_escape(usage)}",
+        ".SH DESCRIPTION",
+        _escape(help_text),
+    ]
+    options = _option_lines(command, ctx)
+    if options:
+        lines += [".SH OPTIONS", *options]
+    if isinstance(command, click.Group):
+        subs = command.list_commands(ctx)
+        if subs:
+            lines.append(".SH COMMANDS")
+            for sub in subs:
+                sub_cmd = command.get_command(ctx, sub)
+                short = sub_cmd.get_short_help_str(limit=200) if sub_cmd else ""
+                lines += [".TP", f"\\fB{_escape(sub)}\\fR", _escape(short)]
+                lines.append(f"See \\fB{_escape(name.replace(' ', '-'))}-{_escape(sub)}\\fR(1).")
+    return "\n".join(lines) + "\n"
+
+
+def render_all(root: click.Group, prog: str = "kt") -> dict[str, str]:
+    """File name -> page text for the root group and each subcommand, recursively."""
+    pages: dict[str, str] = {}
+
+    def walk(name: str, command: click.Command, parent: click.Context | None) -> None:
+        ctx = click.Context(
+            command, info_name=name.split(" ")[-1], parent=parent, **command.context_settings
+        )
+        pages[f"{name.replace(' ', '-')}.{SECTION}"] = render_page(name, command, ctx)
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                sub_cmd = command.get_command(ctx, sub)
+                if sub_cmd is not None:
+                    walk(f"{name} {sub}", sub_cmd, ctx)
+
+    walk(prog, root, None)
+    return pages

@@ -1,0 +1,24 @@
+"""The committed man pages match the click tree; regenerate with scripts/gen_man.py."""
+
+from pathlib import Path
+
+from kt.cli import cli
+from kt.tools.manpages import render_all
+
+MAN = Path(__file__).resolve().parent.parent / "man"
+
+
+def test_man_pages_are_current() -> None:
+    expected = render_all(cli)
+    committed = {p.name: p.read_text() for p in MAN.glob("*.1")}
+    stale = sorted(n for n in expected if committed.get(n) != expected[n])
+    extra = sorted(set(committed) - set(expected))
+    assert not stale and not extra, (
+        f"man pages out of date (stale: {stale}, extra: {extra}); run python scripts/gen_man.py"
+    )
+
+
+def test_root_page_names_the_version() -> None:
+    page = render_all(cli)["kt.1"]
+    assert page.startswith('.TH "KT" "1"')
+    assert ".SH SYNOPSIS" in page
