@@ -29,9 +29,7 @@ def assign_replicas_to_brokers(
     if n_partitions <= 0:
         raise KafkaError("INVALID_PARTITIONS", "Number of partitions must be larger than 0.")
     if replication_factor <= 0:
-        raise KafkaError(
-            "INVALID_REPLICATION_FACTOR", "Replication factor must be larger than 0."
-        )
+        raise KafkaError("INVALID_REPLICATION_FACTOR", "Replication factor must be larger than 0.")
     if replication_factor > len(brokers):
         raise KafkaError(
             "INVALID_REPLICATION_FACTOR",

@@ -1,0 +1,323 @@
+"""The controller: one broker, elected through the metadata store, that owns leadership.
+
+Kafka's KafkaController (ZooKeeper mode). Election: every broker tries to create the
+ephemeral /controller znode; the winner bumps /controller_epoch and becomes controller
+until its session ends. The controller turns metadata events into partition state
+transitions, writes leader/ISR state to /brokers/topics/<t>/partitions/<p>/state, and
+tells brokers with LeaderAndIsr, UpdateMetadata and StopReplica.
+
+Invariants:
+- events are processed one at a time, in order, on one task (ControllerEventManager);
+- every leader election bumps leader_epoch and writes the state znode before any broker
+  hears of it;
+- a partition's leader is the first replica in assignment order that is alive and in
+  the ISR (OfflinePartitionLeaderElectionStrategy); with none, the leader is -1 unless
+  unclean.leader.election.enable allows the first live replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kt.broker.metadata_cache import PartitionState
+from kt.broker.partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+
+
+@dataclass
+class ControllerContext:
+    """The controller's in-memory copy of what the store says (ControllerContext)."""
+
+    epoch: int = 0
+    live_brokers: set[int] = field(default_factory=set)
+    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, Any] = field(default_factory=dict)
+    states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
+    topics_to_delete: set[str] = field(default_factory=set)
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [tp for t in sorted(self.assignments) for tp in self.partitions_of(t)]
+
+    def replicas(self, tp: TopicPartition) -> list[int]:
+        return self.assignments.get(tp.topic, {}).get(tp.partition, [])
+
+
+def elect_leader(
+    assignment: list[int], isr: list[int], live: set[int], unclean: bool = False
+) -> tuple[int, list[int]]:
+    """(leader, new ISR) for an offline or new partition; leader -1 when none can lead."""
+    live_isr = [r for r in isr if r in live]
+    for replica in assignment:
+        if replica in live and replica in live_isr:
+            return replica, live_isr
+    if unclean:
+        for replica in assignment:
+            if replica in live:
+                return replica, [replica]
+    return NO_LEADER, live_isr
+
+
+class KafkaController:
+    """Controller election and the event loop that acts on metadata changes.
+
+    `zk` is a kt.metadata KafkaZkClient (typed reads and writes of Kafka's znodes);
+    `channel` delivers LeaderAndIsr / UpdateMetadata / StopReplica to brokers (in-process
+    for this broker, over the wire for others).
+    """
+
+    def __init__(self, broker_id: int, zk: Any, channel: Any) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.channel = channel
+        self.ctx = ControllerContext()
+        self.is_active = False
+        self._events: asyncio.Queue[tuple[str, Callable[[], Any]]] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+
+    # -- events ---------------------------------------------------------------------
+
+    async def startup(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.create_task(self._process_events(), name="controller-events")
+        self.post("Startup", self._elect)
+        await self.barrier()
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self.is_active:
+            self.zk.resign_controller(self.broker_id)
+        self.is_active = False
+
+    def post(self, name: str, action: Callable[[], Any]) -> None:
+        """Queue an event; safe from any thread (store watches fire on their own thread)."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._events.put_nowait, (name, action))
+
+    def watcher(self, name: str, action: Callable[[], Any]) -> Callable[[Any], None]:
+        """A store watch callback that queues `action` as event `name`."""
+        return lambda _event: self.post(name, action)
+
+    async def barrier(self) -> None:
+        """Wait until every event queued so far has been processed."""
+        done = asyncio.get_running_loop().create_future()
+        self.post("Barrier", lambda: done.set_result(None))
+        await done
+
+    async def _process_events(self) -> None:
+        while True:
+            name, action = await self._events.get()
+            try:
+                result = action()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("controller event %s failed", name)
+
+    # -- election -------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        self.zk.watch_controller(self.watcher("ControllerChange", self._elect))
+        if self.is_active and self.zk.get_controller_id() == self.broker_id:
+            return
+        if not self.zk.register_controller(self.broker_id):
+            if self.is_active:
+                self._resign()
+            log.info("broker %s: controller is %s", self.broker_id, self.zk.get_controller_id())
+            return
+        self.ctx = ControllerContext(epoch=self.zk.increment_controller_epoch())
+        self.is_active = True
+        log.info("broker %s is controller, epoch %s", self.broker_id, self.ctx.epoch)
+        await self._on_controller_failover()
+
+    def _resign(self) -> None:
+        log.info("broker %s resigns as controller", self.broker_id)
+        self.is_active = False
+
+    async def _on_controller_failover(self) -> None:
+        self.ctx.live_brokers = set(self.zk.get_broker_ids(self._watch_brokers()))
+        await self._load_topics()
+        self._watch_deletions()
+        offline = [
+            tp for tp, st in self.ctx.states.items() if st.leader not in self.ctx.live_brokers
+        ]
+        await self._elect_leaders(offline)
+        await self._send_full_state(sorted(self.ctx.live_brokers))
+        await self._on_topic_deletion()
+
+    def _watch_brokers(self) -> Callable[[Any], None]:
+        return self.watcher("BrokerChange", self._on_broker_change)
+
+    def _watch_deletions(self) -> None:
+        self.zk.watch_topic_deletions(self.watcher("TopicDeletion", self._on_topic_deletion))
+
+    async def _load_topics(self) -> None:
+        topics = self.zk.get_all_topics(self.watcher("TopicChange", self._on_topic_change))
+        for topic in topics:
+            self._load_topic(topic)
+
+    def _load_topic(self, topic: str) -> list[TopicPartition]:
+        """Read a topic's assignment and partition states; return partitions new to us."""
+        assignment = self.zk.get_topic_assignment(
+            topic, self.watcher("PartitionModifications", lambda: self._on_partitions(topic))
+        )
+        if assignment is None:
+            return []
+        known = self.ctx.assignments.get(topic, {})
+        self.ctx.assignments[topic] = dict(assignment.partitions)
+        self.ctx.topic_ids[topic] = assignment.topic_id
+        new = []
+        for p in sorted(assignment.partitions):
+            tp = TopicPartition(topic, p)
+            state = self.zk.get_partition_state(topic, p)
+            if state is not None:
+                self.ctx.states[tp] = state
+            elif p not in known:
+                new.append(tp)
+        return new
+
+    # -- event handlers ---------------------------------------------------------------
+
+    async def _on_broker_change(self) -> None:
+        if not self.is_active:
+            return
+        live = set(self.zk.get_broker_ids(self._watch_brokers()))
+        new, dead = live - self.ctx.live_brokers, self.ctx.live_brokers - live
+        self.ctx.live_brokers = live
+        if dead:
+            log.info("brokers %s went away", sorted(dead))
+            affected = [tp for tp, st in self.ctx.states.items() if st.leader in dead]
+            for tp, st in self.ctx.states.items():
+                if any(b in dead for b in st.isr) and tp not in affected:
+                    affected.append(tp)
+            await self._elect_leaders(affected)
+        if new:
+            log.info("brokers %s joined", sorted(new))
+            await self._send_full_state(sorted(new))
+            leaderless = [tp for tp, st in self.ctx.states.items() if st.leader == NO_LEADER]
+            await self._elect_leaders(leaderless)
+        await self._send_update_metadata(sorted(live), list(self.ctx.states))
+
+    async def _on_topic_change(self) -> None:
+        if not self.is_active:
+            return
+        topics = set(self.zk.get_all_topics(self.watcher("TopicChange", self._on_topic_change)))
+        created = [t for t in sorted(topics) if t not in self.ctx.assignments]
+        new: list[TopicPartition] = []
+        for topic in created:
+            new += self._load_topic(topic)
+        await self._on_new_partitions(new)
+
+    async def _on_partitions(self, topic: str) -> None:
+        if not self.is_active or topic in self.ctx.topics_to_delete:
+            return
+        new = self._load_topic(topic)
+        await self._on_new_partitions(new)
+
+    async def _on_new_partitions(self, new: list[TopicPartition]) -> None:
+        """NewPartition -> OnlinePartition: first live replica leads, ISR = live replicas."""
+        if not new:
+            return
+        states = []
+        for tp in new:
+            replicas = self.ctx.replicas(tp)
+            live = [r for r in replicas if r in self.ctx.live_brokers]
+            leader = live[0] if live else NO_LEADER
+            state = PartitionState(
+                tp.topic, tp.partition, leader, 0, replicas, live,
+                controller_epoch=self.ctx.epoch,
+            )  # fmt: skip
+            states.append(state)
+        self.zk.create_partition_states(states)
+        for state in states:
+            self.ctx.states[TopicPartition(state.topic, state.partition)] = state
+        await self._send_leader_and_isr(new, is_new=True)
+        await self._send_update_metadata(sorted(self.ctx.live_brokers), new)
+
+    async def _on_topic_deletion(self) -> None:
+        if not self.is_active:
+            return
+        pending = self.zk.get_topic_deletions(
+            self.watcher("TopicDeletion", self._on_topic_deletion)
+        )
+        for topic in pending:
+            partitions = self.ctx.partitions_of(topic)
+            self.ctx.topics_to_delete.add(topic)
+            for broker in sorted(self.ctx.live_brokers):
+                mine = [tp for tp in partitions if broker in self.ctx.replicas(tp)]
+                if mine:
+                    await self.channel.stop_replica(broker, self, mine, delete=True)
+            for tp in partitions:
+                self.ctx.states.pop(tp, None)
+            self.ctx.assignments.pop(topic, None)
+            self.ctx.topic_ids.pop(topic, None)
+            self.zk.delete_topic(topic)
+            self.ctx.topics_to_delete.discard(topic)
+            await self.channel.remove_topic(sorted(self.ctx.live_brokers), self, topic)
+            log.info("deleted topic %s", topic)
+
+    # -- elections and propagation -------------------------------------------------
+
+    async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
+        changed = []
+        for tp in partitions:
+            state = self.ctx.states.get(tp)
+            if state is None:
+                continue
+            unclean = self.zk.unclean_leader_election_enabled(tp.topic)
+            leader, isr = elect_leader(
+                self.ctx.replicas(tp), state.isr, self.ctx.live_brokers, unclean
+            )
+            if leader == state.leader and isr == state.isr:
+                continue
+            if leader == NO_LEADER:
+                isr = state.isr[:1] if state.isr else []
+            new = PartitionState(
+                tp.topic, tp.partition, leader, state.leader_epoch + 1, self.ctx.replicas(tp),
+                isr or [leader], controller_epoch=self.ctx.epoch,
+            )  # fmt: skip
+            if leader == NO_LEADER:
+                new.isr = state.isr
+            self.zk.update_partition_state(new)
+            self.ctx.states[tp] = new
+            changed.append(tp)
+        if changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
+
+    async def _send_leader_and_isr(self, partitions: list[TopicPartition], is_new=False) -> None:
+        by_broker: dict[int, list[PartitionState]] = {}
+        for tp in partitions:
+            state = self.ctx.states[tp]
+            for replica in state.replicas:
+                if replica in self.ctx.live_brokers:
+                    by_broker.setdefault(replica, []).append(state)
+        for broker, states in sorted(by_broker.items()):
+            await self.channel.leader_and_isr(broker, self, states, self.ctx.topic_ids, is_new)
+
+    async def _send_update_metadata(
+        self, brokers: list[int], partitions: list[TopicPartition]
+    ) -> None:
+        states = [self.ctx.states[tp] for tp in partitions if tp in self.ctx.states]
+        for broker in brokers:
+            await self.channel.update_metadata(broker, self, states, self.ctx.topic_ids)
+
+    async def _send_full_state(self, brokers: list[int]) -> None:
+        """A (re)joining broker hears every partition it replicates and the whole map."""
+        for broker in brokers:
+            mine = [st for st in self.ctx.states.values() if broker in st.replicas]
+            if mine:
+                await self.channel.leader_and_isr(broker, self, mine, self.ctx.topic_ids, False)
+        await self._send_update_metadata(brokers, list(self.ctx.states))

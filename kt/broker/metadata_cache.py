@@ -1,0 +1,78 @@
+"""What this broker knows of the cluster, for Metadata and DescribeCluster answers.
+
+Kafka's ZkMetadataCache: filled by the controller's UpdateMetadata requests (live
+brokers, and leader/ISR/replicas per partition), read by every request handler.
+Replaced wholesale or per partition, never half-updated: readers on the event loop see
+either the old or the new state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass
+class PartitionState:
+    """Leader, epoch, replicas and ISR of one partition as the controller last said."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int] = field(default_factory=list)
+    controller_epoch: int = 0
+
+
+@dataclass
+class MetadataCache:
+    broker_id: int
+    cluster_id: str = ""
+    controller_id: int = -1
+    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+
+    def update_brokers(self, brokers: list[BrokerEndpoint], controller_id: int) -> None:
+        self.brokers = {b.broker_id: b for b in brokers}
+        self.controller_id = controller_id
+
+    def update_partition(self, state: PartitionState, topic_id: uuid.UUID | None = None) -> None:
+        self.partitions.setdefault(state.topic, {})[state.partition] = state
+        if topic_id is not None:
+            self.topic_ids[state.topic] = topic_id
+
+    def remove_topic(self, topic: str) -> None:
+        self.partitions.pop(topic, None)
+        self.topic_ids.pop(topic, None)
+
+    def contains(self, topic: str) -> bool:
+        return topic in self.partitions
+
+    def topic_partitions(self, topic: str) -> dict[int, PartitionState]:
+        return self.partitions.get(topic, {})
+
+    def all_topics(self) -> list[str]:
+        return sorted(self.partitions)
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return self.topic_ids.get(topic, uuid.UUID(int=0))
+
+    def topic_for_id(self, topic_id: uuid.UUID) -> str | None:
+        for name, tid in self.topic_ids.items():
+            if tid == topic_id:
+                return name
+        return None
+
+    def alive_broker(self, broker_id: int) -> BrokerEndpoint | None:
+        return self.brokers.get(broker_id)

@@ -1,0 +1,150 @@
+"""One topic-partition as this broker holds it (Kafka's cluster.Partition).
+
+Invariants:
+- only the leader accepts produce; followers append what they fetch from the leader;
+- the high watermark never exceeds the log end offset of any ISR member, and never
+  moves backwards while this broker stays leader: HW = min(LEO) over the ISR;
+- leader_epoch only grows; requests carrying an older epoch get FENCED_LEADER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kt.errors import KafkaError
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class ReplicaState:
+    """What the leader knows of one follower: its log end offset and when it caught up."""
+
+    log_end_offset: int = 0
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+
+
+@dataclass
+class Partition:
+    """A partition's log, its role on this broker, and its replica set."""
+
+    tp: TopicPartition
+    local_broker_id: int
+    log: Any  # kt.storage.log.Log
+    leader_id: int = -1
+    leader_epoch: int = -1
+    controller_epoch: int = -1
+    replicas: list[int] = field(default_factory=list)
+    isr: list[int] = field(default_factory=list)
+    min_insync_replicas: int = 1
+    remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_id == self.local_broker_id
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def make_leader(
+        self, leader_epoch: int, isr: list[int], replicas: list[int], controller_epoch: int
+    ) -> bool:
+        """Become leader (LeaderAndIsr). Returns False if the request's epoch is stale."""
+        if leader_epoch < self.leader_epoch:
+            return False
+        now = _now_ms()
+        self.leader_id = self.local_broker_id
+        self.leader_epoch = leader_epoch
+        self.controller_epoch = controller_epoch
+        self.replicas = list(replicas)
+        self.isr = list(isr)
+        self.remote_replicas = {
+            r: ReplicaState(last_caught_up_ms=now) for r in replicas if r != self.local_broker_id
+        }
+        self.log.assign_epoch_start_offset(leader_epoch, self.log.log_end_offset)
+        self.maybe_increment_high_watermark()
+        return True
+
+    def make_follower(
+        self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int],
+        controller_epoch: int,
+    ) -> bool:  # fmt: skip
+        """Become a follower of `leader_id`. Returns False if the request's epoch is stale."""
+        if leader_epoch < self.leader_epoch:
+            return False
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.controller_epoch = controller_epoch
+        self.replicas = list(replicas)
+        self.isr = list(isr)
+        self.remote_replicas = {}
+        return True
+
+    def check_leader(self, current_leader_epoch: int = -1) -> None:
+        """Raise the error a client expects when this broker cannot serve as leader."""
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < self.leader_epoch:
+                raise KafkaError("FENCED_LEADER_EPOCH")
+            if current_leader_epoch > self.leader_epoch:
+                raise KafkaError("UNKNOWN_LEADER_EPOCH")
+        if not self.is_leader:
+            raise KafkaError("NOT_LEADER_OR_FOLLOWER")
+
+    def append_records_to_leader(self, records: memoryview, required_acks: int) -> Any:
+        """Append a produced batch; raises KafkaError with the code the client expects."""
+        self.check_leader()
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise KafkaError(
+                "NOT_ENOUGH_REPLICAS",
+                f"The size of the current ISR {self.isr} is insufficient to satisfy the "
+                f"min.isr requirement of {self.min_insync_replicas} for partition {self.tp}",
+            )
+        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+        self.maybe_increment_high_watermark()
+        return info
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Move the HW to min LEO over the ISR; True if it moved."""
+        if not self.is_leader:
+            return False
+        leo = self.log.log_end_offset
+        for replica_id in self.isr:
+            if replica_id != self.local_broker_id:
+                state = self.remote_replicas.get(replica_id)
+                leo = min(leo, state.log_end_offset if state else 0)
+        if leo > self.log.high_watermark:
+            self.log.high_watermark = leo
+            return True
+        return False
+
+    def acks_satisfied(self, required_offset: int) -> bool:
+        """acks=all: the ISR holds everything up to `required_offset` (exclusive)."""
+        return self.log.high_watermark >= required_offset
+
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
+        """A follower fetched from `fetch_offset`: it has everything before it."""
+        state = self.remote_replicas.setdefault(replica_id, ReplicaState())
+        now = _now_ms()
+        state.log_end_offset = fetch_offset
+        state.last_fetch_ms = now
+        if fetch_offset >= self.log.log_end_offset:
+            state.last_caught_up_ms = now
+        return self.maybe_increment_high_watermark()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

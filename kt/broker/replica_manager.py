@@ -1,0 +1,241 @@
+"""The replica manager: the partitions this broker holds, and produce/fetch against them.
+
+Kafka's ReplicaManager. Produce appends each partition's batch to its leader log and,
+for acks=all, waits in the produce purgatory until the high watermark passes the batch.
+Fetch reads file slices up to the high watermark (consumers) or the log end offset
+(followers), and waits in the fetch purgatory until min_bytes are there or max_wait
+passes. Appends notify the fetch purgatory; high-watermark moves notify both.
+
+Runs on the broker's event loop: appends go to the page cache and are cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kt.broker.partition import Partition, TopicPartition
+from kt.broker.purgatory import DelayedOperationPurgatory
+from kt.errors import KafkaError
+
+log = logging.getLogger(__name__)
+
+CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+@dataclass
+class ProduceResult:
+    error_code: int = 0
+    error_message: str | None = None
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    last_offset: int = -1
+
+
+@dataclass
+class FetchRequestPartition:
+    tp: TopicPartition
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass
+class FetchResult:
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: Any = b""  # bytes or a FileSlice for sendfile
+    aborted_transactions: list[Any] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.records) if self.records is not None else 0
+
+
+@dataclass
+class ReplicaManager:
+    """All partitions of this broker, keyed by TopicPartition."""
+
+    broker_id: int
+    log_manager: Any  # kt.storage.log_manager.LogManager
+    partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
+    produce_purgatory: DelayedOperationPurgatory = field(
+        default_factory=lambda: DelayedOperationPurgatory("Produce")
+    )
+    fetch_purgatory: DelayedOperationPurgatory = field(
+        default_factory=lambda: DelayedOperationPurgatory("Fetch")
+    )
+
+    # -- partitions ---------------------------------------------------------------
+
+    def get_partition(self, tp: TopicPartition) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION")
+        return partition
+
+    def get_or_create_partition(self, tp: TopicPartition, log_config: Any) -> Partition:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, log_config)
+            partition = Partition(tp, self.broker_id, log_)
+            self.partitions[tp] = partition
+        return partition
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        partition = self.partitions.pop(tp, None)
+        if delete:
+            self.log_manager.delete_log(tp.topic, tp.partition)
+        elif partition is not None:
+            partition.log.flush()
+        # Wake anyone waiting on it: they re-check and find it gone.
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)
+
+    def leader_partitions(self) -> Iterable[Partition]:
+        return (p for p in self.partitions.values() if p.is_leader)
+
+    # -- produce ------------------------------------------------------------------
+
+    async def append_records(
+        self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, Any]
+    ) -> dict[TopicPartition, ProduceResult]:
+        results: dict[TopicPartition, ProduceResult] = {}
+        for tp, records in entries.items():
+            results[tp] = self._append_to_leader(tp, records, required_acks)
+        if required_acks == -1:
+            await self._wait_for_acks(timeout_ms, results)
+        return results
+
+    def _append_to_leader(
+        self, tp: TopicPartition, records: Any, required_acks: int
+    ) -> ProduceResult:
+        try:
+            partition = self.get_partition(tp)
+            info = partition.append_records_to_leader(records, required_acks)
+        except KafkaError as e:
+            return ProduceResult(e.code, str(e) or None)
+        self.fetch_purgatory.check_and_complete(tp)
+        return ProduceResult(
+            base_offset=info.first_offset,
+            last_offset=info.last_offset,
+            log_append_time_ms=info.log_append_time,
+            log_start_offset=partition.log.log_start_offset,
+        )
+
+    async def _wait_for_acks(
+        self, timeout_ms: int, results: dict[TopicPartition, ProduceResult]
+    ) -> None:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            pending = []
+            for tp, result in results.items():
+                if result.error_code:
+                    continue
+                partition = self.partitions.get(tp)
+                if partition is None or not partition.is_leader:
+                    result.error_code = KafkaError("NOT_LEADER_OR_FOLLOWER").code
+                elif not partition.acks_satisfied(result.last_offset + 1):
+                    pending.append(tp)
+            if not pending:
+                return
+            remaining = deadline - time.monotonic()
+            if not await self.produce_purgatory.wait_any(pending, remaining):
+                for tp in pending:  # the deadline passed before the ISR caught up
+                    results[tp].error_code = KafkaError("REQUEST_TIMED_OUT").code
+                return
+
+    # -- fetch --------------------------------------------------------------------
+
+    async def fetch_messages(
+        self,
+        replica_id: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        max_bytes: int,
+        isolation_level: int,
+        fetch_partitions: list[FetchRequestPartition],
+    ) -> dict[TopicPartition, FetchResult]:
+        deadline = time.monotonic() + max_wait_ms / 1000
+        tps = [fp.tp for fp in fetch_partitions]
+        while True:
+            results = self._read_from_local_logs(
+                replica_id, max_bytes, isolation_level, fetch_partitions
+            )
+            total = sum(r.size for r in results.values())
+            errors = any(r.error_code for r in results.values())
+            if total >= min_bytes or errors or not fetch_partitions:
+                return results
+            remaining = deadline - time.monotonic()
+            if not await self.fetch_purgatory.wait_any(tps, remaining):
+                return results  # max_wait passed with less than min_bytes: answer what is there
+
+    def _read_from_local_logs(
+        self,
+        replica_id: int,
+        max_bytes: int,
+        isolation_level: int,
+        fetch_partitions: list[FetchRequestPartition],
+    ) -> dict[TopicPartition, FetchResult]:
+        results: dict[TopicPartition, FetchResult] = {}
+        remaining = max_bytes
+        min_one_message = True
+        for fp in fetch_partitions:
+            result = self._read_one(replica_id, isolation_level, fp, remaining, min_one_message)
+            results[fp.tp] = result
+            if result.size:
+                min_one_message = False
+                remaining = max(0, remaining - result.size)
+        return results
+
+    def _read_one(
+        self,
+        replica_id: int,
+        isolation_level: int,
+        fp: FetchRequestPartition,
+        limit: int,
+        min_one_message: bool,
+    ) -> FetchResult:
+        try:
+            partition = self.get_partition(fp.tp)
+            partition.check_leader(fp.current_leader_epoch)
+            log_ = partition.log
+            if replica_id >= 0:
+                max_offset = None  # followers read to the log end
+            elif isolation_level == READ_COMMITTED:
+                max_offset = log_.last_stable_offset
+            else:
+                max_offset = log_.high_watermark
+            info = log_.read(
+                fp.fetch_offset,
+                min(fp.max_bytes, limit),
+                max_offset=max_offset,
+                min_one_message=min_one_message,
+            )
+            if replica_id >= 0 and partition.update_follower_fetch_state(
+                replica_id, fp.fetch_offset
+            ):
+                self.produce_purgatory.check_and_complete(fp.tp)
+                self.fetch_purgatory.check_and_complete(fp.tp)
+        except KafkaError as e:
+            return FetchResult(error_code=e.code)
+        return FetchResult(
+            high_watermark=log_.high_watermark,
+            last_stable_offset=log_.last_stable_offset,
+            log_start_offset=log_.log_start_offset,
+            records=info.records,
+        )
+
+    def wake(self, tp: TopicPartition) -> None:
+        """The partition changed (append, HW move, role change): re-check its waiters."""
+        self.produce_purgatory.check_and_complete(tp)
+        self.fetch_purgatory.check_and_complete(tp)

@@ -1,0 +1,127 @@
+"""One blocking connection to one broker, speaking kt.protocol.
+
+The tools are short-lived command-line programs: a blocking socket with a deadline per
+request is the simplest thing that is correct. On connect the connection asks
+ApiVersions (v3, then v0 if the broker refuses) and afterwards picks, per API, the
+highest version both sides support.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from kt.errors import KafkaError, ProtocolError
+from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
+from kt.protocol.messages import ApiVersionsRequest
+
+_SIZE = struct.Struct(">i")
+
+
+class BrokerConnection:
+    """A connection to one broker; `send` returns the decoded response body."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "kt",
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._correlation_id = 0
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as e:
+            raise KafkaError(
+                "NETWORK_EXCEPTION", f"cannot connect to {host}:{port}: {e.strerror or e}"
+            ) from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self._negotiate()
+
+    def _negotiate(self) -> None:
+        for version in (3, 0):
+            body = ApiVersionsRequest(client_software_name="kt", client_software_version="0.1.0")
+            response = self.send_version(ApiKey.API_VERSIONS, version, body)
+            if response.error_code == 0:
+                self.api_versions = {
+                    k.api_key: (k.min_version, k.max_version) for k in response.api_keys
+                }
+                return
+        raise KafkaError(response.error_code, "ApiVersions failed")
+
+    def version_for(self, api_key: ApiKey) -> int:
+        """The highest version of `api_key` that both kt and the broker speak."""
+        ours = SUPPORTED_VERSIONS[api_key]
+        theirs = self.api_versions.get(int(api_key))
+        if theirs is None or theirs[0] > ours[1] or ours[0] > theirs[1]:
+            raise KafkaError(
+                "UNSUPPORTED_VERSION",
+                f"broker {self.host}:{self.port} does not support {api_key.name}",
+            )
+        return min(ours[1], theirs[1])
+
+    def send(self, api_key: ApiKey, body: Any, version: int | None = None) -> Any:
+        if version is None:
+            version = self.version_for(api_key)
+        return self.send_version(api_key, version, body)
+
+    def send_version(self, api_key: ApiKey, version: int, body: Any) -> Any:
+        self._correlation_id += 1
+        correlation_id = self._correlation_id
+        frame = encode_request(api_key, version, correlation_id, self.client_id, body)
+        try:
+            self._sock.sendall(frame)
+            payload = self._read_frame()
+        except OSError as e:
+            self.close()
+            raise KafkaError(
+                "NETWORK_EXCEPTION", f"{self.host}:{self.port}: {e.strerror or e}"
+            ) from None
+        got, response = decode_response(api_key, version, payload)
+        if got != correlation_id:
+            raise ProtocolError(f"correlation id {got} does not match request {correlation_id}")
+        return response
+
+    def send_no_response(self, api_key: ApiKey, body: Any, version: int | None = None) -> None:
+        """For Produce with acks=0: the broker answers nothing."""
+        if version is None:
+            version = self.version_for(api_key)
+        self._correlation_id += 1
+        frame = encode_request(api_key, version, self._correlation_id, self.client_id, body)
+        self._sock.sendall(frame)
+
+    def _read_exactly(self, n: int) -> bytes:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            read = self._sock.recv_into(view[got:])
+            if read == 0:
+                raise ConnectionError("connection closed by the broker")
+            got += read
+        return bytes(buf)
+
+    def _read_frame(self) -> bytes:
+        (size,) = _SIZE.unpack(self._read_exactly(4))
+        if size < 0:
+            raise ProtocolError(f"negative response size {size}")
+        return self._read_exactly(size)
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
