@@ -1,0 +1,337 @@
+"""KafkaZkClient: Kafka's typed reads and writes of its znodes, on any store Session.
+
+Kafka's KafkaZkClient/AdminZkClient (ZooKeeper mode), reduced to what kt's broker,
+controller and tools use. Every method is one or a few store calls and a codec from
+kt.metadata.znodes; watches are the store's one-shot callbacks, passed through.
+
+Controller election follows KafkaZkClient.registerControllerAndIncrementControllerEpoch:
+/controller (ephemeral) is created and /controller_epoch bumped in one multi,
+conditional on the epoch znode's version, so two brokers can never both win an epoch.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from kt.metadata import znodes as z
+from kt.metadata.store import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    Session,
+    WatchCallback,
+)
+
+INITIAL_CONTROLLER_EPOCH = 0  # KafkaController.InitialControllerEpoch
+
+
+class PartitionStateLike(Protocol):
+    """What a partition state write needs (kt.broker's PartitionState has these)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class KafkaZkClient:
+    """Typed access to Kafka's znodes through one store session (one per broker).
+
+    Invariant: the session is this client's alone; closing the client closes it, and
+    with it the broker's registration and, if it is controller, /controller.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def close(self) -> None:
+        self.session.close()
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def create_top_level_paths(self) -> None:
+        for path in z.PERSISTENT_PATHS:
+            self.session.ensure_path(path)
+
+    def get_or_create_cluster_id(self, proposed: str | None = None) -> str:
+        try:
+            return z.decode_cluster_id(self.session.get(z.CLUSTER_ID)[0])
+        except NoNodeError:
+            pass
+        cluster_id = proposed or z.uuid_to_str(z.random_uuid())
+        try:
+            self.session.create(z.CLUSTER_ID, z.encode_cluster_id(cluster_id), make_parents=True)
+            return cluster_id
+        except NodeExistsError:  # another broker won the race
+            return z.decode_cluster_id(self.session.get(z.CLUSTER_ID)[0])
+
+    # -- brokers -------------------------------------------------------------------------
+
+    def register_broker(
+        self, broker_id: int, endpoints: Iterable[Any], rack: str | None = None
+    ) -> z.BrokerRegistration:
+        """Create /brokers/ids/<id>; NodeExistsError if another live broker has the id.
+
+        `endpoints` are BrokerEndPoints or any objects with listener_name, host, port
+        (and optionally security_protocol, else the listener's own name if it is a
+        protocol's, else PLAINTEXT).
+        """
+        registration = z.BrokerRegistration(
+            broker_id, tuple(_endpoint(e) for e in endpoints), rack or None, _now_ms()
+        )
+        path = z.broker_path(broker_id)
+        try:
+            self.session.create(path, registration.encode(), ephemeral=True)
+        except NodeExistsError:
+            stat = self.session.exists(path)
+            if stat is None or stat.ephemeral_owner != self.session.session_id:
+                raise
+            self.session.set(path, registration.encode())
+        return registration
+
+    def get_broker(self, broker_id: int) -> z.BrokerRegistration | None:
+        try:
+            data, _ = self.session.get(z.broker_path(broker_id))
+        except NoNodeError:
+            return None
+        return z.BrokerRegistration.decode(broker_id, data)
+
+    def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
+        return sorted(int(b) for b in self.session.get_children(z.BROKER_IDS, watch))
+
+    def get_all_brokers(self) -> list[z.BrokerRegistration]:
+        brokers = (self.get_broker(b) for b in self.get_broker_ids())
+        return [b for b in brokers if b is not None]
+
+    # -- controller ----------------------------------------------------------------------
+
+    def watch_controller(self, watch: WatchCallback) -> None:
+        self.session.exists(z.CONTROLLER, watch)
+
+    def get_controller_id(self, watch: WatchCallback | None = None) -> int:
+        """The controller's broker id, -1 when there is none."""
+        try:
+            data, _ = self.session.get(z.CONTROLLER, watch)
+        except NoNodeError:
+            if watch is not None:
+                self.session.exists(z.CONTROLLER, watch)
+            return -1
+        return z.ControllerRegistration.decode(data).broker_id
+
+    def get_controller_epoch(self) -> tuple[int, int] | None:
+        """(epoch, znode version) of /controller_epoch, None before the first election."""
+        try:
+            data, stat = self.session.get(z.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return None
+        return z.decode_controller_epoch(data), stat.version
+
+    def register_controller_and_increment_epoch(self, broker_id: int) -> tuple[int, int] | None:
+        """Try to become controller: (new epoch, its znode version), or None if another
+        broker is controller."""
+        current = self.get_controller_epoch() or self._create_controller_epoch()
+        epoch, version = current
+        registration = z.ControllerRegistration(broker_id, _now_ms())
+        txn = self.session.transaction()
+        txn.create(z.CONTROLLER, registration.encode(), ephemeral=True)
+        txn.set_data(z.CONTROLLER_EPOCH, z.encode_controller_epoch(epoch + 1), version)
+        try:
+            stat = txn.commit()[1]
+        except (NodeExistsError, BadVersionError):
+            return None
+        return epoch + 1, stat.version
+
+    def _create_controller_epoch(self) -> tuple[int, int]:
+        try:
+            data = z.encode_controller_epoch(INITIAL_CONTROLLER_EPOCH)
+            self.session.create(z.CONTROLLER_EPOCH, data)
+        except NodeExistsError:
+            pass
+        current = self.get_controller_epoch()
+        assert current is not None
+        return current
+
+    def register_controller(self, broker_id: int) -> bool:
+        """Create /controller alone; True if this broker holds it now."""
+        registration = z.ControllerRegistration(broker_id, _now_ms())
+        try:
+            self.session.create(z.CONTROLLER, registration.encode(), ephemeral=True)
+            return True
+        except NodeExistsError:
+            stat = self.session.exists(z.CONTROLLER)
+            return stat is not None and stat.ephemeral_owner == self.session.session_id
+
+    def increment_controller_epoch(self) -> int:
+        """Bump /controller_epoch (conditionally on its version); return the new epoch."""
+        while True:
+            epoch, version = self.get_controller_epoch() or self._create_controller_epoch()
+            try:
+                self.session.set(z.CONTROLLER_EPOCH, z.encode_controller_epoch(epoch + 1), version)
+                return epoch + 1
+            except BadVersionError:
+                continue
+
+    def resign_controller(self, broker_id: int) -> None:
+        """Delete /controller if this broker, through this session, holds it."""
+        try:
+            data, stat = self.session.get(z.CONTROLLER)
+            mine = stat.ephemeral_owner == self.session.session_id
+            if mine and z.ControllerRegistration.decode(data).broker_id == broker_id:
+                self.session.delete(z.CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    # -- topics --------------------------------------------------------------------------
+
+    def get_all_topics(self, watch: WatchCallback | None = None) -> list[str]:
+        return self.session.get_children(z.TOPICS, watch)
+
+    def get_topic_assignment(
+        self, topic: str, watch: WatchCallback | None = None
+    ) -> z.TopicAssignment | None:
+        """The topic's assignment; `watch` fires on its change or deletion (or creation,
+        when it does not exist yet)."""
+        path = z.topic_path(topic)
+        if self.session.exists(path, watch) is None:
+            return None
+        try:
+            data, _ = self.session.get(path)
+        except NoNodeError:
+            return None
+        return z.TopicAssignment.decode(topic, data)
+
+    def create_topic(
+        self,
+        topic: str,
+        partitions: Mapping[int, Sequence[int]],
+        config: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> uuid.UUID:
+        """AdminZkClient.createTopicWithAssignment: the config first, then the assignment
+        (whose creation the controller watches). NodeExistsError if the topic exists."""
+        topic_id = topic_id or z.random_uuid()
+        assignment = z.TopicAssignment(topic, partitions, topic_id)
+        config_path = z.config_entity_path("topics", topic)
+        config_data = z.encode_entity_config(config or {})
+        if self.session.exists(z.topic_path(topic)) is not None:
+            raise NodeExistsError(path=z.topic_path(topic))
+        try:
+            self.session.create(config_path, config_data, make_parents=True)
+        except NodeExistsError:
+            self.session.set(config_path, config_data)
+        self.session.create(z.topic_path(topic), assignment.encode(), make_parents=True)
+        return topic_id
+
+    def set_topic_assignment(
+        self, assignment: z.TopicAssignment, expected_version: int = -1
+    ) -> int:
+        """Rewrite /brokers/topics/<t> (partition additions, reassignment); new version."""
+        path = z.topic_path(assignment.topic)
+        return self.session.set(path, assignment.encode(), expected_version).version
+
+    def get_partition_state(self, topic: str, partition: int) -> z.LeaderAndIsr | None:
+        try:
+            data, stat = self.session.get(z.partition_state_path(topic, partition))
+        except NoNodeError:
+            return None
+        return z.LeaderAndIsr.decode(data, stat.version)
+
+    def create_partition_states(self, states: Iterable[PartitionStateLike]) -> None:
+        """Write the first state of new partitions, in one multi per topic."""
+        by_topic: dict[str, list[PartitionStateLike]] = {}
+        for state in states:
+            by_topic.setdefault(state.topic, []).append(state)
+        for topic, topic_states in by_topic.items():
+            self.session.ensure_path(z.topic_partitions_path(topic))
+            with self.session.transaction() as txn:
+                for state in topic_states:
+                    if self.session.exists(z.partition_path(topic, state.partition)) is None:
+                        txn.create(z.partition_path(topic, state.partition))
+                    txn.create(z.partition_state_path(topic, state.partition), _state(state))
+
+    def update_partition_state(self, state: PartitionStateLike, expected_version: int = -1) -> int:
+        """Rewrite a partition's state (conditionally, when `expected_version` is given);
+        return the znode's new version."""
+        path = z.partition_state_path(state.topic, state.partition)
+        try:
+            return self.session.set(path, _state(state), expected_version).version
+        except NoNodeError:
+            self.session.create(path, _state(state), make_parents=True)
+            return 0
+
+    # -- deletion ------------------------------------------------------------------------
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        try:
+            self.session.create(z.delete_topic_path(topic))
+        except NodeExistsError:
+            pass
+
+    def watch_topic_deletions(self, watch: WatchCallback) -> None:
+        self.session.get_children(z.DELETE_TOPICS, watch)
+
+    def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
+        return self.session.get_children(z.DELETE_TOPICS, watch)
+
+    def delete_topic(self, topic: str) -> None:
+        """Remove a deleted topic's znodes: assignment and states, config, deletion marker."""
+        self.session.delete(z.topic_path(topic), recursive=True)
+        self.session.delete(z.config_entity_path("topics", topic), recursive=True)
+        self.session.delete(z.delete_topic_path(topic), recursive=True)
+
+    # -- configs -------------------------------------------------------------------------
+
+    def get_entity_config(self, entity_type: str, entity_name: str) -> dict[str, str]:
+        try:
+            data, _ = self.session.get(z.config_entity_path(entity_type, entity_name))
+        except NoNodeError:
+            return {}
+        return z.decode_entity_config(data)
+
+    def change_entity_config(
+        self, entity_type: str, entity_name: str, config: Mapping[str, str]
+    ) -> None:
+        """AdminZkClient.changeEntityConfig: write the config, then a change notification
+        (/config/changes/config_change_<seq>) that every broker watches."""
+        path = z.config_entity_path(entity_type, entity_name)
+        data = z.encode_entity_config(config)
+        try:
+            self.session.set(path, data)
+        except NoNodeError:
+            self.session.create(path, data, make_parents=True)
+        notification = z.encode_config_change(f"{entity_type}/{entity_name}")
+        self.session.create(z.config_change_create_path(), notification, sequential=True)
+
+    def unclean_leader_election_enabled(self, topic: str, default: bool = False) -> bool:
+        value = self.get_entity_config("topics", topic).get("unclean.leader.election.enable")
+        return default if value is None else value.strip().lower() == "true"
+
+
+def _state(state: PartitionStateLike) -> bytes:
+    recovery = getattr(state, "leader_recovery_state", z.RECOVERED)
+    leader_and_isr = z.LeaderAndIsr(
+        state.leader, state.leader_epoch, list(state.isr), state.controller_epoch, recovery
+    )
+    return leader_and_isr.encode()
+
+
+_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def _endpoint(endpoint: Any) -> z.BrokerEndPoint:
+    if isinstance(endpoint, z.BrokerEndPoint):
+        return endpoint
+    name = endpoint.listener_name
+    protocol = getattr(endpoint, "security_protocol", None)
+    if protocol is None:
+        protocol = name if name in _PROTOCOLS else "PLAINTEXT"
+    return z.BrokerEndPoint(name, endpoint.host or None, int(endpoint.port), str(protocol))
