@@ -132,12 +132,13 @@ class KafkaController:
         self.zk.watch_controller(self.watcher("ControllerChange", self._elect))
         if self.is_active and self.zk.get_controller_id() == self.broker_id:
             return
-        if not self.zk.register_controller(self.broker_id):
+        won = self.zk.register_controller_and_increment_epoch(self.broker_id)
+        if won is None:
             if self.is_active:
                 self._resign()
             log.info("broker %s: controller is %s", self.broker_id, self.zk.get_controller_id())
             return
-        self.ctx = ControllerContext(epoch=self.zk.increment_controller_epoch())
+        self.ctx = ControllerContext(epoch=won[0])
         self.is_active = True
         log.info("broker %s is controller, epoch %s", self.broker_id, self.ctx.epoch)
         await self._on_controller_failover()
@@ -181,9 +182,12 @@ class KafkaController:
         new = []
         for p in sorted(assignment.partitions):
             tp = TopicPartition(topic, p)
-            state = self.zk.get_partition_state(topic, p)
-            if state is not None:
-                self.ctx.states[tp] = state
+            stored = self.zk.get_partition_state(topic, p)
+            if stored is not None:
+                self.ctx.states[tp] = PartitionState(
+                    topic, p, stored.leader, stored.leader_epoch, list(assignment.partitions[p]),
+                    list(stored.isr), controller_epoch=stored.controller_epoch,
+                )  # fmt: skip
             elif p not in known:
                 new.append(tp)
         return new

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
 from kt.errors import KafkaError
@@ -67,6 +68,7 @@ class ReplicaManager:
 
     broker_id: int
     log_manager: Any  # kt.storage.log_manager.LogManager
+    log_config_for: Callable[[str], Any]  # topic -> its LogConfig (defaults + overrides)
     partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
     produce_purgatory: DelayedOperationPurgatory = field(
         default_factory=lambda: DelayedOperationPurgatory("Produce")
@@ -83,13 +85,45 @@ class ReplicaManager:
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION")
         return partition
 
-    def get_or_create_partition(self, tp: TopicPartition, log_config: Any) -> Partition:
+    def get_or_create_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
-            log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, log_config)
+            config = self.log_config_for(tp.topic)
+            log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, config)
             partition = Partition(tp, self.broker_id, log_)
+            partition.min_insync_replicas = config.min_insync_replicas
             self.partitions[tp] = partition
         return partition
+
+    def become_leader_or_follower(
+        self,
+        controller_id: int,
+        controller_epoch: int,
+        states: list[PartitionState],
+        topic_ids: dict[str, Any],
+    ) -> dict[TopicPartition, int]:
+        """Apply a LeaderAndIsr request; returns an error code per partition."""
+        errors: dict[TopicPartition, int] = {}
+        for state in states:
+            tp = TopicPartition(state.topic, state.partition)
+            if self.broker_id not in state.replicas:
+                errors[tp] = KafkaError("UNKNOWN_TOPIC_OR_PARTITION").code
+                continue
+            partition = self.get_or_create_partition(tp)
+            if state.leader == self.broker_id:
+                applied = partition.make_leader(
+                    state.leader_epoch, state.isr, state.replicas, controller_epoch
+                )
+            else:
+                applied = partition.make_follower(
+                    state.leader, state.leader_epoch, state.isr, state.replicas, controller_epoch
+                )
+            errors[tp] = 0 if applied else KafkaError("STALE_CONTROLLER_EPOCH").code
+            self.wake(tp)
+        return errors
+
+    def wake_partition(self, topic: str, partition: int) -> None:
+        self.wake(TopicPartition(topic, partition))
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         partition = self.partitions.pop(tp, None)

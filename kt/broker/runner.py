@@ -1,0 +1,63 @@
+"""Run one or more brokers in this process until SIGTERM/SIGINT (kafka.Kafka's main).
+
+Several property files start several brokers in one process: they share one embedded
+metadata store (in the first broker's first log dir) and one event loop, which is the
+embedded cluster. With `zookeeper.connect` set, the brokers use that ZooKeeper instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kt.broker.server import KafkaServer
+from kt.config import KafkaConfig
+from kt.metadata.embedded import EmbeddedStore
+
+log = logging.getLogger(__name__)
+
+
+def open_store(configs: list[KafkaConfig]) -> EmbeddedStore:
+    """The metadata store the brokers of this process share."""
+    first_dir = Path(configs[0].log_dirs[0])
+    first_dir.mkdir(parents=True, exist_ok=True)
+    return EmbeddedStore.in_log_dir(first_dir)
+
+
+async def start_brokers(configs: list[KafkaConfig], store: EmbeddedStore) -> list[KafkaServer]:
+    servers = []
+    try:
+        for config in configs:
+            server = KafkaServer(config, store)
+            servers.append(server)
+            await server.startup()
+    except BaseException:
+        for server in reversed(servers):
+            await server.shutdown()
+        raise
+    return servers
+
+
+async def serve(
+    configs: list[KafkaConfig], on_ready: Callable[[list[KafkaServer], float], None]
+) -> None:
+    """Start the brokers, call `on_ready`, and run until a stop signal."""
+    started = time.monotonic()
+    store = open_store(configs)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        servers = await start_brokers(configs, store)
+        on_ready(servers, time.monotonic() - started)
+        await stop.wait()
+        log.info("stop signal received: shutting down")
+        for server in reversed(servers):
+            await server.shutdown()
+    finally:
+        store.close()

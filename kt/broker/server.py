@@ -1,0 +1,145 @@
+"""KafkaServer: one broker's life cycle, from start-up to a clean shutdown.
+
+Start-up order (KafkaServer.startup): lock and recover the log dirs, join the metadata
+store (register /brokers/ids/<id>), start the replica manager and request handlers,
+elect a controller, open the listener, then say "ready". Shutdown runs it backwards:
+stop accepting, let in-flight requests finish, resign, flush, write the checkpoints and
+the clean-shutdown marker, close the store session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kt.broker.controller import KafkaController
+from kt.broker.controller_channel import ControllerChannel
+from kt.broker.kafka_apis import KafkaApis
+from kt.broker.metadata_cache import MetadataCache
+from kt.broker.network import SocketServer
+from kt.broker.replica_manager import ReplicaManager
+from kt.config import KafkaConfig, LogConfig
+from kt.metadata.kafka_zk_client import KafkaZkClient
+from kt.storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BackgroundTask:
+    """A periodic job on the event loop: retention, flush, checkpoints."""
+
+    name: str
+    interval_s: float
+    action: Any
+    task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name=self.name)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                self.action()
+            except Exception:
+                log.exception("background task %s failed", self.name)
+
+
+@dataclass
+class KafkaServer:
+    """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
+
+    config: KafkaConfig
+    store: Any
+    started_at: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.broker_id = self.config.broker_id
+        self.log_manager: LogManager | None = None
+        self.zk: KafkaZkClient | None = None
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.socket_server: SocketServer | None = None
+        self.controller: KafkaController | None = None
+        self.apis: KafkaApis | None = None
+        self._tasks: list[BackgroundTask] = []
+        self._stopped = asyncio.Event()
+
+    @property
+    def port(self) -> int:
+        assert self.socket_server is not None
+        return self.socket_server.port
+
+    async def startup(self) -> None:
+        cfg = self.config
+        topic_defaults = LogConfig.from_props(cfg.topic_defaults())
+        self.log_manager = LogManager(cfg.log_dirs, topic_defaults)
+        self.zk = KafkaZkClient(self.store.session(f"broker-{self.broker_id}"))
+        self.zk.create_top_level_paths()
+        self.metadata_cache.cluster_id = self.zk.get_or_create_cluster_id()
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        self.apis = KafkaApis(self)
+        listener = cfg.listeners[0]
+        self.socket_server = SocketServer(
+            listener.host or "0.0.0.0",
+            listener.port,
+            self.apis.handle,
+            max_request_bytes=cfg["socket.request.max.bytes"],
+            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
+        )
+        await self.socket_server.start()
+        self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])
+        self.controller = KafkaController(self.broker_id, self.zk, ControllerChannel(self))
+        await self.controller.startup()
+        self._start_background_tasks()
+        log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    @property
+    def advertised_endpoints(self) -> list[Any]:
+        endpoints = self.config.advertised_listeners
+        assert self.socket_server is not None
+        # Port 0 binds an ephemeral port: advertise the one we got.
+        return [e if e.port else type(e)(e.listener_name, e.host, self.port) for e in endpoints]
+
+    def _start_background_tasks(self) -> None:
+        cfg = self.config
+        assert self.log_manager is not None
+        lm = self.log_manager
+        self._tasks = [
+            BackgroundTask(
+                "kafka-log-retention",
+                cfg["log.retention.check.interval.ms"] / 1000,
+                lambda: lm.cleanup_logs(),
+            ),
+            BackgroundTask("kafka-log-flusher", 1.0, lambda: lm.flush_dirty_logs()),
+            BackgroundTask(
+                "kafka-recovery-point-checkpoint",
+                cfg["log.flush.offset.checkpoint.interval.ms"] / 1000,
+                lambda: lm.checkpoint_all(),
+            ),
+        ]
+        for task in self._tasks:
+            task.start()
+
+    async def shutdown(self) -> None:
+        log.info("[KafkaServer id=%s] shutting down", self.broker_id)
+        for task in self._tasks:
+            if task.task is not None:
+                task.task.cancel()
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.controller is not None:
+            await self.controller.shutdown()
+        if self.log_manager is not None:
+            self.log_manager.shutdown()
+        if self.zk is not None:
+            self.zk.close()
+        self._stopped.set()
+        log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
