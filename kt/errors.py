@@ -171,6 +171,35 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "Producer attempted to produce with an old epoch.",
     ),
     (54, "SECURITY_DISABLED", False, False, "Security features are disabled."),
+    # Storage (kt.storage.log): batch too large for a segment, legacy magic, txn state, disk.
+    (
+        18,
+        "RECORD_LIST_TOO_LARGE",
+        False,
+        False,
+        "The request included message batch larger than the configured segment size on the server.",
+    ),
+    (
+        43,
+        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+        False,
+        False,
+        "The message format version on the broker does not support the request.",
+    ),
+    (
+        48,
+        "INVALID_TXN_STATE",
+        False,
+        False,
+        "The producer attempted a transactional operation in an invalid state.",
+    ),
+    (
+        56,
+        "KAFKA_STORAGE_ERROR",
+        True,
+        True,
+        "Disk error when trying to access log file on the disk.",
+    ),
     (
         76,
         "UNSUPPORTED_COMPRESSION_TYPE",

@@ -5,4 +5,6 @@ Each subcommand lives in its own module and is imported only when it runs, so th
 types to "module:attribute"; kt/cli.py builds the root group from it.
 """
 
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "dump-log": "kt.commands.dump_log:dump_log",
+}

@@ -1,0 +1,651 @@
+"""A partition's log (the local part of Kafka's UnifiedLog): segments, offsets, appends, reads.
+
+A directory `<topic>-<partition>/` holds the segments (log_segment.py), the
+`leader-epoch-checkpoint` and the producer `.snapshot` files. The log assigns offsets on
+the leader by patching each batch header in place (batch_header.py), validates batches
+without decoding records, rolls segments, reads file slices for sendfile, truncates,
+and deletes old segments by retention. It starts no threads: the LogManager's periodic
+methods drive flushing and deferred file deletion.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+
+from kt.config import LogConfig
+from kt.errors import KafkaError
+from kt.storage import names
+from kt.storage.batch_header import (
+    CONTROL_MASK,
+    TIMESTAMP_TYPE_MASK,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kt.storage.checkpoints import LeaderEpochCheckpointFile
+from kt.storage.file_records import NO_TIMESTAMP, frame_at
+from kt.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from kt.storage.log_loader import LogLoader, rebuild_producer_state
+from kt.storage.log_segment import (
+    FetchDataInfo,
+    LogOffsetMetadata,
+    LogSegment,
+    RollParams,
+    TimestampAndOffset,
+)
+from kt.storage.log_validator import LogAppendInfo, validate_batches
+from kt.storage.producer_state import (
+    ORIGIN_CLIENT,
+    ORIGIN_REPLICATION,
+    ProducerAppendInfo,
+    ProducerStateManager,
+)
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Log:
+    """One partition's log.
+
+    Invariants: log_start_offset <= high_watermark <= log_end_offset; recovery_point <=
+    log_end_offset and everything before it is on disk; segments are sorted, contiguous,
+    and the last one is the active segment, the only one appended to.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        high_watermark: int = 0,
+        had_clean_shutdown: bool = False,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.dir = directory
+        self.config = config
+        self.clock = clock
+        self.name = os.path.basename(directory)
+        checkpoint = LeaderEpochCheckpointFile(
+            os.path.join(directory, names.LEADER_EPOCH_CHECKPOINT_FILE)
+        )
+        self.leader_epoch_cache = LeaderEpochFileCache(checkpoint)
+        self.producer_state = ProducerStateManager(directory)
+        loaded = LogLoader(
+            directory,
+            config,
+            clock(),
+            had_clean_shutdown,
+            log_start_offset,
+            recovery_point,
+            self.leader_epoch_cache,
+            self.producer_state,
+        ).load()
+        self.segments: list[LogSegment] = loaded.segments
+        self._bases = [s.base_offset for s in self.segments]
+        self.log_start_offset = loaded.log_start_offset
+        self.recovery_point = loaded.recovery_point
+        self.log_end_offset = loaded.next_offset
+        self.last_flush_time = clock()
+        self._high_watermark = self.log_start_offset
+        self.high_watermark = high_watermark
+        self._pending_flush_offset: int | None = None
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._max_position: tuple[int, int, int] | None = None  # (offset, base, position)
+        self._closed = False
+
+    # -- offsets ----------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Set the HW, bounded to [log start offset, log end offset] as Kafka bounds it."""
+        self._high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is None:
+            return self._high_watermark
+        return min(max(first_unstable, self.log_start_offset), self._high_watermark)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def number_of_segments(self) -> int:
+        return len(self.segments)
+
+    def _floor_index(self, offset: int) -> int:
+        return bisect.bisect_right(self._bases, offset) - 1
+
+    def _reindex(self) -> None:
+        self._bases = [s.base_offset for s in self.segments]
+        self._max_position = None
+
+    # -- append -----------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        records: bytes | bytearray | memoryview,
+        leader_epoch: int,
+        origin: str = ORIGIN_CLIENT,
+        now_ms: int | None = None,
+    ) -> LogAppendInfo:
+        """Validate, assign offsets (patching each header in place) and append.
+
+        Raises KafkaError: CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
+        RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
+        """
+        buf = records if isinstance(records, bytearray) else bytearray(records)
+        batches = validate_batches(
+            buf, self.name, self.config.max_message_bytes, True, origin == ORIGIN_CLIENT
+        )
+        now = self.clock() if now_ms is None else now_ms
+        info = LogAppendInfo(
+            self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
+        )
+        if not batches:
+            return info
+        offset, entries, producer_batches = self.log_end_offset, [], []
+        append_time = self.config.log_append_time
+        for position, size, h in batches:
+            set_base_offset(buf, position, offset)
+            set_partition_leader_epoch(buf, position, leader_epoch)
+            timestamp = h[8]
+            if append_time:
+                set_log_append_time(buf, position, now)
+                timestamp = now
+            if h[9] >= 0 or h[5] & CONTROL_MASK:
+                # Producer state reads the header as written: patch our copy of it too.
+                attributes = h[5] | TIMESTAMP_TYPE_MASK if append_time else h[5]
+                patched = (
+                    offset,
+                    h[1],
+                    leader_epoch,
+                    2,
+                    h[4],
+                    attributes,
+                    *h[6:8],
+                    timestamp,
+                    *h[9:],
+                )
+                producer_batches.append((len(entries), patched))
+            entries.append((position, size, offset + h[6], timestamp))
+            info.account(size, h, offset + h[6], timestamp)
+            offset += h[6] + 1
+        info.log_append_time = now if append_time else NO_TIMESTAMP
+        info.last_leader_epoch = leader_epoch if leader_epoch >= 0 else None
+        epochs = [(leader_epoch, info.first_offset)] if leader_epoch >= 0 else []
+        return self._append(buf, entries, producer_batches, epochs, info, origin)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs."""
+        buf = records if isinstance(records, bytearray) else bytearray(records)
+        batches = validate_batches(buf, self.name, None, False, False)
+        info = LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+        if not batches:
+            return info
+        entries, producer_batches, epochs, previous_last = [], [], [], -1
+        for position, size, h in batches:
+            frame = frame_at(buf, position, position, size)
+            if frame.last_offset <= previous_last:
+                raise KafkaError(
+                    "CORRUPT_MESSAGE", f"Out of order offsets in append to {self.name}"
+                )
+            previous_last = frame.last_offset
+            if h is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
+                producer_batches.append((len(entries), h))
+            if h is not None and h[2] >= 0 and (not epochs or epochs[-1][0] != h[2]):
+                epochs.append((h[2], h[0]))
+            entries.append((position, size, frame.last_offset, frame.max_timestamp))
+            if info.first_offset < 0:
+                info.first_offset = frame.base_offset
+            info.account(size, h, frame.last_offset, frame.max_timestamp)
+            if frame.partition_leader_epoch >= 0:
+                info.last_leader_epoch = frame.partition_leader_epoch
+        if info.first_offset < self.log_end_offset:
+            raise KafkaError(
+                "UNKNOWN_SERVER_ERROR",
+                f"Unexpected offset in append to {self.name}. First offset {info.first_offset} "
+                f"is less than the next offset {self.log_end_offset}.",
+            )
+        return self._append(buf, entries, producer_batches, epochs, info, ORIGIN_REPLICATION)
+
+    def _append(
+        self,
+        buf: bytearray,
+        entries: list,
+        producer_batches: list,
+        epochs: list,
+        info: LogAppendInfo,
+        origin: str,
+    ) -> LogAppendInfo:
+        """Roll if needed, check producer state, write. `producer_batches` lists (index in
+        `entries`, header tuple) of batches with a producer id or control flag; `epochs`
+        lists the (leader epoch, start offset) pairs the append begins."""
+        if info.valid_bytes > self.config.segment_bytes:
+            raise KafkaError(
+                "RECORD_LIST_TOO_LARGE",
+                f"Message batch size is {info.valid_bytes} bytes in append to "
+                f"partition {self.name}, which exceeds the maximum configured "
+                f"segment size of {self.config.segment_bytes}.",
+            )
+        segment = self._maybe_roll(
+            info.valid_bytes, info.max_timestamp, info.last_offset, info.first_offset
+        )
+        cache = self.leader_epoch_cache
+        for epoch, start_offset in epochs:
+            if cache.latest_epoch() != epoch:
+                cache.assign(epoch, start_offset)
+        producers: dict[int, ProducerAppendInfo] = {}
+        for i, h in producer_batches:
+            position, size, last_offset, _ = entries[i]
+            pid = h[9]
+            if pid >= 0 and origin == ORIGIN_CLIENT:
+                duplicate = self._find_duplicate(h, last_offset)
+                if duplicate is not None:
+                    return LogAppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        log_append_time=duplicate.timestamp,
+                        log_start_offset=self.log_start_offset,
+                        duplicate=True,
+                    )
+            append_info = producers.get(pid) or self.producer_state.prepare_update(pid, origin)
+            producers[pid] = append_info
+            control = buf[position : position + size] if h[5] & CONTROL_MASK else None
+            append_info.append(h, control)
+        segment.append(buf, entries)
+        self.log_end_offset = info.last_offset + 1
+        for append_info in producers.values():
+            self.producer_state.update(append_info)
+        self.producer_state.map_end_offset = self.log_end_offset
+        info.log_start_offset = self.log_start_offset
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
+        return info
+
+    def _find_duplicate(self, h: tuple, last_offset: int):  # type: ignore[no-untyped-def]
+        entry = self.producer_state.last_entry(h[9])
+        if entry is None or h[11] < 0:
+            return None
+        last_seq = (h[11] + h[6]) & 0x7FFFFFFF
+        return entry.find_duplicate_batch(h[10], h[11], last_seq)
+
+    # -- rolling ------------------------------------------------------------------------
+
+    def _maybe_roll(self, size: int, max_ts: int, max_offset: int, first_offset: int) -> LogSegment:
+        segment = self.active_segment
+        config = self.config
+        params = RollParams(
+            config.segment_ms, config.segment_bytes, max_ts, max_offset, size, self.clock()
+        )
+        if segment.should_roll(params):
+            log.debug(
+                "Rolling new log segment in %s (log_size = %d/%d)",
+                self.name,
+                segment.size,
+                config.segment_bytes,
+            )
+            return self.roll(first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, log end offset)."""
+        new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.active_segment
+        if new_offset in self._bases:
+            if active.base_offset != new_offset or active.size != 0:
+                raise KafkaError(
+                    "UNKNOWN_SERVER_ERROR",
+                    f"Trying to roll a new log segment for {self.name} with start "
+                    f"offset {new_offset} while it already exists.",
+                )
+            # KAFKA-6388: an empty active segment whose index was "full": recreate it.
+            self.segments.pop()
+            active.delete_if_exists()
+        elif new_offset < active.base_offset:
+            raise KafkaError(
+                "UNKNOWN_SERVER_ERROR",
+                f"Trying to roll a new log segment for {self.name} with start offset "
+                f"{new_offset} lower than the active segment's {active.base_offset}",
+            )
+        else:
+            for suffix_name in (
+                names.log_file_name,
+                names.offset_index_file_name,
+                names.time_index_file_name,
+                names.txn_index_file_name,
+            ):
+                path = os.path.join(self.dir, suffix_name(new_offset))
+                if os.path.exists(path):
+                    log.warning("Newly rolled segment file %s already exists; deleting it", path)
+                    os.unlink(path)
+            active.on_become_inactive()
+        segment = LogSegment.open(self.dir, new_offset, self.config, self.clock())
+        self.segments.append(segment)
+        self._reindex()
+        self.producer_state.update_map_end_offset(new_offset)
+        self.producer_state.take_snapshot(sync=False)
+        # Kafka flushes the rolled segment asynchronously; flush_dirty() does it here.
+        self._pending_flush_offset = new_offset
+        log.info("Rolled new log segment at offset %d in %s", new_offset, self.name)
+        return segment
+
+    # -- read -------------------------------------------------------------------------
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Batches from `start_offset`: at most `max_bytes` (but one whole batch if
+        `min_one_message`), none at or past `max_offset` (default the log end offset).
+
+        Raises KafkaError OFFSET_OUT_OF_RANGE outside [log start offset, log end offset].
+        """
+        end = self.log_end_offset
+        if start_offset < self.log_start_offset or start_offset > end:
+            raise KafkaError(
+                "OFFSET_OUT_OF_RANGE",
+                f"Received request for offset {start_offset} for partition "
+                f"{self.name}, but we only have log segments in the range "
+                f"{self.log_start_offset} to {end}.",
+            )
+        limit = end if max_offset is None else min(max_offset, end)
+        if start_offset >= limit:
+            return FetchDataInfo(LogOffsetMetadata(start_offset), b"")
+        i = max(0, self._floor_index(start_offset))
+        while i < len(self.segments):
+            segment = self.segments[i]
+            info = segment.read(
+                start_offset, max_bytes, self._max_position_in(segment, limit), min_one_message
+            )
+            if info is not None:
+                return info
+            i += 1
+        return FetchDataInfo(LogOffsetMetadata(end), b"")
+
+    def _max_position_in(self, segment: LogSegment, max_offset: int) -> int | None:
+        """The byte position in `segment` where `max_offset` starts (None: no limit)."""
+        if max_offset >= self.log_end_offset:
+            return None
+        cached = self._max_position
+        if cached is None or cached[0] != max_offset:
+            holder = self.segments[max(0, self._floor_index(max_offset))]
+            found = holder.translate_offset(max_offset)
+            position = found[1] if found is not None else holder.size
+            cached = self._max_position = (max_offset, holder.base_offset, position)
+        if segment.base_offset < cached[1]:
+            return None
+        return cached[2] if segment.base_offset == cached[1] else 0
+
+    # -- offsets by timestamp, epochs -------------------------------------------------------
+
+    def fetch_offset_by_timestamp(self, target: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2 earliest, -1 latest, -3 the max timestamp's offset, else the first
+        record with timestamp >= target (None if there is none)."""
+        if target == EARLIEST_TIMESTAMP:
+            earliest = self.leader_epoch_cache.earliest_entry()
+            epoch = earliest[0] if earliest and earliest[1] <= self.log_start_offset else None
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, epoch)
+        if target == LATEST_TIMESTAMP:
+            return TimestampAndOffset(
+                NO_TIMESTAMP, self.log_end_offset, self.leader_epoch_cache.latest_epoch()
+            )
+        if target == MAX_TIMESTAMP:
+            segment = max(self.segments, key=lambda s: s.max_timestamp_so_far)
+            return segment.offset_of_max_timestamp()
+        for segment in self.segments:
+            if segment.largest_timestamp() >= target:
+                found = segment.find_offset_by_timestamp(target, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    offset_for_timestamp = fetch_offset_by_timestamp
+
+    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """A new leader epoch starts at `start_offset` (Partition.makeLeader)."""
+        self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    maybe_assign_epoch_start_offset = assign_epoch_start_offset
+
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch()
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
+        """(epoch, end offset) answering OffsetForLeaderEpoch, or None if undefined."""
+        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+        return None if offset == UNDEFINED_EPOCH_OFFSET else (epoch, offset)
+
+    # -- flush ------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, offset) and move the
+        recovery point to `offset` (default: the log end offset)."""
+        offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+        if offset <= self.recovery_point:
+            return
+        first = max(0, self._floor_index(self.recovery_point))
+        for segment in self.segments[first:]:
+            if segment.base_offset >= offset and segment is not self.segments[first]:
+                break
+            segment.flush()
+        self.recovery_point = offset
+        self.last_flush_time = self.clock()
+
+    def flush_dirty(self, now_ms: int | None = None) -> None:
+        """The periodic flush: a rolled segment awaiting its flush, and `flush.ms`."""
+        now = self.clock() if now_ms is None else now_ms
+        if self._pending_flush_offset is not None:
+            self.flush(self._pending_flush_offset)
+            self._pending_flush_offset = None
+        if now - self.last_flush_time >= self.config.flush_ms:
+            self.flush()
+
+    # -- truncation -------------------------------------------------------------------
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Drop every offset >= target_offset (a follower diverged). True if anything went."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.name} to a negative offset")
+        if target_offset >= self.log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
+            return False
+        log.info("Truncating %s to offset %d", self.name, target_offset)
+        if self.segments[0].base_offset > target_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        doomed = [s for s in self.segments if s.base_offset > target_offset]
+        self._remove_and_delete_segments(doomed)
+        self.active_segment.truncate_to(target_offset, self.clock())
+        self.log_end_offset = target_offset
+        self.recovery_point = min(self.recovery_point, target_offset)
+        self.leader_epoch_cache.truncate_from_end(target_offset)
+        self.log_start_offset = min(target_offset, self.log_start_offset)
+        self._rebuild_producer_state()
+        self.high_watermark = min(self._high_watermark, self.log_end_offset)
+        self._reindex()
+        return True
+
+    def truncate_fully_and_start_at(
+        self, new_offset: int, log_start_offset: int | None = None
+    ) -> None:  # noqa: E501
+        """Delete all data; the log continues empty at `new_offset`."""
+        log.info("Truncating %s fully and starting at offset %d", self.name, new_offset)
+        self._remove_and_delete_segments(self.segments[:])
+        self.segments = [LogSegment.open(self.dir, new_offset, self.config, self.clock())]
+        self._reindex()
+        self.log_end_offset = self.recovery_point = new_offset
+        self.leader_epoch_cache.clear_and_flush()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
+        self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
+        self._rebuild_producer_state()
+        self._high_watermark = self.log_end_offset
+
+    def _rebuild_producer_state(self) -> None:
+        rebuild_producer_state(
+            self.producer_state,
+            self.segments,
+            self.log_start_offset,
+            self.log_end_offset,
+            False,
+            self.clock(),
+        )
+
+    # -- retention --------------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """DeleteRecords: move the log start offset up (never past the high watermark)."""
+        if new_log_start_offset > self._high_watermark:
+            raise KafkaError(
+                "OFFSET_OUT_OF_RANGE",
+                f"Cannot increment the log start offset to {new_log_start_offset} "
+                f"of partition {self.name} since it is larger than the high "
+                f"watermark {self._high_watermark}",
+            )
+        if new_log_start_offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = new_log_start_offset
+        log.info("Incremented log start offset of %s to %d", self.name, new_log_start_offset)
+        self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
+        self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
+        return True
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention: segments before the log start offset, then (cleanup.policy=delete)
+        beyond retention.bytes and older than retention.ms. Returns segments deleted."""
+        now = self.clock() if now_ms is None else now_ms
+        deleted = self._delete_while(
+            lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset
+        )  # noqa: E501
+        if self.config.delete:
+            deleted += self._delete_retention_size_breached()
+            if self.config.retention_ms >= 0:
+                ms = self.config.retention_ms
+                deleted += self._delete_while(lambda s, _: now - s.largest_timestamp() > ms)
+        self.delete_pending_segments(now)
+        return deleted
+
+    def _delete_retention_size_breached(self) -> int:
+        retention = self.config.retention_bytes
+        if retention < 0 or self.size < retention:
+            return 0
+        excess = self.size - retention
+
+        def breached(segment: LogSegment, _: LogSegment | None) -> bool:
+            nonlocal excess
+            if excess - segment.size < 0:
+                return False
+            excess -= segment.size
+            return True
+
+        return self._delete_while(breached)
+
+    def _delete_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
+        """Delete segments from the oldest while `predicate` holds, never past the HW."""
+        deletable = []
+        for i, segment in enumerate(self.segments):
+            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            last_and_empty = nxt is None and segment.size == 0
+            if self._high_watermark < upper or not predicate(segment, nxt) or last_and_empty:
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            self.roll()  # a log always keeps one segment
+        new_start = self.segments[len(deletable)].base_offset
+        if new_start > self.log_start_offset:
+            self.maybe_increment_log_start_offset(new_start)
+        self._remove_and_delete_segments(deletable)
+        return len(deletable)
+
+    def _remove_and_delete_segments(self, doomed: list[LogSegment]) -> None:
+        """Take segments out of the log, rename their files `.deleted`, delete them after
+        `file.delete.delay.ms` (reads in flight may still hold their file slices)."""
+        if not doomed:
+            return
+        due = self.clock() + self.config.file_delete_delay_ms
+        for segment in doomed:
+            self.segments.remove(segment)
+            segment.change_file_suffixes("", names.DELETED_FILE_SUFFIX)
+            self.producer_state.delete_snapshot(segment.base_offset)
+            self._pending_deletes.append((due, segment))
+        self._reindex()
+        self.delete_pending_segments(self.clock())
+
+    def delete_pending_segments(self, now_ms: int) -> None:
+        keep = []
+        for due, segment in self._pending_deletes:
+            if due <= now_ms:
+                log.info("Deleting segment files %s", segment)
+                segment.delete_if_exists()
+            else:
+                keep.append((due, segment))
+        self._pending_deletes = keep
+
+    # -- life cycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Snapshot producer state at the log end, trim indexes, close files."""
+        if self._closed:
+            return
+        self._closed = True
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        self.producer_state.take_snapshot()
+        for segment in self.segments:
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.delete_if_exists()
+        self._pending_deletes = []
+
+    def close_handlers(self) -> None:
+        self._closed = True
+        for segment in self.segments:
+            segment.close_handlers()
+
+    def delete(self) -> None:
+        """Close and remove the whole directory."""
+        self.close_handlers()
+        for _, segment in self._pending_deletes:
+            segment.close_handlers()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, new_dir: str) -> None:
+        os.replace(self.dir, new_dir)
+        self.dir = new_dir
+
+    def __repr__(self) -> str:
+        return (
+            f"Log(dir={self.dir}, logStartOffset={self.log_start_offset}, "
+            f"logEndOffset={self.log_end_offset}, highWatermark={self._high_watermark})"
+        )

@@ -1,0 +1,256 @@
+"""All partition logs of a broker across its `log.dirs` (Kafka's LogManager).
+
+Each log dir holds, besides the `<topic>-<partition>` directories:
+
+  .lock                               held (fcntl) while a LogManager owns the dir
+  .kafka_cleanshutdown                written on clean shutdown, removed at start-up;
+                                      JSON {"version":0,"brokerEpoch":<epoch>}
+  recovery-point-offset-checkpoint    per log: offset up to which it is flushed
+  log-start-offset-checkpoint         per log: its start offset, when above its first segment
+  replication-offset-checkpoint       per log: its high watermark
+
+The broker calls `cleanup_logs`, `flush_dirty_logs` and `checkpoint_all` periodically;
+storage starts no threads of its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+
+from kt.config import LogConfig
+from kt.storage import names
+from kt.storage.checkpoints import CheckpointError, OffsetCheckpointFile, write_atomically
+from kt.storage.log import Log, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+TopicPartitionKey = tuple[str, int]
+
+
+class LogDirLockedError(Exception):
+    """Another LogManager (this process or another) holds the log dir's `.lock`."""
+
+
+class LogManager:
+    """The logs of one broker, keyed by (topic, partition).
+
+    Invariants: each log dir is locked for the manager's lifetime; each partition has
+    at most one log, in exactly one dir; directory names come only from validated topic
+    names and non-negative partitions, so they never leave their log dir.
+    """
+
+    def __init__(
+        self,
+        log_dirs: Iterable[str] | str,
+        default_config: LogConfig,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
+        self.log_dirs = [os.path.abspath(d) for d in dirs]
+        self.default_config = default_config
+        self.topic_configs = dict(topic_configs or {})
+        self.clock = clock
+        self.logs: dict[TopicPartitionKey, Log] = {}
+        self._dir_of: dict[TopicPartitionKey, str] = {}
+        self._locks: list[int] = []
+        try:
+            for directory in self.log_dirs:
+                self._lock(directory)
+            for directory in self.log_dirs:
+                self._load_logs(directory)
+        except BaseException:
+            self._release_locks()
+            raise
+
+    # -- start-up ---------------------------------------------------------------------
+
+    def _lock(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(os.path.join(directory, names.LOCK_FILE_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance in "
+                "another process or thread is using this directory."
+            ) from None
+        self._locks.append(fd)
+
+    def _release_locks(self) -> None:
+        for fd in self._locks:
+            os.close(fd)  # closing drops the flock
+        self._locks = []
+
+    def _checkpoint(self, directory: str, file_name: str) -> OffsetCheckpointFile:
+        return OffsetCheckpointFile(os.path.join(directory, file_name))
+
+    def _read_checkpoint(self, directory: str, file_name: str) -> dict[TopicPartitionKey, int]:
+        try:
+            return self._checkpoint(directory, file_name).read()
+        except (CheckpointError, OSError) as e:
+            log.warning("Error reading %s in %s, ignoring it: %s", file_name, directory, e)
+            return {}
+
+    def _load_logs(self, directory: str) -> None:
+        marker = os.path.join(directory, names.CLEAN_SHUTDOWN_FILE_NAME)
+        had_clean_shutdown = os.path.exists(marker)
+        if had_clean_shutdown:
+            # Removed first: a crash during loading must count as unclean (KAFKA-10471).
+            os.unlink(marker)
+        recovery_points = self._read_checkpoint(directory, names.RECOVERY_POINT_CHECKPOINT_FILE)
+        start_offsets = self._read_checkpoint(directory, names.LOG_START_OFFSET_CHECKPOINT_FILE)
+        high_watermarks = self._read_checkpoint(directory, names.REPLICATION_OFFSET_CHECKPOINT_FILE)
+        log.info("%s logs in %s", "Loading" if had_clean_shutdown else "Recovering", directory)
+        for entry in sorted(os.listdir(directory)):
+            path = os.path.join(directory, entry)
+            if not os.path.isdir(path):
+                continue
+            try:
+                topic, partition = names.parse_topic_partition_name(entry)
+            except ValueError as e:
+                log.warning("Skipping %s: %s", path, e)
+                continue
+            if entry.endswith(names.DELETE_DIR_SUFFIX):
+                log.info("Deleting %s, left by an interrupted topic deletion", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if entry.endswith((names.FUTURE_DIR_SUFFIX, names.STRAY_DIR_SUFFIX)):
+                log.warning("Skipping %s: future and stray replicas are not supported", path)
+                continue
+            key = (topic, partition)
+            if key in self.logs:
+                raise RuntimeError(
+                    f"Duplicate log directories for {topic}-{partition} are found "
+                    f"in both {self._dir_of[key]} and {directory}"
+                )
+            self.logs[key] = Log(
+                path,
+                self.config_for(topic),
+                log_start_offset=start_offsets.get(key, 0),
+                recovery_point=recovery_points.get(key, 0),
+                high_watermark=high_watermarks.get(key, 0),
+                had_clean_shutdown=had_clean_shutdown,
+                clock=self.clock,
+            )
+            self._dir_of[key] = directory
+
+    # -- logs -------------------------------------------------------------------------
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.get(topic, self.default_config)
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """A topic's config changed: its logs use `config` from now on."""
+        self.topic_configs[topic] = config
+        for (t, _), log_ in self.logs.items():
+            if t == topic:
+                log_.config = config
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        return list(self.logs.values())
+
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        """The partition's log, created empty in the least-used log dir if it is new."""
+        key = (topic, partition)
+        existing = self.logs.get(key)
+        if existing is not None:
+            if config is not None:
+                existing.config = config
+            return existing
+        dir_name = names.log_dir_name(topic, partition)  # validates topic and partition
+        if config is not None:
+            self.topic_configs.setdefault(topic, config)
+        directory = min(
+            self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d)
+        )
+        created = Log(
+            os.path.join(directory, dir_name), config or self.config_for(topic), clock=self.clock
+        )
+        self.logs[key] = created
+        self._dir_of[key] = directory
+        log.info("Created log for partition %s-%d in %s", topic, partition, created.dir)
+        return created
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Rename to `<topic>-<partition>.<uuid>-delete`, then remove it (Kafka's asyncDelete)."""
+        key = (topic, partition)
+        removed = self.logs.pop(key, None)
+        if removed is None:
+            return
+        directory = self._dir_of.pop(key)
+        removed.close_handlers()
+        doomed = os.path.join(directory, names.log_delete_dir_name(topic, partition))
+        removed.rename_dir(doomed)
+        self._checkpoint_dir(directory)
+        shutil.rmtree(doomed, ignore_errors=True)
+        log.info("Deleted log for partition %s-%d in %s", topic, partition, directory)
+
+    # -- periodic work ----------------------------------------------------------------
+
+    def cleanup_logs(self, now_ms: int | None = None) -> int:
+        """Retention for every log that is not compacted; returns segments deleted."""
+        now = self.clock() if now_ms is None else now_ms
+        total = 0
+        for log_ in list(self.logs.values()):
+            # A compacted log only loses segments below its log start offset here.
+            total += log_.delete_old_segments(now)
+            log_.producer_state.remove_expired_producers(now)
+        return total
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> None:
+        now = self.clock() if now_ms is None else now_ms
+        for log_ in list(self.logs.values()):
+            try:
+                log_.flush_dirty(now)
+            except OSError:
+                log.exception("Error flushing %s", log_.name)
+
+    def checkpoint_all(self) -> None:
+        """Write the three offset checkpoints of every log dir."""
+        for directory in self.log_dirs:
+            self._checkpoint_dir(directory)
+
+    def _checkpoint_dir(self, directory: str) -> None:
+        logs = {k: v for k, v in self.logs.items() if self._dir_of.get(k) == directory}
+        self._checkpoint(directory, names.RECOVERY_POINT_CHECKPOINT_FILE).write(
+            {k: v.recovery_point for k, v in logs.items()}
+        )
+        self._checkpoint(directory, names.LOG_START_OFFSET_CHECKPOINT_FILE).write(
+            {
+                k: v.log_start_offset
+                for k, v in logs.items()
+                if v.log_start_offset > v.segments[0].base_offset
+            }
+        )
+        self._checkpoint(directory, names.REPLICATION_OFFSET_CHECKPOINT_FILE).write(
+            {k: v.high_watermark for k, v in logs.items()}
+        )
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush and close every log, checkpoint, mark each dir cleanly shut down, unlock."""
+        log.info("Shutting down.")
+        try:
+            for log_ in self.logs.values():
+                log_.flush()
+                log_.close()
+            for directory in self.log_dirs:
+                self._checkpoint_dir(directory)
+                marker = json.dumps(
+                    {"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")
+                )
+                write_atomically(
+                    os.path.join(directory, names.CLEAN_SHUTDOWN_FILE_NAME), marker.encode()
+                )
+        finally:
+            self._release_locks()
+        log.info("Shutdown complete.")

@@ -1,0 +1,489 @@
+"""One segment of a partition's log (Kafka's LogSegment): a `.log` file and its indexes.
+
+  <base offset, 20 digits>.log        the batches (file_records.py)
+  <base offset, 20 digits>.index      offset -> position (offset_index.py)
+  <base offset, 20 digits>.timeindex  timestamp -> offset (time_index.py)
+
+Every batch appended is framed and checksummed by its producer (or by recovery); the
+segment only decides where index entries go: after more than `index.interval.bytes`
+of batches since the last entry, an entry for the next batch goes into both indexes.
+Recovery rebuilds both indexes in the same way, so a rebuilt index equals the written
+one byte for byte.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from kt.config import LogConfig
+from kt.storage import names
+from kt.storage.abstract_index import CorruptIndexError, IndexOffsetOverflowError
+from kt.storage.batch_header import CONTROL_MASK, HEADER, HEADER_SIZE
+from kt.storage.file_records import (
+    NO_TIMESTAMP,
+    FileRecords,
+    FileSlice,
+    batch_is_valid,
+    frame_at,
+)
+from kt.storage.offset_index import OffsetIndex
+from kt.storage.record_walk import record_timestamps
+from kt.storage.time_index import TimeIndex
+
+log = logging.getLogger(__name__)
+
+
+class LogSegmentOffsetOverflowError(Exception):
+    """A batch whose offsets do not fit the segment's 32-bit relative offsets."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetMetadata:
+    """An offset and, when known, where it sits: segment base offset and byte position."""
+
+    message_offset: int
+    segment_base_offset: int = -1
+    relative_position_in_segment: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """What a read returns: where it started and the bytes (a FileSlice, or b"" if none)."""
+
+    fetch_offset_metadata: LogOffsetMetadata
+    records: FileSlice | bytes
+    first_entry_incomplete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RollParams:
+    max_segment_ms: int
+    max_segment_bytes: int
+    max_timestamp_in_messages: int
+    max_offset_in_messages: int
+    messages_size: int
+    now: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+class LogSegment:
+    """A `.log` file with its offset and time indexes, starting at `base_offset`.
+
+    Invariants: every offset in the segment is in [base_offset, base_offset + 2^31);
+    the indexes only point at batch starts inside the file; the time index's last entry
+    never exceeds the segment's max timestamp. The indexes open lazily on first use.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        suffix: str = "",
+        roll_jitter_ms: int = 0,
+    ) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = config.index_interval_bytes
+        self.max_index_size = config.max_index_size
+        self.roll_jitter_ms = roll_jitter_ms
+        self.suffix = suffix
+        self.log = FileRecords.open(self._path(names.log_file_name))
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        self.created = now_ms
+        self.rolling_based_timestamp: int | None = None
+        self._max_timestamp_and_offset: tuple[int, int] | None = None
+        self.bytes_since_last_index_entry = 0
+
+    @classmethod
+    def open(
+        cls, directory: str, base_offset: int, config: LogConfig, now_ms: int, suffix: str = ""
+    ) -> LogSegment:
+        jitter = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms else 0
+        return cls(directory, base_offset, config, now_ms, suffix, min(jitter, config.segment_ms))
+
+    def _path(self, name_for) -> str:  # type: ignore[no-untyped-def]
+        return os.path.join(self.dir, name_for(self.base_offset, self.suffix))
+
+    @property
+    def offset_index_path(self) -> str:
+        return self._path(names.offset_index_file_name)
+
+    @property
+    def time_index_path(self) -> str:
+        return self._path(names.time_index_file_name)
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        if self._offset_index is None:
+            self._offset_index = OffsetIndex(
+                self.offset_index_path, self.base_offset, self.max_index_size
+            )
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        if self._time_index is None:
+            self._time_index = TimeIndex(
+                self.time_index_path, self.base_offset, self.max_index_size
+            )
+        return self._time_index
+
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    def __repr__(self) -> str:
+        return f"LogSegment(baseOffset={self.base_offset}, size={self.size})"
+
+    # -- timestamps -----------------------------------------------------------------
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(max timestamp so far, last offset of the batch that has it)."""
+        if self._max_timestamp_and_offset is None:
+            self._max_timestamp_and_offset = self.time_index.last_entry
+        return self._max_timestamp_and_offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        return self.max_timestamp_and_offset()[0]
+
+    def largest_timestamp(self) -> int:
+        """Max timestamp if any batch has one, else the file's mtime (retention by time)."""
+        ts = self.max_timestamp_so_far
+        return ts if ts >= 0 else self.last_modified()
+
+    def last_modified(self) -> int:
+        return int(os.stat(self.log.path).st_mtime * 1000)
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self.rolling_based_timestamp is None:
+            for frame in self.log.frames(0):
+                self.rolling_based_timestamp = frame.max_timestamp
+                break
+
+    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
+        self._load_first_batch_timestamp()
+        ts = self.rolling_based_timestamp if self.rolling_based_timestamp is not None else -1
+        return message_timestamp - ts if ts >= 0 else now - self.created
+
+    def should_roll(self, p: RollParams) -> bool:
+        reached_roll_ms = (
+            self.time_waited_for_roll(p.now, p.max_timestamp_in_messages)
+            > p.max_segment_ms - self.roll_jitter_ms
+        )
+        size = self.size
+        return (
+            size > p.max_segment_bytes - p.messages_size
+            or (size > 0 and reached_roll_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.offset_index.can_append_offset(p.max_offset_in_messages)
+        )
+
+    # -- append ---------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        batches: Sequence[tuple[int, int, int, int]],
+    ) -> None:
+        """Append whole batches; `batches` lists (position in records, size, last offset,
+        max timestamp) for each, so the segment indexes without re-reading headers."""
+        if not batches:
+            return
+        physical = self.log.size
+        largest_offset = batches[-1][2]
+        if not self.offset_index.can_append_offset(largest_offset):
+            raise LogSegmentOffsetOverflowError(
+                f"Detected offset overflow at offset {largest_offset} in segment {self}"
+            )
+        if physical == 0:
+            self.rolling_based_timestamp = max(b[3] for b in batches)
+        self.log.append(records)
+        max_ts, max_ts_offset = self.max_timestamp_and_offset()
+        since = self.bytes_since_last_index_entry
+        interval = self.index_interval_bytes
+        for position, size, last_offset, timestamp in batches:
+            if timestamp > max_ts:
+                max_ts, max_ts_offset = timestamp, last_offset
+            if since > interval:
+                self.offset_index.append(last_offset, physical + position)
+                self.time_index.maybe_append(max_ts, max_ts_offset)
+                since = 0
+            since += size
+        self.bytes_since_last_index_entry = since
+        self._max_timestamp_and_offset = (max_ts, max_ts_offset)
+
+    # -- read -----------------------------------------------------------------------
+
+    def translate_offset(
+        self, offset: int, starting_position: int = 0
+    ) -> tuple[int, int, int] | None:  # noqa: E501
+        """(last offset, position, size) of the first batch holding an offset >= `offset`."""
+        mapping_position = self.offset_index.lookup(offset)[1]
+        return self.log.search_for_offset_with_size(
+            offset, max(mapping_position, starting_position)
+        )
+
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> FetchDataInfo | None:
+        """Batches from the one holding `start_offset`, up to `max_size` bytes and never past
+        `max_position`; None when no batch at or after the offset is in this segment."""
+        if max_size < 0:
+            raise ValueError(f"Invalid max size {max_size} for log read from segment {self}")
+        found = self.translate_offset(start_offset)
+        if found is None:
+            return None
+        _, start_position, batch_size = found
+        metadata = LogOffsetMetadata(start_offset, self.base_offset, start_position)
+        adjusted = max(max_size, batch_size) if min_one_message else max_size
+        limit = self.size if max_position is None else max_position
+        if adjusted == 0 or limit <= start_position:
+            return FetchDataInfo(metadata, b"")
+        fetch_size = min(limit - start_position, adjusted)
+        return FetchDataInfo(
+            metadata, self.log.slice(start_position, fetch_size), adjusted < batch_size
+        )
+
+    def read_next_offset(self) -> int:
+        """The offset after the last batch (base offset when empty)."""
+        start = self.offset_index.lookup(self.offset_index.last_offset)[1]
+        next_offset = self.base_offset
+        for frame in self.log.frames(start):
+            next_offset = frame.next_offset
+        return next_offset
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int
+    ) -> TimestampAndOffset | None:  # noqa: E501
+        """The first record with timestamp >= `timestamp` and offset >= `starting_offset`."""
+        indexed_offset = self.time_index.lookup(timestamp)[1]
+        position = self.offset_index.lookup(max(indexed_offset, starting_offset))[1]
+        for buf, rel, _, size in self.log.scan(position, whole=True):
+            frame = frame_at(buf, rel, 0, size)
+            if frame.max_timestamp < timestamp:
+                continue
+            for offset, record_ts in record_timestamps(buf[rel : rel + size]):
+                if record_ts >= timestamp and offset >= starting_offset:
+                    epoch = frame.partition_leader_epoch
+                    return TimestampAndOffset(record_ts, offset, epoch if epoch >= 0 else None)
+        return None
+
+    def offset_of_max_timestamp(self) -> TimestampAndOffset | None:
+        """The first record carrying the segment's max timestamp (ListOffsets -3)."""
+        max_ts, max_ts_offset = self.max_timestamp_and_offset()
+        if max_ts < 0:
+            return None
+        position = self.offset_index.lookup(max_ts_offset)[1]
+        for buf, rel, _, size in self.log.scan(position, whole=True):
+            frame = frame_at(buf, rel, 0, size)
+            if frame.max_timestamp == max_ts:
+                for offset, ts in record_timestamps(buf[rel : rel + size]):
+                    if ts == max_ts:
+                        epoch = frame.partition_leader_epoch
+                        return TimestampAndOffset(ts, offset, epoch if epoch >= 0 else None)
+        return None
+
+    # -- recovery -------------------------------------------------------------------
+
+    def recover(self, producer_state=None, leader_epoch_cache=None) -> int:  # type: ignore[no-untyped-def]
+        """Rebuild both indexes from the batches, stop at the first invalid one and cut
+        the file there. Returns the number of bytes truncated (LogSegment.recover)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        valid_bytes = last_index_entry = 0
+        next_offset = self.base_offset
+        max_ts, max_ts_offset = NO_TIMESTAMP, self.base_offset
+        interval, limit = self.index_interval_bytes, self.base_offset + 0x7FFFFFFF
+        latest_epoch = leader_epoch_cache.latest_epoch() if leader_epoch_cache else None
+        latest_epoch = -1 if latest_epoch is None else latest_epoch
+        unpack = HEADER.unpack_from
+        for buf, rel, position, size in self.log.scan(0, whole=True):
+            if buf[rel + 16] == 2:  # the hot case, checked inline: v2 size and CRC-32C
+                if size < HEADER_SIZE:
+                    break
+                h = unpack(buf, rel)
+                if crc32c(buf[rel + 21 : rel + size]) != h[4]:
+                    break
+                last_offset, timestamp = h[0] + h[6], h[8]
+            elif batch_is_valid(buf, rel, size):
+                frame = frame_at(buf, rel, position, size)
+                h, last_offset, timestamp = None, frame.last_offset, frame.max_timestamp
+            else:
+                break
+            if last_offset > limit:
+                break
+            if timestamp > max_ts:
+                max_ts, max_ts_offset = timestamp, last_offset
+            if valid_bytes - last_index_entry > interval:
+                self.offset_index.append(last_offset, valid_bytes)
+                self.time_index.maybe_append(max_ts, max_ts_offset)
+                last_index_entry = valid_bytes
+            valid_bytes += size
+            next_offset = last_offset + 1
+            if h is None:
+                continue
+            if h[2] > latest_epoch and leader_epoch_cache is not None:
+                leader_epoch_cache.assign(h[2], h[0])
+                latest_epoch = h[2]
+            if producer_state is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
+                control = buf[rel : rel + size] if h[5] & CONTROL_MASK else None
+                producer_state.replay_batch(h, control)
+        if producer_state is not None and valid_bytes:
+            producer_state.update_map_end_offset(next_offset)
+        truncated = self.log.size - valid_bytes
+        if truncated > 0:
+            log.warning(
+                "Found invalid messages in log segment %s at byte offset %d: "
+                "truncating %d invalid bytes",
+                self.log.path,
+                valid_bytes,
+                truncated,
+            )
+        self.log.truncate_to(valid_bytes)
+        self.offset_index.trim_to_valid_size()
+        self._max_timestamp_and_offset = (max_ts, max_ts_offset)
+        self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        self.time_index.trim_to_valid_size()
+        self.bytes_since_last_index_entry = valid_bytes - last_index_entry
+        return truncated
+
+    def sanity_check(self) -> None:
+        """Raise FileNotFoundError if an index is missing, CorruptIndexError if one is
+        inconsistent: the loader then rebuilds it with `recover`."""
+        for path in (self.offset_index_path, self.time_index_path):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"Index file {path} does not exist")
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+        index = self.offset_index
+        if index.entries:
+            offset, position = index.entry(index.entries - 1)
+            frame = next(self.log.frames(position), None) if position < self.size else None
+            if frame is None or frame.base_offset > offset or frame.position != position:
+                raise CorruptIndexError(
+                    f"Index file {index.path} has entry ({offset}, {position}) that does not "
+                    f"point at a batch in {self.log.path}"
+                )
+
+    def has_overflow(self) -> bool:
+        next_offset = self.read_next_offset()
+        return next_offset > self.base_offset and not self.offset_index.can_append_offset(
+            next_offset - 1
+        )
+
+    # -- truncation, life cycle -----------------------------------------------------
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Remove everything at or after `offset`; returns the bytes removed."""
+        mapping = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(self.offset_index.max_index_size)
+        self.time_index.resize(self.time_index.max_index_size)
+        removed = 0 if mapping is None else self.log.truncate_to(mapping[1])
+        if self.log.size == 0:
+            self.created = now_ms
+            self.rolling_based_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        self._max_timestamp_and_offset = self._read_largest_timestamp()
+        return removed
+
+    def _read_largest_timestamp(self) -> tuple[int, int]:
+        last_ts, last_offset = self.time_index.last_entry
+        position = self.offset_index.lookup(last_offset)[1]
+        after_ts, after_offset = self.log.largest_timestamp_after(position)
+        return (after_ts, after_offset) if after_ts > last_ts else (last_ts, last_offset)
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def flush(self) -> None:
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def on_become_inactive(self) -> None:
+        """The segment was rolled: final time index entry, indexes trimmed to their entries."""
+        max_ts, max_ts_offset = self.max_timestamp_and_offset()
+        self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self.log.trim()
+
+    def close(self) -> None:
+        if self._max_timestamp_and_offset is not None:
+            max_ts, max_ts_offset = self._max_timestamp_and_offset
+            self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close()
+        self.log.close()
+
+    def close_handlers(self) -> None:
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.close_handler()
+        self.log.close()
+
+    def _paths(self) -> list[str]:
+        return [
+            self._path(names.log_file_name),
+            self.offset_index_path,
+            self.time_index_path,
+            self._path(names.txn_index_file_name),
+        ]
+
+    def delete_if_exists(self) -> None:
+        self.close_handlers()
+        for path in self._paths():
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename every file of the segment, e.g. "" -> ".deleted" before deletion."""
+        assert old_suffix == self.suffix, (old_suffix, self.suffix)
+        old_paths = self._paths()
+        self.suffix = new_suffix
+        for old, new in zip(old_paths, self._paths(), strict=True):
+            if os.path.exists(old):
+                os.replace(old, new)
+        self.log.path = self._path(names.log_file_name)
+        if self._offset_index is not None:
+            self._offset_index.path = self.offset_index_path
+        if self._time_index is not None:
+            self._time_index.path = self.time_index_path
+
+
+__all__ = [
+    "FetchDataInfo",
+    "IndexOffsetOverflowError",
+    "LogOffsetMetadata",
+    "LogSegment",
+    "LogSegmentOffsetOverflowError",
+    "RollParams",
+    "TimestampAndOffset",
+]

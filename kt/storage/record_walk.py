@@ -1,0 +1,57 @@
+"""Offsets and timestamps of the records inside one batch, for timestamp lookups.
+
+Only ListOffsets by timestamp needs per-record facts, so this walks just the first
+three fields of each v2 record (decompressing the batch first if it must):
+
+  Record => length: varint, attributes: int8, timestampDelta: varlong,
+            offsetDelta: varint, ... (the rest is skipped using `length`)
+
+A LogAppendTime batch gives every record the batch's maxTimestamp. Legacy (magic 0/1)
+batches are reported as one entry: the wrapper's offset and timestamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kt.errors import CorruptRecordError
+from kt.storage.batch_header import HEADER, RECORDS_OFFSET, TIMESTAMP_TYPE_MASK
+from kt.storage.file_records import frame_at
+
+
+def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise CorruptRecordError("varint runs past the end of the records")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def record_timestamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
+    """Yield (offset, timestamp) for each record of the whole batch `batch`."""
+    magic = batch[16]
+    if magic < 2:
+        frame = frame_at(batch, 0, 0, len(batch))
+        yield frame.last_offset, frame.max_timestamp
+        return
+    h = HEADER.unpack_from(batch, 0)
+    base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]
+    body: bytes | memoryview = memoryview(batch)[RECORDS_OFFSET:]
+    codec = attributes & 0x07
+    if codec:
+        from kt.storage.compression import decompress  # imported only when needed
+
+        body = decompress(codec, body)
+    log_append_time = bool(attributes & TIMESTAMP_TYPE_MASK)
+    pos = 0
+    for _ in range(count):
+        length, start = _zigzag_varint(body, pos)
+        ts_delta, p = _zigzag_varint(body, start + 1)  # skip attributes
+        offset_delta, _ = _zigzag_varint(body, p)
+        yield base_offset + offset_delta, max_ts if log_append_time else base_ts + ts_delta
+        pos = start + length

@@ -1,0 +1,34 @@
+"""Build v2 record batches for storage tests with kafka-python's builder (an independent
+implementation of the format)."""
+
+from __future__ import annotations
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+TS = 1_700_000_000_000
+
+
+def batch(
+    count: int = 1,
+    ts: int = TS,
+    value_size: int = 10,
+    pid: int = -1,
+    epoch: int = -1,
+    seq: int = -1,
+    transactional: bool = False,
+    compression: int = 0,
+    ts_step: int = 1,
+) -> bytes:
+    """One v2 batch of `count` records with timestamps ts, ts+ts_step, ..."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=compression,
+        is_transactional=transactional,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        batch_size=1 << 24,
+    )
+    for i in range(count):
+        builder.append(i, timestamp=ts + i * ts_step, key=None, value=b"v" * value_size, headers=[])
+    return bytes(builder.build())
