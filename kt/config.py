@@ -1,4 +1,4 @@
-"""Typed configuration: topic-level log config (Kafka's LogConfig), with room for the broker's.
+"""Typed configuration: topic-level log config (Kafka's LogConfig) and the broker's (KafkaConfig).
 
 A topic's effective config is the broker defaults (`log.*` keys in server.properties,
 already mapped to topic key names by the caller) overlaid with the topic's overrides
@@ -10,8 +10,10 @@ defaults and bounds are those of storage/.../log/LogConfig.java (Kafka 3.x).
 from __future__ import annotations
 
 import dataclasses
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kt.errors import KafkaError
@@ -38,7 +40,7 @@ class InvalidConfigError(KafkaError):
 
 
 def _int(bits: int) -> Callable[[str], int]:
-    low, high = (INT_MIN, INT_MAX) if bits == 32 else (LONG_MIN, LONG_MAX)
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
     def parse(text: str) -> int:
         value = int(text.strip())
@@ -257,3 +259,347 @@ def parse_value(key: ConfigKey, text: str) -> Any:
             f"Invalid value {text} for configuration {key.name}: {e}"
         ) from None
     return value
+
+
+# ---------------------------------------------------------------------------------------
+# Broker-level configuration: server.properties (KafkaConfig.scala).
+# ---------------------------------------------------------------------------------------
+
+DEFAULT_LOG_DIR = "/tmp/kt-logs"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java .properties text: `key=value`, `key: value` or `key value`; `#`/`!`
+    comments; a trailing backslash continues the line; \\t \\n \\uXXXX escapes."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_property(logical)
+        props[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=: \t":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t")
+    return _unescape(key), _unescape(rest)
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out, i = [], 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            n = s[i + 1]
+            if n == "u" and i + 5 < len(s) + 0:
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One listener: `NAME://host:port` (host empty = all interfaces)."""
+
+    listener_name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.listener_name}://{self.host}:{self.port}"
+
+
+def parse_listeners(value: str) -> list[Endpoint]:
+    endpoints = []
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        name, sep, rest = item.partition("://")
+        host, colon, port = rest.rpartition(":")
+        if not sep or not colon or not port.lstrip("-").isdigit():
+            raise InvalidConfigError(f"Invalid listener '{item}': expected NAME://host:port")
+        host = host.strip("[]")
+        endpoints.append(Endpoint(name.upper(), host, int(port)))
+    return endpoints
+
+
+_BROKER_KEYS: tuple[tuple[str, str, object], ...] = (
+    # name, type, default  (KafkaConfig.scala, 3.9)
+    ("broker.id", "int", -1),
+    ("node.id", "int", -1),
+    ("listeners", "string", "PLAINTEXT://127.0.0.1:9092"),
+    ("advertised.listeners", "string", None),
+    ("listener.security.protocol.map", "string",
+     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    ("inter.broker.listener.name", "string", None),
+    ("security.inter.broker.protocol", "string", "PLAINTEXT"),
+    ("log.dirs", "string", None),
+    ("log.dir", "string", DEFAULT_LOG_DIR),
+    ("num.partitions", "int", 1),
+    ("default.replication.factor", "int", 1),
+    ("min.insync.replicas", "int", 1),
+    ("unclean.leader.election.enable", "bool", False),
+    ("auto.create.topics.enable", "bool", True),
+    ("delete.topic.enable", "bool", True),
+    ("log.segment.bytes", "int", 1073741824),
+    ("log.roll.ms", "long", None),
+    ("log.roll.hours", "int", 168),
+    ("log.roll.jitter.ms", "long", None),
+    ("log.roll.jitter.hours", "int", 0),
+    ("log.retention.ms", "long", None),
+    ("log.retention.minutes", "int", None),
+    ("log.retention.hours", "int", 168),
+    ("log.retention.bytes", "long", -1),
+    ("log.retention.check.interval.ms", "long", 300000),
+    ("log.cleanup.policy", "list", "delete"),
+    ("log.cleaner.enable", "bool", True),
+    ("log.cleaner.threads", "int", 1),
+    ("log.cleaner.dedupe.buffer.size", "long", 134217728),
+    ("log.cleaner.io.buffer.size", "int", 524288),
+    ("log.cleaner.io.buffer.load.factor", "double", 0.9),
+    ("log.cleaner.io.max.bytes.per.second", "double", float("inf")),
+    ("log.cleaner.backoff.ms", "long", 15000),
+    ("log.cleaner.min.cleanable.ratio", "double", 0.5),
+    ("log.cleaner.delete.retention.ms", "long", 86400000),
+    ("log.cleaner.min.compaction.lag.ms", "long", 0),
+    ("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX),
+    ("log.index.interval.bytes", "int", 4096),
+    ("log.index.size.max.bytes", "int", 10485760),
+    ("log.flush.interval.messages", "long", LONG_MAX),
+    ("log.flush.interval.ms", "long", None),
+    ("log.flush.scheduler.interval.ms", "long", LONG_MAX),
+    ("log.flush.offset.checkpoint.interval.ms", "int", 60000),
+    ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
+    ("log.segment.delete.delay.ms", "long", 60000),
+    ("log.preallocate", "bool", False),
+    ("log.message.timestamp.type", "string", "CreateTime"),
+    ("log.message.format.version", "string", "3.0-IV1"),
+    ("log.message.downconversion.enable", "bool", True),
+    ("num.recovery.threads.per.data.dir", "int", 1),
+    ("message.max.bytes", "int", 1048588),
+    ("replica.fetch.max.bytes", "int", 1048576),
+    ("replica.fetch.wait.max.ms", "int", 500),
+    ("replica.fetch.min.bytes", "int", 1),
+    ("replica.fetch.backoff.ms", "int", 1000),
+    ("replica.fetch.response.max.bytes", "int", 10485760),
+    ("replica.lag.time.max.ms", "long", 30000),
+    ("replica.socket.timeout.ms", "int", 30000),
+    ("replica.high.watermark.checkpoint.interval.ms", "long", 5000),
+    ("num.network.threads", "int", 3),
+    ("num.io.threads", "int", 8),
+    ("num.replica.fetchers", "int", 1),
+    ("socket.request.max.bytes", "int", 104857600),
+    ("socket.send.buffer.bytes", "int", 102400),
+    ("socket.receive.buffer.bytes", "int", 102400),
+    ("queued.max.requests", "int", 500),
+    ("connections.max.idle.ms", "long", 600000),
+    ("offsets.topic.num.partitions", "int", 50),
+    ("offsets.topic.replication.factor", "short", 3),
+    ("offsets.topic.segment.bytes", "int", 104857600),
+    ("offsets.retention.minutes", "int", 10080),
+    ("offsets.retention.check.interval.ms", "long", 600000),
+    ("offsets.commit.required.acks", "short", -1),
+    ("offsets.load.buffer.size", "int", 5242880),
+    ("group.initial.rebalance.delay.ms", "int", 3000),
+    ("group.min.session.timeout.ms", "int", 6000),
+    ("group.max.session.timeout.ms", "int", 1800000),
+    ("group.max.size", "int", 2147483647),
+    ("transaction.state.log.num.partitions", "int", 50),
+    ("transaction.state.log.replication.factor", "short", 3),
+    ("transaction.state.log.min.isr", "int", 2),
+    ("transaction.state.log.segment.bytes", "int", 104857600),
+    ("transactional.id.expiration.ms", "int", 604800000),
+    ("producer.id.expiration.ms", "int", 86400000),
+    ("zookeeper.connect", "string", None),
+    ("zookeeper.session.timeout.ms", "int", 18000),
+    ("zookeeper.connection.timeout.ms", "int", None),
+    ("controlled.shutdown.enable", "bool", True),
+    ("controlled.shutdown.max.retries", "int", 3),
+    ("controlled.shutdown.retry.backoff.ms", "long", 5000),
+    ("auto.leader.rebalance.enable", "bool", True),
+    ("leader.imbalance.check.interval.seconds", "long", 300),
+    ("leader.imbalance.per.broker.percentage", "int", 10),
+    ("broker.rack", "string", None),
+    ("broker.id.generation.enable", "bool", True),
+    ("reserved.broker.max.id", "int", 1000),
+    ("compression.type", "string", "producer"),
+    ("leader.replication.throttled.rate", "long", LONG_MAX),
+    ("follower.replication.throttled.rate", "long", LONG_MAX),
+    ("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX),
+    ("inter.broker.protocol.version", "string", "3.9-IV0"),
+    ("group.coordinator.rebalance.protocols", "list", "classic"),
+)  # fmt: skip
+
+BROKER_KEYS: dict[str, tuple[str, object]] = {
+    name: (kind, default) for name, kind, default in _BROKER_KEYS
+}
+
+# Broker key -> the topic-level key it supplies the default for (LogConfig synonyms).
+TOPIC_DEFAULTS_FROM_BROKER: dict[str, str] = {
+    "log.cleanup.policy": "cleanup.policy",
+    "log.retention.bytes": "retention.bytes",
+    "log.segment.bytes": "segment.bytes",
+    "min.insync.replicas": "min.insync.replicas",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.type": "message.timestamp.type",
+    "compression.type": "compression.type",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.segment.delete.delay.ms": "file.delete.delay.ms",
+    "log.preallocate": "preallocate",
+}
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "short": _int(16),
+    "int": _INT,
+    "long": _LONG,
+    "double": _double,
+    "bool": _bool,
+    "list": lambda text: list(_list(text)),
+    "string": _string,
+}
+
+
+def _coerce(name: str, kind: str, raw: str) -> object:
+    try:
+        return _PARSERS[kind](raw)
+    except ValueError as e:
+        raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {e}") from None
+
+
+class KafkaConfig:
+    """The broker's configuration: server.properties, then overrides, over Kafka's defaults.
+
+    Unknown keys are kept (plugins and clients read them) and reported by `unknown_keys`;
+    a bad value raises InvalidConfigError naming the key.
+    """
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.originals = dict(props)
+        self.values: dict[str, object] = {}
+        for name, (kind, default) in BROKER_KEYS.items():
+            raw = props.get(name)
+            self.values[name] = default if raw is None else _coerce(name, kind, raw)
+        self.unknown_keys = sorted(k for k in props if k not in BROKER_KEYS)
+        self._validate()
+
+    @classmethod
+    def from_files(
+        cls, paths: list[str | Path], overrides: Mapping[str, str] | None = None
+    ) -> KafkaConfig:
+        props: dict[str, str] = {}
+        for path in paths:
+            try:
+                props.update(parse_properties(Path(path).read_text()))
+            except OSError as e:
+                raise InvalidConfigError(f"Cannot read {path}: {e.strerror}") from None
+        props.update(overrides or {})
+        return cls(props)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def _validate(self) -> None:
+        if self.broker_id < -1:
+            raise InvalidConfigError(f"broker.id must be >= 0, got {self.broker_id}")
+        node_id = self["node.id"]
+        if node_id != -1 and self["broker.id"] != -1 and node_id != self["broker.id"]:
+            raise InvalidConfigError("node.id must equal broker.id when both are set")
+        if self["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
+            raise InvalidConfigError(
+                "Invalid value for configuration log.message.timestamp.type: "
+                "expected CreateTime or LogAppendTime"
+            )
+        self.listeners  # parse now so a bad listener fails at start-up  # noqa: B018
+        self.advertised_listeners  # noqa: B018
+
+    @property
+    def broker_id(self) -> int:
+        bid = self["broker.id"]
+        return bid if bid != -1 else self["node.id"]
+
+    @property
+    def listeners(self) -> list[Endpoint]:
+        return parse_listeners(self["listeners"])
+
+    @property
+    def advertised_listeners(self) -> list[Endpoint]:
+        advertised = self["advertised.listeners"]
+        endpoints = parse_listeners(advertised) if advertised else self.listeners
+        # An empty host advertises this machine's name, as Kafka does.
+        return [
+            e if e.host else Endpoint(e.listener_name, socket.getfqdn(), e.port) for e in endpoints
+        ]
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self["log.dirs"] or self["log.dir"]
+        return [Path(d.strip()).expanduser() for d in dirs.split(",") if d.strip()]
+
+    def _ms(self, ms_key: str, minutes_key: str | None, hours_key: str) -> int:
+        if self[ms_key] is not None:
+            return self[ms_key]
+        if minutes_key and self[minutes_key] is not None:
+            return self[minutes_key] * 60_000
+        return self[hours_key] * 3_600_000
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic-level config defaults as this broker's keys set them (LogConfig synonyms)."""
+        out = {topic_key: _to_text(self[broker_key])
+               for broker_key, topic_key in TOPIC_DEFAULTS_FROM_BROKER.items()}  # fmt: skip
+        out["retention.ms"] = str(
+            self._ms("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+        )
+        out["segment.ms"] = str(self._ms("log.roll.ms", None, "log.roll.hours"))
+        out["segment.jitter.ms"] = str(
+            self._ms("log.roll.jitter.ms", None, "log.roll.jitter.hours")
+        )
+        flush_ms = self["log.flush.interval.ms"]
+        out["flush.ms"] = str(
+            flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
+        )
+        return out
+
+
+def _to_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)

@@ -69,6 +69,7 @@ class ControllerChannel:
             cache.update_partition(state, topic_ids.get(state.topic))
         for state in states:
             target.replica_manager.wake_partition(state.topic, state.partition)
+        cache.notify_changed()
 
     def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         registration = self.server.zk.get_broker(broker_id)
@@ -95,3 +96,4 @@ class ControllerChannel:
             target = self._target(broker_id)
             if target is not None:
                 target.metadata_cache.remove_topic(topic)
+                target.metadata_cache.notify_changed()

@@ -8,6 +8,7 @@ either the old or the new state.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 
@@ -42,6 +43,23 @@ class MetadataCache:
     brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
+
+    def notify_changed(self) -> None:
+        """Wake everyone in `wait_changed` (the controller finished an update)."""
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait_changed(self, timeout_s: float) -> bool:
+        """Wait for the next update, at most `timeout_s`; True if one came."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            return True
+        except TimeoutError:
+            return False
 
     def update_brokers(self, brokers: list[BrokerEndpoint], controller_id: int) -> None:
         self.brokers = {b.broker_id: b for b in brokers}

@@ -15,9 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.admin_manager import AdminManager
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
 from kt.broker.kafka_apis import KafkaApis
+from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.replica_manager import ReplicaManager
@@ -68,6 +70,11 @@ class KafkaServer:
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
 
+    def topic_config(self, topic: str) -> LogConfig:
+        """A topic's effective config: this broker's defaults and the topic's overrides."""
+        assert self.zk is not None
+        return self.topic_defaults.with_overrides(self.zk.get_entity_config("topics", topic))
+
     @property
     def port(self) -> int:
         assert self.socket_server is not None
@@ -75,12 +82,16 @@ class KafkaServer:
 
     async def startup(self) -> None:
         cfg = self.config
-        topic_defaults = LogConfig.from_props(cfg.topic_defaults())
-        self.log_manager = LogManager(cfg.log_dirs, topic_defaults)
+        self.topic_defaults = LogConfig.from_props(cfg.topic_defaults())
         self.zk = KafkaZkClient(self.store.session(f"broker-{self.broker_id}"))
         self.zk.create_top_level_paths()
-        self.metadata_cache.cluster_id = self.zk.get_or_create_cluster_id()
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager)
+        cluster_id = self.zk.get_or_create_cluster_id()
+        self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
+        self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
+        topic_configs = {t: self.topic_config(t) for t in self.zk.get_all_topics()}
+        self.log_manager = LogManager(cfg.log_dirs, self.topic_defaults, topic_configs)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
+        self.admin_manager = AdminManager(self)
         self.apis = KafkaApis(self)
         listener = cfg.listeners[0]
         self.socket_server = SocketServer(

@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 TopicPartitionKey = tuple[str, int]
 
 
+# Directories in a log dir that hold no partition: the embedded metadata store keeps its
+# files in the first log dir (as KRaft keeps __cluster_metadata-0 there).
+NOT_LOG_DIRS = frozenset({"__kt_metadata"})
+
+
 class LogDirLockedError(Exception):
     """Another LogManager (this process or another) holds the log dir's `.lock`."""
 
@@ -110,7 +115,7 @@ class LogManager:
         log.info("%s logs in %s", "Loading" if had_clean_shutdown else "Recovering", directory)
         for entry in sorted(os.listdir(directory)):
             path = os.path.join(directory, entry)
-            if not os.path.isdir(path):
+            if not os.path.isdir(path) or entry in NOT_LOG_DIRS:
                 continue
             try:
                 topic, partition = names.parse_topic_partition_name(entry)
