@@ -22,6 +22,7 @@ from kt.broker.kafka_apis import KafkaApis
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
+from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
@@ -92,6 +93,7 @@ class KafkaServer:
         self.log_manager = LogManager(cfg.log_dirs, self.topic_defaults, topic_configs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
         self.admin_manager = AdminManager(self)
+        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         self.apis = KafkaApis(self)
         listener = cfg.listeners[0]
         self.socket_server = SocketServer(

@@ -311,6 +311,23 @@ class KafkaZkClient:
         notification = z.encode_config_change(f"{entity_type}/{entity_name}")
         self.session.create(z.config_change_create_path(), notification, sequential=True)
 
+    # -- producer ids ----------------------------------------------------------------------
+
+    def claim_producer_id_block(self, broker_id: int) -> z.ProducerIdBlock:
+        """ZkProducerIdManager: take the next block of ids from /latest_producer_id_block,
+        conditionally on its version so that two brokers never get the same block."""
+        while True:
+            data, stat = self.session.get(z.LATEST_PRODUCER_ID_BLOCK)
+            if data:
+                block = z.ProducerIdBlock.decode(data).next(broker_id)
+            else:
+                block = z.ProducerIdBlock(broker_id, 0, z.PRODUCER_ID_BLOCK_SIZE - 1)
+            try:
+                self.session.set(z.LATEST_PRODUCER_ID_BLOCK, block.encode(), stat.version)
+                return block
+            except BadVersionError:
+                continue
+
     def unclean_leader_election_enabled(self, topic: str, default: bool = False) -> bool:
         value = self.get_entity_config("topics", topic).get("unclean.leader.election.enable")
         return default if value is None else value.strip().lower() == "true"

@@ -1,0 +1,120 @@
+"""ApiVersions, Metadata and DescribeCluster: what clients learn before anything else."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.admin_manager import INTERNAL_TOPICS, NewTopic
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+from kt.storage.names import validate_topic_name
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+async def api_versions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """Advertise exactly the APIs this broker handles (PROTOCOL.md section 1)."""
+    keys = [
+        m.ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
+        for k, (lo, hi) in sorted(server.apis.advertised_versions().items())
+    ]
+    return m.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
+
+
+async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    cache = server.metadata_cache
+    requested = request.topics
+    if requested is None or (header.api_version == 0 and not requested):
+        names = cache.all_topics()
+        explicit = False
+    else:
+        names = [t.name for t in requested]
+        explicit = True
+    allow_create = header.api_version < 4 or request.allow_auto_topic_creation
+    topics = []
+    for name in names:
+        if name is None:
+            continue
+        topics.append(_topic_metadata(server, name, explicit and allow_create, header))
+    brokers = [
+        m.MetadataResponse.MetadataResponseBroker(
+            node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+        )
+        for b in cache.brokers.values()
+    ]
+    return m.MetadataResponse(
+        throttle_time_ms=0,
+        brokers=brokers,
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id,
+        topics=topics,
+    )
+
+
+def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: Any) -> Any:
+    cache = server.metadata_cache
+    Topic = m.MetadataResponse.MetadataResponseTopic
+    if not cache.contains(name):
+        error = "UNKNOWN_TOPIC_OR_PARTITION"
+        try:
+            validate_topic_name(name)
+            if may_create and server.config["auto.create.topics.enable"]:
+                error = _auto_create(server, name)
+        except KafkaError as e:
+            error = e.name
+        return Topic(
+            error_code=KafkaError(error).code, name=name, is_internal=name in INTERNAL_TOPICS,
+            partitions=[],
+        )  # fmt: skip
+    partitions = []
+    for index, state in sorted(cache.topic_partitions(name).items()):
+        leader_alive = cache.alive_broker(state.leader) is not None
+        offline = [r for r in state.replicas if cache.alive_broker(r) is None]
+        error = 0 if leader_alive else KafkaError("LEADER_NOT_AVAILABLE").code
+        partitions.append(
+            m.MetadataResponse.MetadataResponsePartition(
+                error_code=error,
+                partition_index=index,
+                leader_id=state.leader if leader_alive else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=offline,
+            )
+        )
+    return Topic(
+        error_code=0,
+        name=name,
+        topic_id=cache.topic_id(name),
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+
+
+def _auto_create(server: KafkaServer, name: str) -> str:
+    """Create a topic a client asked for; the client retries on LEADER_NOT_AVAILABLE."""
+    if name in INTERNAL_TOPICS:
+        return "LEADER_NOT_AVAILABLE"
+    result = server.admin_manager.create_topic(NewTopic(name), validate_only=False)
+    if result.error_code and result.error_code != KafkaError("TOPIC_ALREADY_EXISTS").code:
+        return KafkaError(result.error_code).name
+    return "LEADER_NOT_AVAILABLE"
+
+
+async def describe_cluster(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    cache = server.metadata_cache
+    brokers = [
+        m.DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+        )
+        for b in cache.brokers.values()
+    ]
+    return m.DescribeClusterResponse(
+        error_code=0,
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id,
+        brokers=brokers,
+    )

@@ -1,0 +1,152 @@
+"""Fetch, ListOffsets and OffsetForLeaderEpoch: reading partitions and finding offsets."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.partition import TopicPartition
+from kt.broker.replica_manager import READ_COMMITTED, FetchRequestPartition, FetchResult
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+EARLIEST = -2
+LATEST = -1
+MAX_TIMESTAMP = -3
+INVALID_SESSION_ID = 0
+
+
+async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """Consumers and followers alike. Fetch sessions are always declined (session_id 0),
+    which every client accepts (PROTOCOL.md section 4, item 3)."""
+    if header.api_version >= 7 and request.session_id != INVALID_SESSION_ID:
+        return m.FetchResponse(
+            error_code=KafkaError("FETCH_SESSION_ID_NOT_FOUND").code,
+            session_id=0,
+            responses=[],
+        )
+    replica_id = request.replica_id
+    wanted = [
+        FetchRequestPartition(
+            TopicPartition(topic.topic, p.partition),
+            p.fetch_offset,
+            p.partition_max_bytes,
+            current_leader_epoch=p.current_leader_epoch,
+            log_start_offset=p.log_start_offset,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
+    max_bytes = request.max_bytes if header.api_version >= 3 else 2**31 - 1
+    results = await server.replica_manager.fetch_messages(
+        replica_id,
+        request.max_wait_ms,
+        request.min_bytes,
+        max_bytes,
+        request.isolation_level,
+        wanted,
+    )
+    topics = []
+    for topic in request.topics:
+        partitions = [
+            _partition_data(p.partition, results[TopicPartition(topic.topic, p.partition)])
+            for p in topic.partitions
+        ]
+        topics.append(
+            m.FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=partitions)
+        )
+    return m.FetchResponse(error_code=0, session_id=0, responses=topics, throttle_time_ms=0)
+
+
+def _partition_data(index: int, r: FetchResult) -> Any:
+    return m.FetchResponse.PartitionData(
+        partition_index=index,
+        error_code=r.error_code,
+        high_watermark=r.high_watermark,
+        last_stable_offset=r.last_stable_offset,
+        log_start_offset=r.log_start_offset,
+        aborted_transactions=r.aborted_transactions,
+        preferred_read_replica=-1,
+        records=r.records,
+    )
+
+
+async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    topics = []
+    for topic in request.topics:
+        partitions = [
+            _list_offset(server, header.api_version, request, topic.name, p)
+            for p in topic.partitions
+        ]
+        topics.append(
+            m.ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
+        )
+    return m.ListOffsetsResponse(topics=topics, throttle_time_ms=0)
+
+
+def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p: Any) -> Any:
+    Response = m.ListOffsetsResponse.ListOffsetsPartitionResponse
+    try:
+        partition = server.replica_manager.get_partition(TopicPartition(topic, p.partition_index))
+        partition.check_leader(p.current_leader_epoch)
+        log_ = partition.log
+        found = _offset_for(log_, p.timestamp, request.isolation_level, request.replica_id)
+    except KafkaError as e:
+        return Response(partition_index=p.partition_index, error_code=e.code)
+    timestamp, offset, epoch = found
+    if version == 0:
+        old = [offset] if offset >= 0 else []
+        return Response(partition_index=p.partition_index, error_code=0, old_style_offsets=old)
+    return Response(
+        partition_index=p.partition_index,
+        error_code=0,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=epoch if epoch is not None else -1,
+    )
+
+
+def _offset_for(log_: Any, timestamp: int, isolation: int, replica_id: int) -> tuple:
+    """(timestamp, offset, leader epoch) as Partition.fetchOffsetForTimestamp answers."""
+    if timestamp == LATEST:
+        if replica_id >= 0:
+            offset = log_.log_end_offset
+        elif isolation == READ_COMMITTED:
+            offset = log_.last_stable_offset
+        else:
+            offset = log_.high_watermark
+        return -1, offset, log_.latest_epoch()
+    found = log_.fetch_offset_by_timestamp(timestamp)
+    if found is None or (replica_id < 0 and found.offset >= log_.high_watermark
+                         and timestamp != EARLIEST):  # fmt: skip
+        return -1, -1, None
+    return found.timestamp, found.offset, found.leader_epoch
+
+
+async def offset_for_leader_epoch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    Result = m.OffsetForLeaderEpochResponse.EpochEndOffset
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            try:
+                partition = server.replica_manager.get_partition(
+                    TopicPartition(topic.topic, p.partition)
+                )
+                partition.check_leader(p.current_leader_epoch)
+                found = partition.log.end_offset_for_epoch(p.leader_epoch)
+            except KafkaError as e:
+                partitions.append(Result(partition=p.partition, error_code=e.code))
+                continue
+            epoch, end = found if found is not None else (-1, -1)
+            partitions.append(
+                Result(partition=p.partition, error_code=0, leader_epoch=epoch, end_offset=end)
+            )
+        topics.append(
+            m.OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+                topic=topic.topic, partitions=partitions
+            )
+        )
+    return m.OffsetForLeaderEpochResponse(topics=topics, throttle_time_ms=0)

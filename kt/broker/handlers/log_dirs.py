@@ -1,0 +1,48 @@
+"""DescribeLogDirs: which log dir holds each partition, and how big it is."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+
+async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    lm = server.log_manager
+    by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in lm.log_dirs}
+    for (topic, partition), log_ in sorted(lm.logs.items()):
+        if wanted is not None and (topic, partition) not in wanted:
+            continue
+        directory = os.path.dirname(log_.dir)
+        by_dir.setdefault(directory, {}).setdefault(topic, []).append(
+            m.DescribeLogDirsResponse.DescribeLogDirsPartition(
+                partition_index=partition,
+                partition_size=log_.size,
+                offset_lag=max(0, log_.log_end_offset - log_.high_watermark),
+                is_future_key=False,
+            )
+        )
+    results = []
+    for directory, topic_map in by_dir.items():
+        usage = shutil.disk_usage(directory)
+        results.append(
+            m.DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=0,
+                log_dir=directory,
+                topics=[
+                    m.DescribeLogDirsResponse.DescribeLogDirsTopic(name=t, partitions=ps)
+                    for t, ps in sorted(topic_map.items())
+                ],
+                total_bytes=usage.total,
+                usable_bytes=usage.free,
+            )
+        )
+    return m.DescribeLogDirsResponse(error_code=0, results=results, throttle_time_ms=0)

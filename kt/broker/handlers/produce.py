@@ -1,0 +1,95 @@
+"""Produce and InitProducerId (KafkaApis.handleProduceRequest, handleInitProducerIdRequest)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.partition import TopicPartition
+from kt.broker.replica_manager import ProduceResult
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+from kt.storage.batch_header import ATTRIBUTES_OFFSET, CODEC_MASK, MAGIC_OFFSET, iter_headers
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+ZSTD = 4
+ZSTD_MIN_PRODUCE_VERSION = 7  # KIP-110: older clients cannot have sent zstd
+
+
+class CloseConnection(Exception):
+    """acks=0 produce failed: Kafka closes the connection so the producer notices."""
+
+
+async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    acks = request.acks
+    entries: dict[TopicPartition, Any] = {}
+    results: dict[TopicPartition, ProduceResult] = {}
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            tp = TopicPartition(topic.name, part.index)
+            error = _precheck(server, header.api_version, tp, part.records)
+            if error is not None:
+                results[tp] = ProduceResult(KafkaError(error).code)
+            else:
+                entries[tp] = part.records
+    if acks not in (0, 1, -1):
+        code = KafkaError("INVALID_REQUIRED_ACKS").code
+        results.update({tp: ProduceResult(code) for tp in entries})
+        entries = {}
+    if entries:
+        appended = await server.replica_manager.append_records(request.timeout_ms, acks, entries)
+        results.update(appended)
+    if acks == 0:
+        if any(r.error_code for r in results.values()):
+            raise CloseConnection("acks=0 produce failed")
+        return None
+    return _response(request, results)
+
+
+def _precheck(server: KafkaServer, version: int, tp: TopicPartition, records: Any) -> str | None:
+    """Errors found before touching the log: unknown topic, missing or zstd-too-old data."""
+    if not server.metadata_cache.contains(tp.topic):
+        return "UNKNOWN_TOPIC_OR_PARTITION"
+    if records is None or len(records) == 0:
+        return "CORRUPT_MESSAGE"
+    old_client = version < ZSTD_MIN_PRODUCE_VERSION and len(records) > ATTRIBUTES_OFFSET + 1
+    if old_client and records[MAGIC_OFFSET] == 2:
+        for batch in iter_headers(records):
+            if batch.attributes & CODEC_MASK == ZSTD:
+                return "UNSUPPORTED_COMPRESSION_TYPE"
+    return None
+
+
+def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any:
+    Topic = m.ProduceResponse.TopicProduceResponse
+    Partition = m.ProduceResponse.PartitionProduceResponse
+    topics = []
+    for topic in request.topic_data:
+        partitions = []
+        for part in topic.partition_data:
+            r = results[TopicPartition(topic.name, part.index)]
+            partitions.append(
+                Partition(
+                    index=part.index,
+                    error_code=r.error_code,
+                    base_offset=r.base_offset,
+                    log_append_time_ms=r.log_append_time_ms,
+                    log_start_offset=r.log_start_offset,
+                    error_message=r.error_message if r.error_code else None,
+                )
+            )
+        topics.append(Topic(name=topic.name, partition_responses=partitions))
+    return m.ProduceResponse(responses=topics, throttle_time_ms=0)
+
+
+async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """Idempotent producers get a new id, epoch 0 (PROTOCOL.md section 4, item 8)."""
+    if request.transactional_id is not None:
+        return m.InitProducerIdResponse(
+            error_code=KafkaError("TRANSACTIONAL_ID_AUTHORIZATION_FAILED").code,
+            producer_id=-1,
+            producer_epoch=-1,
+        )
+    producer_id = server.producer_id_manager.generate_producer_id()
+    return m.InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

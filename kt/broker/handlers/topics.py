@@ -1,0 +1,198 @@
+"""CreateTopics, DeleteTopics, CreatePartitions and DeleteRecords.
+
+Topic mutations go through the controller (Metadata's controller_id); another broker
+answers NOT_CONTROLLER and the client retries there (PROTOCOL.md section 1). After
+writing the znodes, the handler waits (up to timeout_ms) for the controller's work to
+show in this broker's metadata, as Kafka's DelayedCreatePartitions does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.admin_manager import NewTopic, TopicResult
+from kt.broker.handlers.configs import describe_topic_configs
+from kt.broker.partition import TopicPartition
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+
+def _not_controller(server: KafkaServer) -> bool:
+    return server.controller is None or not server.controller.is_active
+
+
+async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    results: list[TopicResult] = []
+    seen: set[str] = set()
+    for topic in request.topics:
+        if topic.name in seen:
+            results.append(
+                TopicResult.failed(
+                    topic.name, KafkaError("INVALID_REQUEST", "Duplicate topic in request.")
+                )
+            )
+            continue
+        seen.add(topic.name)
+        if _not_controller(server):
+            results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
+            continue
+        new = NewTopic(
+            topic.name,
+            topic.num_partitions,
+            topic.replication_factor,
+            {a.partition_index: list(a.broker_ids) for a in topic.assignments},
+            {c.name: c.value for c in topic.configs if c.value is not None},
+        )
+        results.append(server.admin_manager.create_topic(new, request.validate_only))
+    created = [r.name for r in results if not r.error_code]
+    if created and not request.validate_only:
+        done = await server.admin_manager.wait_for_metadata(
+            lambda: server.admin_manager.topics_have_leaders(created), request.timeout_ms
+        )
+        if not done:
+            for r in results:
+                if r.name in created:
+                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+    return m.CreateTopicsResponse(
+        topics=[_creatable_topic_result(server, header.api_version, r) for r in results],
+        throttle_time_ms=0,
+    )
+
+
+def _creatable_topic_result(server: KafkaServer, version: int, r: TopicResult) -> Any:
+    Result = m.CreateTopicsResponse.CreatableTopicResult
+    if r.error_code:
+        return Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
+    configs = None
+    if version >= 5 and r.config is not None:
+        configs = [
+            m.CreateTopicsResponse.CreatableTopicConfigs(
+                name=c.name,
+                value=c.value,
+                read_only=c.read_only,
+                config_source=c.config_source,
+                is_sensitive=c.is_sensitive,
+            )
+            for c in describe_topic_configs(server, r.name, r.config, None, False)
+        ]
+    return Result(
+        name=r.name,
+        topic_id=r.topic_id,
+        error_code=0,
+        num_partitions=r.num_partitions,
+        replication_factor=r.replication_factor,
+        configs=configs,
+    )
+
+
+async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if header.api_version >= 6:
+        names = [
+            t.name if t.name is not None else server.metadata_cache.topic_for_id(t.topic_id)
+            for t in request.topics
+        ]
+    else:
+        names = list(request.topic_names)
+    results = []
+    for name in names:
+        if name is None:
+            results.append(TopicResult.failed("", KafkaError("UNKNOWN_TOPIC_ID")))
+        elif _not_controller(server):
+            results.append(TopicResult.failed(name, KafkaError("NOT_CONTROLLER")))
+        else:
+            results.append(server.admin_manager.delete_topic(name))
+    deleting = [r.name for r in results if not r.error_code]
+    if deleting:
+        done = await server.admin_manager.wait_for_metadata(
+            lambda: server.admin_manager.topics_gone(deleting), request.timeout_ms
+        )
+        if not done:
+            for r in results:
+                if r.name in deleting:
+                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+    return m.DeleteTopicsResponse(
+        responses=[
+            m.DeleteTopicsResponse.DeletableTopicResult(
+                name=r.name,
+                topic_id=server.metadata_cache.topic_id(r.name),
+                error_code=r.error_code,
+                error_message=r.error_message,
+            )
+            for r in results
+        ],
+        throttle_time_ms=0,
+    )
+
+
+async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    results = []
+    for topic in request.topics:
+        if _not_controller(server):
+            results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
+            continue
+        assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
+        results.append(
+            server.admin_manager.create_partitions(
+                topic.name, topic.count, assignments, request.validate_only
+            )
+        )
+    grown = {r.name: r.num_partitions for r in results if not r.error_code}
+    if grown and not request.validate_only:
+
+        def all_there() -> bool:
+            cache = server.metadata_cache
+            return all(
+                len(cache.topic_partitions(t)) >= n
+                and server.admin_manager.topics_have_leaders([t])
+                for t, n in grown.items()
+            )
+
+        if not await server.admin_manager.wait_for_metadata(all_there, request.timeout_ms):
+            for r in results:
+                if r.name in grown:
+                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+    return m.CreatePartitionsResponse(
+        results=[
+            m.CreatePartitionsResponse.CreatePartitionsTopicResult(
+                name=r.name, error_code=r.error_code, error_message=r.error_message
+            )
+            for r in results
+        ],
+        throttle_time_ms=0,
+    )
+
+
+async def delete_records(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """Move the log start offset (DeleteRecords; offset -1 = the high watermark)."""
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            Result = m.DeleteRecordsResponse.DeleteRecordsPartitionResult
+            try:
+                partition = server.replica_manager.get_partition(tp)
+                partition.check_leader()
+                log_ = partition.log
+                offset = log_.high_watermark if p.offset == -1 else p.offset
+                if offset < 0 or offset > log_.high_watermark:
+                    raise KafkaError("OFFSET_OUT_OF_RANGE")
+                log_.maybe_increment_log_start_offset(offset)
+                partitions.append(
+                    Result(
+                        partition_index=p.partition_index,
+                        low_watermark=log_.log_start_offset,
+                        error_code=0,
+                    )
+                )
+            except KafkaError as e:
+                partitions.append(
+                    Result(partition_index=p.partition_index, low_watermark=-1, error_code=e.code)
+                )
+        topics.append(
+            m.DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name, partitions=partitions)
+        )
+    return m.DeleteRecordsResponse(topics=topics, throttle_time_ms=0)

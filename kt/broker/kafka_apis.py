@@ -1,0 +1,77 @@
+"""KafkaApis: decode a request frame, run its handler, encode the response.
+
+The dispatch table maps each API key to its handler; ApiVersions advertises exactly
+the APIs in this table (capped by what kt.protocol speaks), so a client never sends a
+request that this broker would not answer. A version outside the advertised range gets
+Kafka's UNSUPPORTED_VERSION answer; a malformed frame closes the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.handlers import cluster, configs, fetch, log_dirs, produce, topics
+from kt.broker.handlers.produce import CloseConnection
+from kt.broker.network import RequestContext
+from kt.errors import ProtocolError
+from kt.protocol import (
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    UnsupportedVersion,
+    decode_request,
+    encode_response_parts,
+    unsupported_version_response,
+)
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+HANDLERS = {
+    ApiKey.API_VERSIONS: cluster.api_versions,
+    ApiKey.METADATA: cluster.metadata,
+    ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    ApiKey.PRODUCE: produce.produce,
+    ApiKey.INIT_PRODUCER_ID: produce.init_producer_id,
+    ApiKey.FETCH: fetch.fetch,
+    ApiKey.LIST_OFFSETS: fetch.list_offsets,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: fetch.offset_for_leader_epoch,
+    ApiKey.CREATE_TOPICS: topics.create_topics,
+    ApiKey.DELETE_TOPICS: topics.delete_topics,
+    ApiKey.CREATE_PARTITIONS: topics.create_partitions,
+    ApiKey.DELETE_RECORDS: topics.delete_records,
+    ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
+    ApiKey.ALTER_CONFIGS: configs.alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
+}
+
+
+class KafkaApis:
+    """The request handler the network layer calls for every frame."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.handlers = dict(HANDLERS)
+
+    def advertised_versions(self) -> dict[ApiKey, tuple[int, int]]:
+        return {key: SUPPORTED_VERSIONS[key] for key in self.handlers if key in SUPPORTED_VERSIONS}
+
+    async def handle(self, frame: memoryview, ctx: RequestContext) -> list[Any] | None:
+        try:
+            header, request = decode_request(frame)
+        except UnsupportedVersion as e:
+            log.info("unsupported version from %s: %s", ctx.client_host, e)
+            return [unsupported_version_response(e.header)]
+        handler = self.handlers.get(header.api_key)
+        if handler is None:
+            raise ProtocolError(f"no handler for API key {header.api_key}")
+        try:
+            response = await handler(self.server, header, request, ctx)
+        except CloseConnection as e:
+            raise ProtocolError(str(e)) from None
+        if response is None:
+            return None
+        return encode_response_parts(header, response)
