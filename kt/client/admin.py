@@ -1,0 +1,234 @@
+"""Admin calls for the tools: topics, partitions, configs, offsets, records, log dirs.
+
+Each method sends one request to the broker that must answer it (the controller for
+topic mutations, the leader for offsets and records) and returns plain results with
+Kafka error codes; the tools turn codes into Kafka's messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kt.client.client import KafkaClient, TopicInfo
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+
+
+@dataclass
+class TopicError:
+    name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass
+class ConfigValue:
+    name: str
+    value: str | None
+    source: int
+    is_default: bool
+    is_sensitive: bool
+    read_only: bool
+    synonyms: list[tuple[str, str | None, int]]
+
+
+class AdminClient:
+    """Admin operations over a KafkaClient."""
+
+    def __init__(self, client: KafkaClient, timeout_ms: int = 30000) -> None:
+        self.client = client
+        self.timeout_ms = timeout_ms
+
+    # -- topics ----------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        assignment: dict[int, list[int]] | None = None,
+        configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> TopicError:
+        R = m.CreateTopicsRequest
+        topic = R.CreatableTopic(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            assignments=[
+                R.CreatableReplicaAssignment(partition_index=p, broker_ids=b)
+                for p, b in sorted((assignment or {}).items())
+            ],
+            configs=[R.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+        )
+        response = self.client.controller().send(
+            ApiKey.CREATE_TOPICS,
+            R(topics=[topic], timeout_ms=self.timeout_ms, validate_only=validate_only),
+        )
+        t = response.topics[0]
+        return TopicError(t.name, t.error_code, getattr(t, "error_message", None))
+
+    def delete_topics(self, names: list[str]) -> list[TopicError]:
+        response = self.client.controller().send(
+            ApiKey.DELETE_TOPICS,
+            m.DeleteTopicsRequest(
+                topic_names=names,
+                topics=[m.DeleteTopicsRequest.DeleteTopicState(name=n) for n in names],
+                timeout_ms=self.timeout_ms,
+            ),
+        )
+        return [
+            TopicError(r.name, r.error_code, getattr(r, "error_message", None))
+            for r in response.responses
+        ]
+
+    def create_partitions(
+        self, name: str, count: int, assignment: list[list[int]] | None = None
+    ) -> TopicError:
+        R = m.CreatePartitionsRequest
+        topic = R.CreatePartitionsTopic(
+            name=name,
+            count=count,
+            assignments=[R.CreatePartitionsAssignment(broker_ids=b) for b in assignment]
+            if assignment
+            else None,
+        )
+        response = self.client.controller().send(
+            ApiKey.CREATE_PARTITIONS,
+            R(topics=[topic], timeout_ms=self.timeout_ms, validate_only=False),
+        )
+        r = response.results[0]
+        return TopicError(r.name, r.error_code, r.error_message)
+
+    def describe_topics(self, names: list[str] | None = None) -> dict[str, TopicInfo]:
+        return self.client.metadata(names)
+
+    # -- configs ---------------------------------------------------------------------
+
+    def describe_configs(
+        self, resource_type: int, name: str, keys: list[str] | None = None
+    ) -> tuple[int, str | None, list[ConfigValue]]:
+        conn = self._config_connection(resource_type, name)
+        R = m.DescribeConfigsRequest
+        response = conn.send(
+            ApiKey.DESCRIBE_CONFIGS,
+            R(
+                resources=[
+                    R.DescribeConfigsResource(
+                        resource_type=resource_type, resource_name=name, configuration_keys=keys
+                    )
+                ],
+                include_synonyms=True,
+            ),
+        )
+        result = response.results[0]
+        values = [
+            ConfigValue(
+                c.name,
+                c.value,
+                c.config_source,
+                c.config_source == 5,
+                c.is_sensitive,
+                c.read_only,
+                [(s.name, s.value, s.source) for s in c.synonyms],
+            )  # fmt: skip
+            for c in result.configs
+        ]
+        return result.error_code, result.error_message, values
+
+    def incremental_alter_configs(
+        self, resource_type: int, name: str, ops: list[tuple[int, str, str | None]]
+    ) -> tuple[int, str | None]:
+        conn = self._config_connection(resource_type, name)
+        R = m.IncrementalAlterConfigsRequest
+        response = conn.send(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            R(
+                resources=[
+                    R.AlterConfigsResource(
+                        resource_type=resource_type,
+                        resource_name=name,
+                        configs=[
+                            R.AlterableConfig(name=k, config_operation=op, value=v)
+                            for op, k, v in ops
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+        )
+        r = response.responses[0]
+        return r.error_code, r.error_message
+
+    def _config_connection(self, resource_type: int, name: str) -> Any:
+        if resource_type == BROKER_RESOURCE and name and name.isdigit():
+            return self.client.connection(int(name))
+        return self.client.any_connection()
+
+    # -- offsets and records --------------------------------------------------------------
+
+    def list_offsets(
+        self, requests: dict[tuple[str, int], int], leaders: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """(topic, partition) -> timestamp spec; answers (error, offset, timestamp)."""
+        R = m.ListOffsetsRequest
+        out: dict[tuple[str, int], tuple[int, int, int]] = {}
+        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = {}
+        for (topic, partition), ts in requests.items():
+            by_leader.setdefault(leaders[(topic, partition)], {}).setdefault(topic, []).append(
+                (partition, ts)
+            )
+        for leader, topics in by_leader.items():
+            request = R(
+                replica_id=-1,
+                isolation_level=0,
+                topics=[
+                    R.ListOffsetsTopic(
+                        name=t,
+                        partitions=[
+                            R.ListOffsetsPartition(partition_index=p, timestamp=ts)
+                            for p, ts in parts
+                        ],
+                    )
+                    for t, parts in topics.items()
+                ],
+            )
+            response = self.client.connection(leader).send(ApiKey.LIST_OFFSETS, request)
+            for t in response.topics:
+                for p in t.partitions:
+                    out[(t.name, p.partition_index)] = (p.error_code, p.offset, p.timestamp)
+        return out
+
+    def delete_records(
+        self, offsets: dict[tuple[str, int], int], leaders: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> offset; answers (error, low watermark)."""
+        R = m.DeleteRecordsRequest
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = {}
+        for (topic, partition), offset in offsets.items():
+            by_leader.setdefault(leaders[(topic, partition)], {}).setdefault(topic, []).append(
+                (partition, offset)
+            )
+        for leader, topics in by_leader.items():
+            request = R(
+                topics=[
+                    R.DeleteRecordsTopic(
+                        name=t,
+                        partitions=[
+                            R.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in parts
+                        ],
+                    )
+                    for t, parts in topics.items()
+                ],
+                timeout_ms=self.timeout_ms,
+            )
+            response = self.client.connection(leader).send(ApiKey.DELETE_RECORDS, request)
+            for t in response.topics:
+                for p in t.partitions:
+                    out[(t.name, p.partition_index)] = (p.error_code, p.low_watermark)
+        return out

@@ -1,0 +1,146 @@
+"""KafkaClient: bootstrap, cluster metadata, and a connection per broker.
+
+The small client under kt's tools and inter-broker links. It bootstraps from a
+comma-separated `host:port` list, learns brokers, controller and partition leaders from
+Metadata, and keeps one BrokerConnection per broker id. Requests that must go to a
+partition's leader or to the controller are routed here; callers handle error codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kt.client.connection import BrokerConnection
+from kt.errors import KafkaError
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """`host:port[,host:port]` -> [(host, port)], with a clear error for a bad entry."""
+    out = []
+    for item in filter(None, (s.strip() for s in servers.split(","))):
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise KafkaError(
+                "INVALID_REQUEST", f"Invalid bootstrap server '{item}': need host:port"
+            )
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise KafkaError("INVALID_REQUEST", "No bootstrap servers given")
+    return out
+
+
+@dataclass
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+    error_code: int = 0
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: Any
+    is_internal: bool
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    error_code: int = 0
+
+
+class KafkaClient:
+    """Routes requests to the right broker of a cluster found through bootstrap servers."""
+
+    def __init__(self, bootstrap_servers: str, *, client_id: str = "kt", timeout_s: float = 30.0):
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.brokers: dict[int, tuple[str, int, str | None]] = {}
+        self.controller_id = -1
+        self.cluster_id: str | None = None
+        self._connections: dict[int, BrokerConnection] = {}
+        self._bootstrap = self._connect_bootstrap(parse_bootstrap(bootstrap_servers))
+
+    def _connect_bootstrap(self, servers: list[tuple[str, int]]) -> BrokerConnection:
+        errors = []
+        for host, port in servers:
+            try:
+                return BrokerConnection(
+                    host, port, client_id=self.client_id, timeout_s=self.timeout_s
+                )
+            except KafkaError as e:
+                errors.append(str(e))
+        raise KafkaError("NETWORK_EXCEPTION", "; ".join(errors))
+
+    # -- metadata ------------------------------------------------------------------------
+
+    def metadata(
+        self, topics: list[str] | None = None, allow_auto_create: bool = False
+    ) -> dict[str, TopicInfo]:
+        """Refresh brokers and controller; return the topics asked for (None = all)."""
+        conn = self.any_connection()
+        version = conn.version_for(ApiKey.METADATA)
+        request_topics = None
+        if topics is not None:
+            request_topics = [m.MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+        elif version == 0:
+            request_topics = []
+        response = conn.send(
+            ApiKey.METADATA,
+            m.MetadataRequest(topics=request_topics, allow_auto_topic_creation=allow_auto_create),
+        )
+        self.brokers = {b.node_id: (b.host, b.port, b.rack) for b in response.brokers}
+        self.controller_id = response.controller_id
+        self.cluster_id = response.cluster_id
+        out: dict[str, TopicInfo] = {}
+        for t in response.topics:
+            info = TopicInfo(
+                t.name, getattr(t, "topic_id", None), t.is_internal, error_code=t.error_code
+            )
+            for p in t.partitions:
+                info.partitions[p.partition_index] = PartitionInfo(
+                    t.name, p.partition_index, p.leader_id, p.leader_epoch,
+                    list(p.replica_nodes), list(p.isr_nodes), list(p.offline_replicas),
+                    p.error_code,
+                )  # fmt: skip
+            out[t.name] = info
+        return out
+
+    # -- connections ---------------------------------------------------------------------
+
+    def any_connection(self) -> BrokerConnection:
+        return self._bootstrap
+
+    def connection(self, broker_id: int) -> BrokerConnection:
+        conn = self._connections.get(broker_id)
+        if conn is None:
+            if broker_id not in self.brokers:
+                self.metadata([])
+            if broker_id not in self.brokers:
+                raise KafkaError("BROKER_NOT_AVAILABLE", f"Broker {broker_id} is not available")
+            host, port, _ = self.brokers[broker_id]
+            conn = BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s)
+            self._connections[broker_id] = conn
+        return conn
+
+    def controller(self) -> BrokerConnection:
+        if self.controller_id < 0:
+            self.metadata([])
+        if self.controller_id < 0:
+            raise KafkaError("NOT_CONTROLLER", "The cluster has no controller")
+        return self.connection(self.controller_id)
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        self._bootstrap.close()
+
+    def __enter__(self) -> KafkaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

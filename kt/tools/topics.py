@@ -1,0 +1,239 @@
+"""The logic of `kt topics` (Kafka's TopicCommand): create, list, describe, alter, delete.
+
+Functions take an AdminClient and return lines or raise TopicCommandError with Kafka's
+message; the click command prints them. Output formats: ../shared/TOOLS.md A2.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import uuid
+from dataclasses import dataclass
+
+from kt.client.admin import TOPIC_RESOURCE, AdminClient
+from kt.client.client import PartitionInfo, TopicInfo
+from kt.errors import error_for
+from kt.storage.names import MAX_TOPIC_NAME_LENGTH
+
+DEFAULT_CONFIG_SOURCE = 5
+LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class TopicCommandError(Exception):
+    """One line for `Error while executing topic command : <message>`."""
+
+
+def topic_id_str(topic_id: object) -> str:
+    if isinstance(topic_id, uuid.UUID):
+        return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
+    return str(topic_id)
+
+
+def validate_name(name: str) -> None:
+    """Kafka's Topic.validate messages, as TopicCommand prints them."""
+    if not name:
+        raise TopicCommandError("Topic name is invalid: the empty string is not allowed")
+    if name in (".", ".."):
+        raise TopicCommandError(f"Topic name is invalid: '{name}' is not allowed")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise TopicCommandError(
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
+            f"length {MAX_TOPIC_NAME_LENGTH}"
+        )
+    if not LEGAL.fullmatch(name):
+        raise TopicCommandError(
+            f"Topic name is invalid: '{name}' contains one or more characters other than "
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+
+
+def parse_replica_assignment(text: str) -> dict[int, list[int]]:
+    """`0:1,1:2,2:0`: partitions separated by commas, replicas by colons."""
+    assignment: dict[int, list[int]] = {}
+    for partition, group in enumerate(text.split(",")):
+        try:
+            replicas = [int(b.strip()) for b in group.split(":")]
+        except ValueError:
+            raise TopicCommandError(f"Invalid replica assignment '{text}'") from None
+        if len(set(replicas)) != len(replicas):
+            raise TopicCommandError(
+                f"Partition replica lists may not contain duplicate entries: {group}"
+            )
+        assignment[partition] = replicas
+    sizes = {len(r) for r in assignment.values()}
+    if len(sizes) > 1:
+        raise TopicCommandError(
+            f"Partition {max(assignment)} has different replication factor: "
+            f"{assignment[max(assignment)]}"
+        )
+    return assignment
+
+
+@dataclass
+class CreateOptions:
+    topic: str
+    partitions: int | None = None
+    replication_factor: int | None = None
+    replica_assignment: str | None = None
+    configs: dict[str, str] | None = None
+    if_not_exists: bool = False
+
+
+def create_topic(admin: AdminClient, opts: CreateOptions) -> list[str]:
+    validate_name(opts.topic)
+    if opts.replication_factor is not None and not 1 <= opts.replication_factor <= 32767:
+        raise TopicCommandError("The replication factor must be between 1 and 32767 inclusive")
+    lines = []
+    if "." in opts.topic or "_" in opts.topic:
+        lines.append(
+            "WARNING: Due to limitations in metric names, topics with a period ('.') or "
+            "underscore ('_') could collide. To avoid issues it is best to use either, but "
+            "not both."
+        )
+    assignment = (
+        parse_replica_assignment(opts.replica_assignment) if opts.replica_assignment else None
+    )
+    result = admin.create_topic(
+        opts.topic,
+        -1 if assignment else (opts.partitions if opts.partitions is not None else -1),
+        -1 if assignment else (opts.replication_factor or -1),
+        assignment,
+        opts.configs,
+    )
+    if result.error_code:
+        name = error_for(result.error_code).name
+        if name == "TOPIC_ALREADY_EXISTS":
+            if opts.if_not_exists:
+                return lines
+            raise TopicCommandError(f"Topic '{opts.topic}' already exists.")
+        raise TopicCommandError(result.error_message or error_for(result.error_code).message)
+    lines.append(f"Created topic {opts.topic}.")
+    return lines
+
+
+def matching_topics(
+    admin: AdminClient, pattern: str | None, exclude_internal: bool
+) -> dict[str, TopicInfo]:
+    topics = admin.describe_topics(None)
+    regex = re.compile(pattern) if pattern else None
+    return {
+        name: info
+        for name, info in sorted(topics.items())
+        if (regex is None or regex.fullmatch(name)) and not (exclude_internal and info.is_internal)
+    }
+
+
+def list_topics(admin: AdminClient, pattern: str | None, exclude_internal: bool) -> list[str]:
+    return list(matching_topics(admin, pattern, exclude_internal))
+
+
+@dataclass
+class DescribeFilters:
+    under_replicated: bool = False
+    unavailable: bool = False
+    under_min_isr: bool = False
+    at_min_isr: bool = False
+    topics_with_overrides: bool = False
+
+    @property
+    def any_partition_filter(self) -> bool:
+        return self.under_replicated or self.unavailable or self.under_min_isr or self.at_min_isr
+
+
+def describe_topics(
+    admin: AdminClient,
+    pattern: str | None,
+    exclude_internal: bool,
+    filters: DescribeFilters,
+    if_exists: bool = False,
+) -> list[str]:
+    topics = matching_topics(admin, pattern, exclude_internal)
+    if pattern and not topics and not if_exists and not _is_regex(pattern):
+        raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
+    live = set(admin.client.brokers)
+    lines: list[str] = []
+    for name, info in topics.items():
+        _, _, configs = admin.describe_configs(TOPIC_RESOURCE, name)
+        overrides = [c for c in configs if c.source != DEFAULT_CONFIG_SOURCE]
+        min_isr = next(
+            (int(c.value) for c in configs if c.name == "min.insync.replicas" and c.value), 1
+        )
+        if filters.topics_with_overrides and not overrides:
+            continue
+        partitions = [info.partitions[p] for p in sorted(info.partitions)]
+        rf = len(partitions[0].replicas) if partitions else 0
+        shown = [p for p in partitions if _keep(p, filters, live, min_isr)]
+        if filters.any_partition_filter and not shown:
+            continue
+        if not filters.any_partition_filter:
+            config_text = ",".join(f"{c.name}={c.value}" for c in overrides)
+            lines.append(
+                f"Topic: {name}\tTopicId: {topic_id_str(info.topic_id)}\t"
+                f"PartitionCount: {len(partitions)}\tReplicationFactor: {rf}\t"
+                f"Configs: {config_text}"
+            )
+        for p in shown:
+            leader = str(p.leader) if p.leader >= 0 else "none"
+            lines.append(
+                f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\t"
+                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
+                "Elr: N/A\tLastKnownElr: N/A"
+            )
+    return lines
+
+
+def _is_regex(pattern: str) -> bool:
+    return not LEGAL.fullmatch(pattern)
+
+
+def _keep(p: PartitionInfo, filters: DescribeFilters, live: set[int], min_isr: int) -> bool:
+    if not filters.any_partition_filter:
+        return True
+    if filters.under_replicated and len(p.isr) < len(p.replicas):
+        return True
+    if filters.unavailable and (p.leader < 0 or p.leader not in live):
+        return True
+    if filters.under_min_isr and len(p.isr) < min_isr:
+        return True
+    return filters.at_min_isr and len(p.isr) == min_isr
+
+
+def alter_topic(
+    admin: AdminClient, pattern: str, partitions: int | None, replica_assignment: str | None,
+    if_exists: bool = False,
+) -> list[str]:  # fmt: skip
+    topics = matching_topics(admin, pattern, False)
+    if not topics:
+        if if_exists:
+            return []
+        raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
+    if partitions is None:
+        raise TopicCommandError("--partitions is required to alter a topic")
+    for name, info in topics.items():
+        assignment = None
+        if replica_assignment:
+            full = parse_replica_assignment(replica_assignment)
+            assignment = [full[p] for p in sorted(full) if p >= len(info.partitions)]
+        result = admin.create_partitions(name, partitions, assignment)
+        if result.error_code:
+            raise TopicCommandError(result.error_message or error_for(result.error_code).message)
+    return []
+
+
+def delete_topics(admin: AdminClient, pattern: str, if_exists: bool = False) -> list[str]:
+    topics = matching_topics(admin, pattern, False)
+    if not topics:
+        if if_exists:
+            return []
+        raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
+    internal = [n for n, i in topics.items() if i.is_internal]
+    if internal:
+        raise TopicCommandError(
+            f"Topic {internal[0]} is a kafka internal topic and is not allowed to be marked "
+            "for deletion."
+        )
+    for result in admin.delete_topics(list(topics)):
+        if result.error_code:
+            raise TopicCommandError(result.error_message or error_for(result.error_code).message)
+    return []
