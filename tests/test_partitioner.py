@@ -1,0 +1,25 @@
+"""kt's partitioner puts keyed records where Kafka's clients put them."""
+
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
+from kt.client.partitioner import murmur2, partition_for_key
+
+
+def test_murmur2_matches_kafka_python_for_every_tail_length() -> None:
+    for key in [b"", b"a", b"ab", b"abc", b"abcd", b"key-12345", bytes(range(200))]:
+        # kafka-python returns the same 32 bits unsigned.
+        assert murmur2(key) & 0xFFFFFFFF == kafka_python_murmur2(key), key
+
+
+def test_known_values_from_kafka_utils_test() -> None:
+    # UtilsTest.testMurmur2 in Apache Kafka.
+    assert murmur2(b"21") == -973932308
+    assert murmur2(b"foobar") == -790332482
+    assert murmur2(b"a-little-bit-long-string") == -985981536
+    assert murmur2(b"a-little-bit-longer-string") == -1486304829
+    assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
+    assert murmur2(b"abc") == 479470107
+
+
+def test_partition_is_positive_modulo() -> None:
+    assert all(0 <= partition_for_key(bytes([i]), 7) < 7 for i in range(256))
