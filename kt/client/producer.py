@@ -1,0 +1,190 @@
+"""A small synchronous producer for kt's tools (console producer, perf test).
+
+Records are grouped per partition into v2 batches (kt.storage.record_batch.build_batch)
+and sent to each partition's leader in one Produce request per broker. Retriable errors
+refresh metadata and retry, up to `retries` times; anything else is reported to the
+caller per record batch.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from kt.client.client import KafkaClient, TopicInfo
+from kt.client.partitioner import StickyPartitioner
+from kt.errors import KafkaError, error_for
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.storage.record_batch import Record, build_batch
+
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+@dataclass
+class SendResult:
+    topic: str
+    partition: int
+    base_offset: int
+    error_code: int = 0
+    error_message: str | None = None
+    count: int = 0
+
+
+@dataclass
+class _Pending:
+    records: list[Record] = field(default_factory=list)
+    size: int = 0
+
+
+class Producer:
+    """Buffers records per partition; `flush()` sends them and returns the results."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        *,
+        acks: int = -1,
+        compression: str = "none",
+        batch_size: int = 16384,
+        request_timeout_ms: int = 30000,
+        retries: int = 3,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        if compression not in CODECS:
+            raise ValueError(f"unknown compression codec {compression}")
+        self.client = client
+        self.acks = acks
+        self.codec = CODECS[compression]
+        self.batch_size = batch_size
+        self.request_timeout_ms = request_timeout_ms
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.partitioner = StickyPartitioner()
+        self._pending: dict[tuple[str, int], _Pending] = {}
+        self._topics: dict[str, TopicInfo] = {}
+
+    def _topic(self, topic: str) -> TopicInfo:
+        info = self._topics.get(topic)
+        deadline = time.monotonic() + self.request_timeout_ms / 1000
+        while (
+            info is None
+            or not info.partitions
+            or any(p.leader < 0 for p in info.partitions.values())
+        ):
+            info = self.client.metadata([topic], allow_auto_create=True).get(topic)
+            if (
+                info is not None
+                and info.partitions
+                and all(p.leader >= 0 for p in info.partitions.values())
+            ):
+                break
+            if time.monotonic() > deadline:
+                code = info.error_code if info is not None else 3
+                raise KafkaError(code or "LEADER_NOT_AVAILABLE", f"Topic {topic} not available")
+            time.sleep(self.retry_backoff_ms / 1000)
+        self._topics[topic] = info
+        return info
+
+    def send(
+        self,
+        topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> list[SendResult]:
+        """Buffer one record; returns the results of any batch this filled and sent."""
+        info = self._topic(topic)
+        if partition is None:
+            partition = self.partitioner.partition(topic, key, len(info.partitions))
+        if partition not in info.partitions:
+            raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
+        pending = self._pending.setdefault((topic, partition), _Pending())
+        ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        pending.records.append(Record(None, ts, key, value, headers or ()))
+        pending.size += len(value or b"") + len(key or b"") + 20
+        if pending.size >= self.batch_size:
+            self.partitioner.on_new_batch(topic, len(info.partitions))
+            return self.flush()
+        return []
+
+    def flush(self) -> list[SendResult]:
+        """Send everything buffered; retriable failures are retried after a refresh."""
+        pending, self._pending = self._pending, {}
+        results: list[SendResult] = []
+        attempt = 0
+        while pending:
+            failed: dict[tuple[str, int], _Pending] = {}
+            for result, batch in self._send_once(pending):
+                retriable = result.error_code and error_for(result.error_code).retriable
+                if retriable and attempt < self.retries:
+                    failed[(result.topic, result.partition)] = batch
+                else:
+                    results.append(result)
+            if failed:
+                attempt += 1
+                time.sleep(self.retry_backoff_ms / 1000)
+                self._topics.clear()
+                for topic, _ in failed:
+                    self._topic(topic)
+            pending = failed
+        return results
+
+    def _send_once(
+        self, pending: dict[tuple[str, int], _Pending]
+    ) -> list[tuple[SendResult, _Pending]]:
+        by_leader: dict[int, dict[tuple[str, int], _Pending]] = {}
+        for (topic, partition), batch in pending.items():
+            leader = self._topic(topic).partitions[partition].leader
+            by_leader.setdefault(leader, {})[(topic, partition)] = batch
+        out: list[tuple[SendResult, _Pending]] = []
+        for leader, batches in by_leader.items():
+            out += self._produce(leader, batches)
+        return out
+
+    def _produce(
+        self, leader: int, batches: dict[tuple[str, int], _Pending]
+    ) -> list[tuple[SendResult, _Pending]]:
+        R = m.ProduceRequest
+        topics: dict[str, list] = {}
+        for (topic, partition), batch in batches.items():
+            data = build_batch(batch.records, compression_type=self.codec)
+            topics.setdefault(topic, []).append(
+                R.PartitionProduceData(index=partition, records=data)
+            )
+        request = R(
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[R.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
+        )
+        try:
+            conn = self.client.connection(leader)
+            if self.acks == 0:
+                conn.send_no_response(ApiKey.PRODUCE, request)
+                return [
+                    (SendResult(t, p, -1, count=len(b.records)), b) for (t, p), b in batches.items()
+                ]
+            response = conn.send(ApiKey.PRODUCE, request)
+        except KafkaError as e:
+            return [(SendResult(t, p, -1, e.code, str(e)), b) for (t, p), b in batches.items()]
+        out = []
+        for topic in response.responses:
+            for part in topic.partition_responses:
+                batch = batches[(topic.name, part.index)]
+                message = getattr(part, "error_message", None)
+                out.append(
+                    (
+                        SendResult(
+                            topic.name,
+                            part.index,
+                            part.base_offset,
+                            part.error_code,
+                            message,
+                            len(batch.records),
+                        ),  # fmt: skip
+                        batch,
+                    )
+                )
+        return out
