@@ -1,0 +1,155 @@
+"""Line parsing and record formatting for the console producer and consumer.
+
+LineMessageReader (kafka-console-producer.sh): a line is
+`[h1:v1,h2:v2<headers.delimiter>][key<key.separator>]value`, with the parts present only
+when parse.headers / parse.key are on. DefaultMessageFormatter (kafka-console-consumer.sh):
+the enabled fields in the order timestamp, partition, offset, headers, key, value, joined
+by key.separator and ended by line.separator. Formats: ../shared/TOOLS.md A3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class LineFormatError(Exception):
+    """A line the reader cannot split; the message is Kafka's."""
+
+
+def _flag(props: dict[str, str], key: str, default: bool) -> bool:
+    value = props.get(key)
+    return default if value is None else value.strip().lower() == "true"
+
+
+def _unescape(text: str) -> str:
+    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+@dataclass
+class LineReader:
+    parse_key: bool = False
+    key_separator: str = "\t"
+    parse_headers: bool = False
+    headers_delimiter: str = "\t"
+    headers_separator: str = ","
+    headers_key_separator: str = ":"
+    null_marker: str | None = None
+    ignore_error: bool = False
+
+    @classmethod
+    def from_props(cls, props: dict[str, str]) -> LineReader:
+        reader = cls(
+            parse_key=_flag(props, "parse.key", False),
+            key_separator=_unescape(props.get("key.separator", "\t")),
+            parse_headers=_flag(props, "parse.headers", False),
+            headers_delimiter=_unescape(props.get("headers.delimiter", "\t")),
+            headers_separator=_unescape(props.get("headers.separator", ",")),
+            headers_key_separator=_unescape(props.get("headers.key.separator", ":")),
+            null_marker=props.get("null.marker"),
+            ignore_error=_flag(props, "ignore.error", False),
+        )
+        reader.check()
+        return reader
+
+    def check(self) -> None:
+        if self.parse_headers and self.headers_delimiter == self.key_separator:
+            raise LineFormatError("headers.delimiter and key.separator may not be equal")
+        if self.parse_headers and self.headers_separator == self.headers_key_separator:
+            raise LineFormatError("headers.separator and headers.key.separator may not be equal")
+
+    def _null(self, text: str) -> bytes | None:
+        return None if self.null_marker is not None and text == self.null_marker else text.encode()
+
+    def parse(
+        self, line: str, line_number: int
+    ) -> tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]:
+        """(key, value, headers) for one input line (without its newline)."""
+        rest = line
+        headers: list[tuple[str, bytes | None]] = []
+        if self.parse_headers:
+            head, sep, rest = rest.partition(self.headers_delimiter)
+            if not sep:
+                if not self.ignore_error:
+                    raise LineFormatError(
+                        f"No headers delimiter found on line number {line_number}: '{line}'"
+                    )
+                head, rest = "", line
+            if head and head != self.null_marker:
+                for pair in head.split(self.headers_separator):
+                    k, ksep, v = pair.partition(self.headers_key_separator)
+                    if not ksep:
+                        raise LineFormatError(
+                            f"No header key separator found in pair '{pair}' on line number "
+                            f"{line_number}"
+                        )
+                    headers.append((k, self._null(v)))
+        key = None
+        if self.parse_key:
+            k, sep, value_text = rest.partition(self.key_separator)
+            if not sep:
+                if not self.ignore_error:
+                    raise LineFormatError(
+                        f"No key separator found on line number {line_number}: '{line}'"
+                    )
+                return None, self._null(rest), headers
+            key = self._null(k)
+            rest = value_text
+        return key, self._null(rest), headers
+
+
+@dataclass
+class MessageFormatter:
+    print_timestamp: bool = False
+    print_key: bool = False
+    print_offset: bool = False
+    print_partition: bool = False
+    print_headers: bool = False
+    print_value: bool = True
+    key_separator: str = "\t"
+    line_separator: str = "\n"
+    headers_separator: str = ","
+    null_literal: str = "null"
+
+    @classmethod
+    def from_props(cls, props: dict[str, str]) -> MessageFormatter:
+        return cls(
+            print_timestamp=_flag(props, "print.timestamp", False),
+            print_key=_flag(props, "print.key", False),
+            print_offset=_flag(props, "print.offset", False),
+            print_partition=_flag(props, "print.partition", False),
+            print_headers=_flag(props, "print.headers", False),
+            print_value=_flag(props, "print.value", True),
+            key_separator=_unescape(props.get("key.separator", "\t")),
+            line_separator=_unescape(props.get("line.separator", "\n")),
+            headers_separator=_unescape(props.get("headers.separator", ",")),
+            null_literal=props.get("null.literal", "null"),
+        )
+
+    def _text(self, data: bytes | None) -> str:
+        return self.null_literal if data is None else data.decode("utf-8", "replace")
+
+    def format(self, record: Any) -> str:
+        fields = []
+        if self.print_timestamp:
+            if record.timestamp_type in (0, 1) and record.timestamp >= 0:
+                label = "CreateTime" if record.timestamp_type == 0 else "LogAppendTime"
+                fields.append(f"{label}:{record.timestamp}")
+            else:
+                fields.append("NO_TIMESTAMP")
+        if self.print_partition:
+            fields.append(f"Partition:{record.partition}")
+        if self.print_offset:
+            fields.append(f"Offset:{record.offset}")
+        if self.print_headers:
+            headers = list(record.headers)
+            fields.append(
+                self.headers_separator.join(f"{k}:{self._text(v)}" for k, v in headers)
+                if headers
+                else "NO_HEADERS"
+            )
+        if self.print_key:
+            fields.append(self._text(record.key))
+        if self.print_value:
+            fields.append(self._text(record.value))
+        return self.key_separator.join(fields) + self.line_separator
