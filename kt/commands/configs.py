@@ -70,6 +70,6 @@ def configs(
                 delete = [k.strip() for k in (delete_config or "").split(",") if k.strip()]
                 lines = c.alter(admin, entity_type, entity_name, add, delete)
         except c.ConfigCommandError as e:
-            fail(f"Error while executing config command with args '{e}'")
+            fail(f"Error while executing config command : {e}")
     for line in lines:
         click.echo(line)
