@@ -19,7 +19,9 @@ class ErrorCode:
     invalid_metadata: bool = False  # clients refresh metadata before retrying
 
 
-# (code, NAME, retriable, invalid_metadata, default message) -- from Kafka's Errors.java.
+# (code, NAME, retriable, invalid_metadata, default message): every code of Kafka's
+# Errors.java. retriable = the exception extends RetriableException; invalid_metadata =
+# it extends InvalidMetadataException (clients refresh metadata before retrying).
 _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
     (
         -1,
@@ -41,8 +43,8 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "CORRUPT_MESSAGE",
         True,
         False,
-        "This message has failed its CRC checksum, exceeds the valid size, has a null key for a "
-        "compacted topic, or is otherwise corrupt.",
+        "This message has failed its CRC checksum, exceeds the valid size, has a null key for a"
+        " compacted topic, or is otherwise corrupt.",
     ),
     (
         3,
@@ -51,6 +53,7 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         True,
         "This server does not host this topic-partition.",
     ),
+    (4, "INVALID_FETCH_SIZE", False, False, "The requested fetch size is invalid."),
     (
         5,
         "LEADER_NOT_AVAILABLE",
@@ -64,16 +67,20 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "NOT_LEADER_OR_FOLLOWER",
         True,
         True,
-        "For requests intended only for the leader, this error indicates that the broker is not "
-        "the current leader.",
+        "For requests intended only for the leader, this error indicates that the broker is not"
+        " the current leader. For requests intended for any replica, this error indicates that "
+        "the broker is not a replica of the topic partition.",
     ),
     (7, "REQUEST_TIMED_OUT", True, False, "The request timed out."),
+    (8, "BROKER_NOT_AVAILABLE", False, False, "The broker is not available."),
     (
         9,
         "REPLICA_NOT_AVAILABLE",
         True,
         True,
-        "The replica is not available for the requested topic-partition.",
+        "The replica is not available for the requested topic-partition. Produce/Fetch requests"
+        " and other requests intended only for the leader or follower return "
+        "NOT_LEADER_OR_FOLLOWER if the broker is not a replica of the topic-partition.",
     ),
     (
         10,
@@ -81,6 +88,14 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         False,
         False,
         "The request included a message larger than the max message size the server will accept.",
+    ),
+    (11, "STALE_CONTROLLER_EPOCH", False, False, "The controller moved to another broker."),
+    (
+        12,
+        "OFFSET_METADATA_TOO_LARGE",
+        False,
+        False,
+        "The metadata field of the offset request was too large.",
     ),
     (
         13,
@@ -106,6 +121,13 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "The request attempted to perform an operation on an invalid topic.",
     ),
     (
+        18,
+        "RECORD_LIST_TOO_LARGE",
+        False,
+        False,
+        "The request included message batch larger than the configured segment size on the server.",
+    ),
+    (
         19,
         "NOT_ENOUGH_REPLICAS",
         True,
@@ -127,8 +149,50 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "Produce request specified an invalid value for required acks.",
     ),
     (22, "ILLEGAL_GENERATION", False, False, "Specified group generation id is not valid."),
+    (
+        23,
+        "INCONSISTENT_GROUP_PROTOCOL",
+        False,
+        False,
+        "The group member's supported protocols are incompatible with those of existing members"
+        " or first group member tried to join with empty protocol type or empty protocol list.",
+    ),
+    (24, "INVALID_GROUP_ID", False, False, "The configured groupId is invalid."),
     (25, "UNKNOWN_MEMBER_ID", False, False, "The coordinator is not aware of this member."),
+    (
+        26,
+        "INVALID_SESSION_TIMEOUT",
+        False,
+        False,
+        "The session timeout is not within the range allowed by the broker (as configured by "
+        "group.min.session.timeout.ms and group.max.session.timeout.ms).",
+    ),
     (27, "REBALANCE_IN_PROGRESS", False, False, "The group is rebalancing, so a rejoin is needed."),
+    (
+        28,
+        "INVALID_COMMIT_OFFSET_SIZE",
+        False,
+        False,
+        "The committing offset data size is not valid.",
+    ),
+    (29, "TOPIC_AUTHORIZATION_FAILED", False, False, "Topic authorization failed."),
+    (30, "GROUP_AUTHORIZATION_FAILED", False, False, "Group authorization failed."),
+    (31, "CLUSTER_AUTHORIZATION_FAILED", False, False, "Cluster authorization failed."),
+    (
+        32,
+        "INVALID_TIMESTAMP",
+        False,
+        False,
+        "The timestamp of the message is out of acceptable range.",
+    ),
+    (
+        33,
+        "UNSUPPORTED_SASL_MECHANISM",
+        False,
+        False,
+        "The broker does not support the requested SASL mechanism.",
+    ),
+    (34, "ILLEGAL_SASL_STATE", False, False, "Request is not valid given the current SASL state."),
     (35, "UNSUPPORTED_VERSION", False, False, "The version of API is not supported."),
     (36, "TOPIC_ALREADY_EXISTS", False, False, "Topic with this name already exists."),
     (37, "INVALID_PARTITIONS", False, False, "Number of partitions is below 1."),
@@ -139,6 +203,7 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         False,
         "Replication factor is below 1 or larger than the number of available brokers.",
     ),
+    (39, "INVALID_REPLICA_ASSIGNMENT", False, False, "Replica assignment is invalid."),
     (40, "INVALID_CONFIG", False, False, "Configuration is invalid."),
     (41, "NOT_CONTROLLER", True, False, "This is not the correct controller for this cluster."),
     (
@@ -148,6 +213,20 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         False,
         "This most likely occurs because of a request being malformed by the client library or "
         "the message was sent to an incompatible broker. See the broker logs for more details.",
+    ),
+    (
+        43,
+        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+        False,
+        False,
+        "The message format version on the broker does not support the request.",
+    ),
+    (
+        44,
+        "POLICY_VIOLATION",
+        False,
+        False,
+        "Request parameters do not satisfy the configured policy.",
     ),
     (
         45,
@@ -170,28 +249,61 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         False,
         "Producer attempted to produce with an old epoch.",
     ),
-    (54, "SECURITY_DISABLED", False, False, "Security features are disabled."),
-    # Storage (kt.storage.log): batch too large for a segment, legacy magic, txn state, disk.
-    (
-        18,
-        "RECORD_LIST_TOO_LARGE",
-        False,
-        False,
-        "The request included message batch larger than the configured segment size on the server.",
-    ),
-    (
-        43,
-        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-        False,
-        False,
-        "The message format version on the broker does not support the request.",
-    ),
     (
         48,
         "INVALID_TXN_STATE",
         False,
         False,
         "The producer attempted a transactional operation in an invalid state.",
+    ),
+    (
+        49,
+        "INVALID_PRODUCER_ID_MAPPING",
+        False,
+        False,
+        "The producer attempted to use a producer id which is not currently assigned to its "
+        "transactional id.",
+    ),
+    (
+        50,
+        "INVALID_TRANSACTION_TIMEOUT",
+        False,
+        False,
+        "The transaction timeout is larger than the maximum value allowed by the broker (as "
+        "configured by transaction.max.timeout.ms).",
+    ),
+    (
+        51,
+        "CONCURRENT_TRANSACTIONS",
+        True,
+        False,
+        "The producer attempted to update a transaction while another concurrent operation on "
+        "the same transaction was ongoing.",
+    ),
+    (
+        52,
+        "TRANSACTION_COORDINATOR_FENCED",
+        False,
+        False,
+        "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the "
+        "current coordinator for a given producer.",
+    ),
+    (
+        53,
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+        False,
+        False,
+        "Transactional Id authorization failed.",
+    ),
+    (54, "SECURITY_DISABLED", False, False, "Security features are disabled."),
+    (
+        55,
+        "OPERATION_NOT_ATTEMPTED",
+        False,
+        False,
+        "The broker did not attempt to execute this operation. This may happen for batched RPCs"
+        " where some operations in the batch failed, causing the broker to respond without "
+        "trying the rest.",
     ),
     (
         56,
@@ -201,11 +313,99 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "Disk error when trying to access log file on the disk.",
     ),
     (
+        57,
+        "LOG_DIR_NOT_FOUND",
+        False,
+        False,
+        "The user-specified log directory is not found in the broker config.",
+    ),
+    (58, "SASL_AUTHENTICATION_FAILED", False, False, "SASL Authentication failed."),
+    (
+        59,
+        "UNKNOWN_PRODUCER_ID",
+        False,
+        False,
+        "This exception is raised by the broker if it could not locate the producer metadata "
+        "associated with the producerId in question. This could happen if, for instance, the "
+        "producer's records were deleted because their retention time had elapsed. Once the "
+        "last records of the producerId are removed, the producer's metadata is removed from "
+        "the broker, and future appends by the producer will return this exception.",
+    ),
+    (60, "REASSIGNMENT_IN_PROGRESS", False, False, "A partition reassignment is in progress."),
+    (
+        61,
+        "DELEGATION_TOKEN_AUTH_DISABLED",
+        False,
+        False,
+        "Delegation Token feature is not enabled.",
+    ),
+    (62, "DELEGATION_TOKEN_NOT_FOUND", False, False, "Delegation Token is not found on server."),
+    (
+        63,
+        "DELEGATION_TOKEN_OWNER_MISMATCH",
+        False,
+        False,
+        "Specified Principal is not valid Owner/Renewer.",
+    ),
+    (
+        64,
+        "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+        False,
+        False,
+        "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on "
+        "delegation token authenticated channels.",
+    ),
+    (
+        65,
+        "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+        False,
+        False,
+        "Delegation Token authorization failed.",
+    ),
+    (66, "DELEGATION_TOKEN_EXPIRED", False, False, "Delegation Token is expired."),
+    (67, "INVALID_PRINCIPAL_TYPE", False, False, "Supplied principalType is not supported."),
+    (68, "NON_EMPTY_GROUP", False, False, "The group is not empty."),
+    (69, "GROUP_ID_NOT_FOUND", False, False, "The group id does not exist."),
+    (70, "FETCH_SESSION_ID_NOT_FOUND", True, False, "The fetch session ID was not found."),
+    (71, "INVALID_FETCH_SESSION_EPOCH", True, False, "The fetch session epoch is invalid."),
+    (
+        72,
+        "LISTENER_NOT_FOUND",
+        True,
+        True,
+        "There is no listener on the leader broker that matches the listener on which metadata "
+        "request was processed.",
+    ),
+    (73, "TOPIC_DELETION_DISABLED", False, False, "Topic deletion is disabled."),
+    (
+        74,
+        "FENCED_LEADER_EPOCH",
+        True,
+        True,
+        "The leader epoch in the request is older than the epoch on the broker.",
+    ),
+    (
+        75,
+        "UNKNOWN_LEADER_EPOCH",
+        True,
+        False,
+        "The leader epoch in the request is newer than the epoch on the broker.",
+    ),
+    (
         76,
         "UNSUPPORTED_COMPRESSION_TYPE",
         False,
         False,
         "The requesting client does not support the compression type of given partition.",
+    ),
+    (77, "STALE_BROKER_EPOCH", False, False, "Broker epoch has changed."),
+    (
+        78,
+        "OFFSET_NOT_AVAILABLE",
+        True,
+        False,
+        "The leader high watermark has not caught up from a recent leader election so the "
+        "offsets cannot be guaranteed to be monotonically increasing.",
     ),
     (
         79,
@@ -215,6 +415,33 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         "The group member needs to have a valid member id before actually entering a consumer "
         "group.",
     ),
+    (80, "PREFERRED_LEADER_NOT_AVAILABLE", True, True, "The preferred leader was not available."),
+    (81, "GROUP_MAX_SIZE_REACHED", False, False, "The consumer group has reached its max size."),
+    (
+        82,
+        "FENCED_INSTANCE_ID",
+        False,
+        False,
+        "The broker rejected this static consumer since another consumer with the same "
+        "group.instance.id has registered with a different member.id.",
+    ),
+    (
+        83,
+        "ELIGIBLE_LEADERS_NOT_AVAILABLE",
+        True,
+        True,
+        "Eligible topic partition leaders are not available.",
+    ),
+    (84, "ELECTION_NOT_NEEDED", True, True, "Leader election not needed for topic partition."),
+    (85, "NO_REASSIGNMENT_IN_PROGRESS", False, False, "No partition reassignment is in progress."),
+    (
+        86,
+        "GROUP_SUBSCRIBED_TO_TOPIC",
+        False,
+        False,
+        "Deleting offsets of a topic is forbidden while the consumer group is actively "
+        "subscribed to it.",
+    ),
     (
         87,
         "INVALID_RECORD",
@@ -222,6 +449,210 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
         False,
         "This record has failed the validation on broker and hence will be rejected.",
     ),
+    (
+        88,
+        "UNSTABLE_OFFSET_COMMIT",
+        True,
+        False,
+        "There are unstable offsets that need to be cleared.",
+    ),
+    (89, "THROTTLING_QUOTA_EXCEEDED", True, False, "The throttling quota has been exceeded."),
+    (
+        90,
+        "PRODUCER_FENCED",
+        False,
+        False,
+        "There is a newer producer with the same transactionalId which fences the current one.",
+    ),
+    (
+        91,
+        "RESOURCE_NOT_FOUND",
+        False,
+        False,
+        "A request illegally referred to a resource that does not exist.",
+    ),
+    (
+        92,
+        "DUPLICATE_RESOURCE",
+        False,
+        False,
+        "A request illegally referred to the same resource twice.",
+    ),
+    (
+        93,
+        "UNACCEPTABLE_CREDENTIAL",
+        False,
+        False,
+        "Requested credential would not meet criteria for acceptability.",
+    ),
+    (
+        94,
+        "INCONSISTENT_VOTER_SET",
+        False,
+        False,
+        "Indicates that the either the sender or recipient of a voter-only request is not one "
+        "of the expected voters.",
+    ),
+    (95, "INVALID_UPDATE_VERSION", False, False, "The given update version was invalid."),
+    (
+        96,
+        "FEATURE_UPDATE_FAILED",
+        False,
+        False,
+        "Unable to update finalized features due to an unexpected server error.",
+    ),
+    (
+        97,
+        "PRINCIPAL_DESERIALIZATION_FAILURE",
+        False,
+        False,
+        "Request principal deserialization failed during forwarding. This indicates an internal"
+        " error on the broker cluster security setup.",
+    ),
+    (98, "SNAPSHOT_NOT_FOUND", False, False, "Requested snapshot was not found."),
+    (100, "UNKNOWN_TOPIC_ID", True, True, "This server does not host this topic ID."),
+    (101, "DUPLICATE_BROKER_REGISTRATION", False, False, "This broker ID is already in use."),
+    (102, "BROKER_ID_NOT_REGISTERED", False, False, "The given broker ID was not registered."),
+    (
+        103,
+        "INCONSISTENT_TOPIC_ID",
+        True,
+        True,
+        "The log's topic ID did not match the topic ID in the request.",
+    ),
+    (
+        104,
+        "INCONSISTENT_CLUSTER_ID",
+        False,
+        False,
+        "The clusterId in the request does not match that found on the server.",
+    ),
+    (105, "TRANSACTIONAL_ID_NOT_FOUND", False, False, "The transactionalId could not be found."),
+    (
+        106,
+        "FETCH_SESSION_TOPIC_ID_ERROR",
+        True,
+        False,
+        "The fetch session encountered inconsistent topic ID usage.",
+    ),
+    (
+        107,
+        "INELIGIBLE_REPLICA",
+        False,
+        False,
+        "The new ISR contains at least one ineligible replica.",
+    ),
+    (
+        108,
+        "NEW_LEADER_ELECTED",
+        False,
+        False,
+        "The AlterPartition request successfully updated the partition state but the leader has"
+        " changed.",
+    ),
+    (
+        109,
+        "OFFSET_MOVED_TO_TIERED_STORAGE",
+        False,
+        False,
+        "The requested offset is moved to tiered storage.",
+    ),
+    (
+        110,
+        "FENCED_MEMBER_EPOCH",
+        False,
+        False,
+        "The member epoch is fenced by the group coordinator. The member must abandon all its "
+        "partitions and rejoin.",
+    ),
+    (
+        111,
+        "UNRELEASED_INSTANCE_ID",
+        False,
+        False,
+        "The instance ID is still used by another member in the consumer group. That member "
+        "must leave first.",
+    ),
+    (
+        112,
+        "UNSUPPORTED_ASSIGNOR",
+        False,
+        False,
+        "The assignor or its version range is not supported by the consumer group.",
+    ),
+    (
+        113,
+        "STALE_MEMBER_EPOCH",
+        False,
+        False,
+        "The member epoch is stale. The member must retry after receiving its updated member "
+        "epoch via the ConsumerGroupHeartbeat API.",
+    ),
+    (
+        114,
+        "MISMATCHED_ENDPOINT_TYPE",
+        False,
+        False,
+        "The request was sent to an endpoint of the wrong type.",
+    ),
+    (115, "UNSUPPORTED_ENDPOINT_TYPE", False, False, "This endpoint type is not supported yet."),
+    (116, "UNKNOWN_CONTROLLER_ID", False, False, "This controller ID is not known."),
+    (
+        117,
+        "UNKNOWN_SUBSCRIPTION_ID",
+        False,
+        False,
+        "Client sent a push telemetry request with an invalid or outdated subscription ID.",
+    ),
+    (
+        118,
+        "TELEMETRY_TOO_LARGE",
+        False,
+        False,
+        "Client sent a push telemetry request larger than the maximum size the broker will accept.",
+    ),
+    (
+        119,
+        "INVALID_REGISTRATION",
+        False,
+        False,
+        "The controller has considered the broker registration to be invalid.",
+    ),
+    (
+        120,
+        "TRANSACTION_ABORTABLE",
+        False,
+        False,
+        "The server encountered an error with the transaction. The client can abort the "
+        "transaction to continue using this transactional ID.",
+    ),
+    (
+        121,
+        "INVALID_RECORD_STATE",
+        False,
+        False,
+        "The record state is invalid. The acknowledgement of delivery could not be completed.",
+    ),
+    (122, "SHARE_SESSION_NOT_FOUND", True, False, "The share session was not found."),
+    (123, "INVALID_SHARE_SESSION_EPOCH", True, False, "The share session epoch is invalid."),
+    (
+        124,
+        "FENCED_STATE_EPOCH",
+        False,
+        False,
+        "The share coordinator rejected the request because the share-group state epoch did not"
+        " match.",
+    ),
+    (
+        125,
+        "INVALID_VOTER_KEY",
+        False,
+        False,
+        "The voter key doesn't match the receiving replica's key.",
+    ),
+    (126, "DUPLICATE_VOTER", False, False, "The voter is already part of the set of voters."),
+    (127, "VOTER_NOT_FOUND", False, False, "The voter is not part of the set of voters."),
+    (128, "INVALID_REGULAR_EXPRESSION", False, False, "The regular expression is not valid."),
 )
 
 BY_CODE: dict[int, ErrorCode] = {

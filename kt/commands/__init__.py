@@ -6,5 +6,14 @@ types to "module:attribute"; kt/cli.py builds the root group from it.
 """
 
 COMMANDS: dict[str, str] = {
+    "configs": "kt.commands.configs:configs",
+    "console-consumer": "kt.commands.console:console_consumer",
+    "console-producer": "kt.commands.console:console_producer",
+    "delete-records": "kt.commands.offsets:delete_records",
     "dump-log": "kt.commands.dump_log:dump_log",
+    "get-offsets": "kt.commands.offsets:get_offsets",
+    "server-start": "kt.commands.server:server_start",
+    "server-stop": "kt.commands.server:server_stop",
+    "topics": "kt.commands.topics:topics",
+    "spark-export": "kt.commands.spark_export:spark_export",
 }

@@ -41,14 +41,14 @@ def server_start(
     It prints one line when ready and stops cleanly on SIGTERM or SIGINT.
     """
     from kt.broker.runner import serve
-    from kt.config import ConfigException, KafkaConfig
+    from kt.config import InvalidConfigError, KafkaConfig
 
     try:
         extra = parse_key_values(overrides, "--override")
         configs = [KafkaConfig.from_files([p], extra) for p in properties] or [
             KafkaConfig.from_files([], extra)
         ]
-    except ConfigException as e:
+    except InvalidConfigError as e:
         fail(str(e))
     logging.basicConfig(
         level=log_level.upper(), format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
@@ -73,7 +73,7 @@ def server_start(
         asyncio.run(serve(configs, on_ready))
     except OSError as e:
         fail(f"cannot start the broker: {e.strerror or e}")
-    except ConfigException as e:
+    except InvalidConfigError as e:
         fail(str(e))
 
 
