@@ -18,6 +18,7 @@ from typing import Any
 from kt.broker.admin_manager import AdminManager
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
+from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.kafka_apis import KafkaApis
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
@@ -95,6 +96,8 @@ class KafkaServer:
         self.admin_manager = AdminManager(self)
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         self.apis = KafkaApis(self)
+        self.dynamic_config = DynamicConfigManager(self)
+        self.dynamic_config.startup()
         listener = cfg.listeners[0]
         self.socket_server = SocketServer(
             listener.host or "0.0.0.0",

@@ -38,7 +38,14 @@ STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-BROKER_OF_TOPIC_KEY = {t: b for b, t in TOPIC_DEFAULTS_FROM_BROKER.items()}
+# Topic key -> the broker keys that supply its default, highest precedence first.
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    **{t: (b,) for b, t in TOPIC_DEFAULTS_FROM_BROKER.items()},
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
 SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
 
 
@@ -68,14 +75,12 @@ def describe_topic_configs(
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
-        broker_key = BROKER_OF_TOPIC_KEY.get(name)
-        if broker_key and broker_key in static:
-            synonyms.append((broker_key, static[broker_key], STATIC_BROKER_CONFIG))
-        if broker_key:
-            default = BROKER_KEYS[broker_key][1]
-            synonyms.append(
-                (broker_key, None if default is None else _text(default), DEFAULT_CONFIG)
-            )
+        broker_keys = BROKER_SYNONYMS.get(name, ())
+        synonyms += [(k, static[k], STATIC_BROKER_CONFIG) for k in broker_keys if k in static]
+        defaults = [(k, BROKER_KEYS[k][1]) for k in broker_keys if BROKER_KEYS[k][1] is not None]
+        if defaults:
+            key, default = defaults[0]
+            synonyms.append((key, _text(default), DEFAULT_CONFIG))
         source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
         entries.append(
             ConfigEntry(name, value, source, synonyms=synonyms if include_synonyms else [])
