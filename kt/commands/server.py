@@ -69,12 +69,15 @@ def server_start(
             )
         sys.stdout.flush()
 
+    from kt.metadata.store import MetadataStoreError
+    from kt.storage.log_manager import LogDirLockedError
+
     try:
         asyncio.run(serve(configs, on_ready))
     except OSError as e:
         fail(f"cannot start the broker: {e.strerror or e}")
-    except InvalidConfigError as e:
-        fail(str(e))
+    except (InvalidConfigError, LogDirLockedError, MetadataStoreError) as e:
+        fail(f"cannot start the broker: {e}")
 
 
 def _daemonize() -> None:
