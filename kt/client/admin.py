@@ -36,6 +36,18 @@ class ConfigValue:
     synonyms: list[tuple[str, str | None, int]]
 
 
+def group_by_leader(
+    values: dict[tuple[str, int], int], leaders: dict[tuple[str, int], int]
+) -> dict[int, dict[str, list[tuple[int, int]]]]:
+    """{(topic, partition): v} -> {leader: {topic: [(partition, v)]}}: one request each."""
+    grouped: dict[int, dict[str, list[tuple[int, int]]]] = {}
+    for (topic, partition), value in values.items():
+        grouped.setdefault(leaders[(topic, partition)], {}).setdefault(topic, []).append(
+            (partition, value)
+        )
+    return grouped
+
+
 class AdminClient:
     """Admin operations over a KafkaClient."""
 
@@ -172,20 +184,20 @@ class AdminClient:
     # -- offsets and records --------------------------------------------------------------
 
     def list_offsets(
-        self, requests: dict[tuple[str, int], int], leaders: dict[tuple[str, int], int]
+        self,
+        requests: dict[tuple[str, int], int],
+        leaders: dict[tuple[str, int], int],
+        isolation_level: int = 0,
     ) -> dict[tuple[str, int], tuple[int, int, int]]:
-        """(topic, partition) -> timestamp spec; answers (error, offset, timestamp)."""
+        """(topic, partition) -> timestamp spec; answers (error, offset, timestamp).
+
+        With isolation_level 1 (read_committed), latest is the last stable offset."""
         R = m.ListOffsetsRequest
         out: dict[tuple[str, int], tuple[int, int, int]] = {}
-        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = {}
-        for (topic, partition), ts in requests.items():
-            by_leader.setdefault(leaders[(topic, partition)], {}).setdefault(topic, []).append(
-                (partition, ts)
-            )
-        for leader, topics in by_leader.items():
+        for leader, topics in group_by_leader(requests, leaders).items():
             request = R(
                 replica_id=-1,
-                isolation_level=0,
+                isolation_level=isolation_level,
                 topics=[
                     R.ListOffsetsTopic(
                         name=t,
@@ -209,12 +221,7 @@ class AdminClient:
         """(topic, partition) -> offset; answers (error, low watermark)."""
         R = m.DeleteRecordsRequest
         out: dict[tuple[str, int], tuple[int, int]] = {}
-        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = {}
-        for (topic, partition), offset in offsets.items():
-            by_leader.setdefault(leaders[(topic, partition)], {}).setdefault(topic, []).append(
-                (partition, offset)
-            )
-        for leader, topics in by_leader.items():
+        for leader, topics in group_by_leader(offsets, leaders).items():
             request = R(
                 topics=[
                     R.DeleteRecordsTopic(

@@ -20,6 +20,20 @@ if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
 
+async def _wait_or_time_out(
+    server: KafkaServer, results: list[TopicResult], done: Any, timeout_ms: int
+) -> None:
+    """Wait until `done(topics)` holds for the topics that succeeded so far; those still
+    waiting at the timeout get REQUEST_TIMED_OUT (the change itself stays in effect)."""
+    pending = [r.name for r in results if not r.error_code]
+    if not pending:
+        return
+    if not await server.admin_manager.wait_for_metadata(lambda: done(pending), timeout_ms):
+        for r in results:
+            if r.name in pending:
+                r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+
+
 def _not_controller(server: KafkaServer) -> bool:
     return server.controller is None or not server.controller.is_active
 
@@ -47,15 +61,10 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
             {c.name: c.value for c in topic.configs if c.value is not None},
         )
         results.append(server.admin_manager.create_topic(new, request.validate_only))
-    created = [r.name for r in results if not r.error_code]
-    if created and not request.validate_only:
-        done = await server.admin_manager.wait_for_metadata(
-            lambda: server.admin_manager.topics_have_leaders(created), request.timeout_ms
+    if not request.validate_only:
+        await _wait_or_time_out(
+            server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
         )
-        if not done:
-            for r in results:
-                if r.name in created:
-                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
     return m.CreateTopicsResponse(
         topics=[_creatable_topic_result(server, header.api_version, r) for r in results],
         throttle_time_ms=0,
@@ -104,15 +113,7 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
             results.append(TopicResult.failed(name, KafkaError("NOT_CONTROLLER")))
         else:
             results.append(server.admin_manager.delete_topic(name))
-    deleting = [r.name for r in results if not r.error_code]
-    if deleting:
-        done = await server.admin_manager.wait_for_metadata(
-            lambda: server.admin_manager.topics_gone(deleting), request.timeout_ms
-        )
-        if not done:
-            for r in results:
-                if r.name in deleting:
-                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+    await _wait_or_time_out(server, results, server.admin_manager.topics_gone, request.timeout_ms)
     return m.DeleteTopicsResponse(
         responses=[
             m.DeleteTopicsResponse.DeletableTopicResult(
@@ -139,21 +140,15 @@ async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx:
                 topic.name, topic.count, assignments, request.validate_only
             )
         )
-    grown = {r.name: r.num_partitions for r in results if not r.error_code}
-    if grown and not request.validate_only:
+    counts = {r.name: r.num_partitions for r in results}
 
-        def all_there() -> bool:
-            cache = server.metadata_cache
-            return all(
-                len(cache.topic_partitions(t)) >= n
-                and server.admin_manager.topics_have_leaders([t])
-                for t, n in grown.items()
-            )
+    def grown(topics: list[str]) -> bool:
+        cache = server.metadata_cache
+        have_all = all(len(cache.topic_partitions(t)) >= counts[t] for t in topics)
+        return have_all and server.admin_manager.topics_have_leaders(topics)
 
-        if not await server.admin_manager.wait_for_metadata(all_there, request.timeout_ms):
-            for r in results:
-                if r.name in grown:
-                    r.error_code = KafkaError("REQUEST_TIMED_OUT").code
+    if not request.validate_only:
+        await _wait_or_time_out(server, results, grown, request.timeout_ms)
     return m.CreatePartitionsResponse(
         results=[
             m.CreatePartitionsResponse.CreatePartitionsTopicResult(
