@@ -2,7 +2,8 @@
 
 Several property files start several brokers in one process: they share one embedded
 metadata store (in the first broker's first log dir) and one event loop, which is the
-embedded cluster. With `zookeeper.connect` set, the brokers use that ZooKeeper instead.
+embedded cluster. (The ZooKeeper backend, selected by `zookeeper.connect`, comes with the
+multi-process cluster; until then that key is refused with one clear line.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kt.broker.server import KafkaServer
-from kt.config import KafkaConfig
+from kt.config import InvalidConfigError, KafkaConfig
 from kt.metadata.embedded import EmbeddedStore
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,11 @@ log = logging.getLogger(__name__)
 
 def open_store(configs: list[KafkaConfig]) -> EmbeddedStore:
     """The metadata store the brokers of this process share."""
+    if any(c["zookeeper.connect"] for c in configs):
+        raise InvalidConfigError(
+            "zookeeper.connect is set, but this kt runs on its embedded metadata store only; "
+            "remove zookeeper.connect to start an embedded broker"
+        )
     first_dir = Path(configs[0].log_dirs[0])
     first_dir.mkdir(parents=True, exist_ok=True)
     return EmbeddedStore.in_log_dir(first_dir)
