@@ -106,8 +106,8 @@ class LeaderEpochFileCache:
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before `start_offset`; the last one dropped restarts there."""
         i = bisect.bisect_right(self._offsets, start_offset)
-        if i == 0:
-            return
+        if i == 0 or (i == 1 and self._offsets[0] == start_offset):
+            return  # nothing changes: no checkpoint rewrite (and fsync) on every open
         epoch = self._epochs[i - 1]
         del self._epochs[:i], self._offsets[:i]
         self._epochs.insert(0, epoch)

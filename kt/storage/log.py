@@ -15,30 +15,31 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kt.config import LogConfig
 from kt.errors import KafkaError
 from kt.storage import names
 from kt.storage.batch_header import (
     CONTROL_MASK,
-    TIMESTAMP_TYPE_MASK,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
 )
 from kt.storage.checkpoints import LeaderEpochCheckpointFile
-from kt.storage.file_records import NO_TIMESTAMP, frame_at
+from kt.storage.file_records import NO_TIMESTAMP
 from kt.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
 from kt.storage.log_loader import LogLoader, rebuild_producer_state
+from kt.storage.log_retention import LogRetention
 from kt.storage.log_segment import (
     FetchDataInfo,
     LogOffsetMetadata,
     LogSegment,
-    RollParams,
     TimestampAndOffset,
 )
-from kt.storage.log_validator import LogAppendInfo, validate_batches
+from kt.storage.log_validator import (
+    LogAppendInfo,
+    analyze_follower_batches,
+    validate_and_assign_offsets,
+    validate_batches,
+)
 from kt.storage.producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_REPLICATION,
@@ -57,7 +58,7 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Log:
+class Log(LogRetention):
     """One partition's log.
 
     Invariants: log_start_offset <= high_watermark <= log_end_offset; recovery_point <=
@@ -160,107 +161,110 @@ class Log:
         Raises KafkaError: CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
         RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
-        buf = records if isinstance(records, bytearray) else bytearray(records)
-        batches = validate_batches(
-            buf, self.name, self.config.max_message_bytes, True, origin == ORIGIN_CLIENT
-        )
+        view = memoryview(records)
+        config = self.config
         now = self.clock() if now_ms is None else now_ms
-        info = LogAppendInfo(
-            self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
+        parts, entries, producer_batches, info = validate_and_assign_offsets(
+            view,
+            self.name,
+            config.max_message_bytes,
+            origin == ORIGIN_CLIENT,
+            self.log_end_offset,
+            leader_epoch,
+            now,
+            config.log_append_time,
         )
-        if not batches:
-            return info
-        offset, entries, producer_batches = self.log_end_offset, [], []
-        append_time = self.config.log_append_time
-        for position, size, h in batches:
-            set_base_offset(buf, position, offset)
-            set_partition_leader_epoch(buf, position, leader_epoch)
-            timestamp = h[8]
-            if append_time:
-                set_log_append_time(buf, position, now)
-                timestamp = now
-            if h[9] >= 0 or h[5] & CONTROL_MASK:
-                # Producer state reads the header as written: patch our copy of it too.
-                attributes = h[5] | TIMESTAMP_TYPE_MASK if append_time else h[5]
-                patched = (
-                    offset,
-                    h[1],
-                    leader_epoch,
-                    2,
-                    h[4],
-                    attributes,
-                    *h[6:8],
-                    timestamp,
-                    *h[9:],
-                )
-                producer_batches.append((len(entries), patched))
-            entries.append((position, size, offset + h[6], timestamp))
-            info.account(size, h, offset + h[6], timestamp)
-            offset += h[6] + 1
-        info.log_append_time = now if append_time else NO_TIMESTAMP
-        info.last_leader_epoch = leader_epoch if leader_epoch >= 0 else None
-        epochs = [(leader_epoch, info.first_offset)] if leader_epoch >= 0 else []
-        return self._append(buf, entries, producer_batches, epochs, info, origin)
+        if not entries:
+            return LogAppendInfo(
+                self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
+            )
+        epochs = ((leader_epoch, info.first_offset),) if leader_epoch >= 0 else ()
+        roll_now = now if now_ms is None else None
+        return self._append(view, parts, entries, producer_batches, epochs, info, origin, roll_now)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
-        buf = records if isinstance(records, bytearray) else bytearray(records)
-        batches = validate_batches(buf, self.name, None, False, False)
-        info = LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+        view = memoryview(records)
+        batches = validate_batches(view, self.name, None, False, False)
         if not batches:
-            return info
-        entries, producer_batches, epochs, previous_last = [], [], [], -1
-        for position, size, h in batches:
-            frame = frame_at(buf, position, position, size)
-            if frame.last_offset <= previous_last:
-                raise KafkaError(
-                    "CORRUPT_MESSAGE", f"Out of order offsets in append to {self.name}"
-                )
-            previous_last = frame.last_offset
-            if h is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
-                producer_batches.append((len(entries), h))
-            if h is not None and h[2] >= 0 and (not epochs or epochs[-1][0] != h[2]):
-                epochs.append((h[2], h[0]))
-            entries.append((position, size, frame.last_offset, frame.max_timestamp))
-            if info.first_offset < 0:
-                info.first_offset = frame.base_offset
-            info.account(size, h, frame.last_offset, frame.max_timestamp)
-            if frame.partition_leader_epoch >= 0:
-                info.last_leader_epoch = frame.partition_leader_epoch
+            return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
+        entries, producer_batches, epochs, info = analyze_follower_batches(view, batches, self.name)
         if info.first_offset < self.log_end_offset:
             raise KafkaError(
                 "UNKNOWN_SERVER_ERROR",
                 f"Unexpected offset in append to {self.name}. First offset {info.first_offset} "
                 f"is less than the next offset {self.log_end_offset}.",
             )
-        return self._append(buf, entries, producer_batches, epochs, info, ORIGIN_REPLICATION)
+        return self._append(
+            view, [view], entries, producer_batches, epochs, info, ORIGIN_REPLICATION
+        )
 
     def _append(
         self,
-        buf: bytearray,
+        view: memoryview,
+        parts: list,
         entries: list,
         producer_batches: list,
-        epochs: list,
+        epochs: Sequence[tuple[int, int]],
         info: LogAppendInfo,
         origin: str,
+        now: int | None = None,
     ) -> LogAppendInfo:
-        """Roll if needed, check producer state, write. `producer_batches` lists (index in
-        `entries`, header tuple) of batches with a producer id or control flag; `epochs`
-        lists the (leader epoch, start offset) pairs the append begins."""
-        if info.valid_bytes > self.config.segment_bytes:
+        """Roll if needed, check producer state, write `parts` (the bytes of `view` as they
+        go to disk) with one writev. `producer_batches` lists (index in `entries`, header
+        tuple) of batches with a producer id or control flag; `epochs` lists the (leader
+        epoch, start offset) pairs the append begins; `now` is the clock's reading for the
+        roll check (None: read it)."""
+        config = self.config
+        valid_bytes = info.valid_bytes
+        if valid_bytes > config.segment_bytes:
             raise KafkaError(
                 "RECORD_LIST_TOO_LARGE",
-                f"Message batch size is {info.valid_bytes} bytes in append to "
+                f"Message batch size is {valid_bytes} bytes in append to "
                 f"partition {self.name}, which exceeds the maximum configured "
-                f"segment size of {self.config.segment_bytes}.",
+                f"segment size of {config.segment_bytes}.",
             )
-        segment = self._maybe_roll(
-            info.valid_bytes, info.max_timestamp, info.last_offset, info.first_offset
-        )
+        segment = self.segments[-1]
+        if segment.needs_roll(
+            valid_bytes,
+            info.max_timestamp,
+            info.last_offset,
+            self.clock() if now is None else now,
+            config.segment_ms,
+            config.segment_bytes,
+        ):
+            log.debug(
+                "Rolling new log segment in %s (log_size = %d/%d)",
+                self.name,
+                segment.size,
+                config.segment_bytes,
+            )
+            segment = self.roll(info.first_offset)
         cache = self.leader_epoch_cache
         for epoch, start_offset in epochs:
             if cache.latest_epoch() != epoch:
                 cache.assign(epoch, start_offset)
+        producers = None
+        if producer_batches:  # idempotent, transactional or control batches
+            producers = self._check_producers(view, entries, producer_batches, origin)
+            if isinstance(producers, LogAppendInfo):
+                return producers  # a retried batch, already in the log
+        segment.append_parts(parts, valid_bytes, entries)
+        self.log_end_offset = end = info.last_offset + 1
+        if producers:
+            for append_info in producers.values():
+                self.producer_state.update(append_info)
+        self.producer_state.map_end_offset = end
+        info.log_start_offset = self.log_start_offset
+        if end - self.recovery_point >= config.flush_messages:
+            self.flush()
+        return info
+
+    def _check_producers(
+        self, view: memoryview, entries: list, producer_batches: list, origin: str
+    ) -> dict[int, ProducerAppendInfo] | LogAppendInfo:
+        """Each producer's batches checked against its state (epoch, sequence, transaction):
+        the updates to merge once written, or the LogAppendInfo of a duplicate batch."""
         producers: dict[int, ProducerAppendInfo] = {}
         for i, h in producer_batches:
             position, size, last_offset, _ = entries[i]
@@ -277,17 +281,9 @@ class Log:
                     )
             append_info = producers.get(pid) or self.producer_state.prepare_update(pid, origin)
             producers[pid] = append_info
-            control = buf[position : position + size] if h[5] & CONTROL_MASK else None
+            control = view[position : position + size] if h[5] & CONTROL_MASK else None
             append_info.append(h, control)
-        segment.append(buf, entries)
-        self.log_end_offset = info.last_offset + 1
-        for append_info in producers.values():
-            self.producer_state.update(append_info)
-        self.producer_state.map_end_offset = self.log_end_offset
-        info.log_start_offset = self.log_start_offset
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
-        return info
+        return producers
 
     def _find_duplicate(self, h: tuple, last_offset: int):  # type: ignore[no-untyped-def]
         entry = self.producer_state.last_entry(h[9])
@@ -297,22 +293,6 @@ class Log:
         return entry.find_duplicate_batch(h[10], h[11], last_seq)
 
     # -- rolling ------------------------------------------------------------------------
-
-    def _maybe_roll(self, size: int, max_ts: int, max_offset: int, first_offset: int) -> LogSegment:
-        segment = self.active_segment
-        config = self.config
-        params = RollParams(
-            config.segment_ms, config.segment_bytes, max_ts, max_offset, size, self.clock()
-        )
-        if segment.should_roll(params):
-            log.debug(
-                "Rolling new log segment in %s (log_size = %d/%d)",
-                self.name,
-                segment.size,
-                config.segment_bytes,
-            )
-            return self.roll(first_offset)
-        return segment
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
@@ -519,99 +499,6 @@ class Log:
             False,
             self.clock(),
         )
-
-    # -- retention --------------------------------------------------------------------
-
-    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
-        """DeleteRecords: move the log start offset up (never past the high watermark)."""
-        if new_log_start_offset > self._high_watermark:
-            raise KafkaError(
-                "OFFSET_OUT_OF_RANGE",
-                f"Cannot increment the log start offset to {new_log_start_offset} "
-                f"of partition {self.name} since it is larger than the high "
-                f"watermark {self._high_watermark}",
-            )
-        if new_log_start_offset <= self.log_start_offset:
-            return False
-        self.log_start_offset = new_log_start_offset
-        log.info("Incremented log start offset of %s to %d", self.name, new_log_start_offset)
-        self.leader_epoch_cache.truncate_from_start(new_log_start_offset)
-        self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
-        return True
-
-    def delete_old_segments(self, now_ms: int | None = None) -> int:
-        """Retention: segments before the log start offset, then (cleanup.policy=delete)
-        beyond retention.bytes and older than retention.ms. Returns segments deleted."""
-        now = self.clock() if now_ms is None else now_ms
-        deleted = self._delete_while(
-            lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset
-        )  # noqa: E501
-        if self.config.delete:
-            deleted += self._delete_retention_size_breached()
-            if self.config.retention_ms >= 0:
-                ms = self.config.retention_ms
-                deleted += self._delete_while(lambda s, _: now - s.largest_timestamp() > ms)
-        self.delete_pending_segments(now)
-        return deleted
-
-    def _delete_retention_size_breached(self) -> int:
-        retention = self.config.retention_bytes
-        if retention < 0 or self.size < retention:
-            return 0
-        excess = self.size - retention
-
-        def breached(segment: LogSegment, _: LogSegment | None) -> bool:
-            nonlocal excess
-            if excess - segment.size < 0:
-                return False
-            excess -= segment.size
-            return True
-
-        return self._delete_while(breached)
-
-    def _delete_while(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> int:
-        """Delete segments from the oldest while `predicate` holds, never past the HW."""
-        deletable = []
-        for i, segment in enumerate(self.segments):
-            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
-            upper = nxt.base_offset if nxt is not None else self.log_end_offset
-            last_and_empty = nxt is None and segment.size == 0
-            if self._high_watermark < upper or not predicate(segment, nxt) or last_and_empty:
-                break
-            deletable.append(segment)
-        if not deletable:
-            return 0
-        if len(deletable) == len(self.segments):
-            self.roll()  # a log always keeps one segment
-        new_start = self.segments[len(deletable)].base_offset
-        if new_start > self.log_start_offset:
-            self.maybe_increment_log_start_offset(new_start)
-        self._remove_and_delete_segments(deletable)
-        return len(deletable)
-
-    def _remove_and_delete_segments(self, doomed: list[LogSegment]) -> None:
-        """Take segments out of the log, rename their files `.deleted`, delete them after
-        `file.delete.delay.ms` (reads in flight may still hold their file slices)."""
-        if not doomed:
-            return
-        due = self.clock() + self.config.file_delete_delay_ms
-        for segment in doomed:
-            self.segments.remove(segment)
-            segment.change_file_suffixes("", names.DELETED_FILE_SUFFIX)
-            self.producer_state.delete_snapshot(segment.base_offset)
-            self._pending_deletes.append((due, segment))
-        self._reindex()
-        self.delete_pending_segments(self.clock())
-
-    def delete_pending_segments(self, now_ms: int) -> None:
-        keep = []
-        for due, segment in self._pending_deletes:
-            if due <= now_ms:
-                log.info("Deleting segment files %s", segment)
-                segment.delete_if_exists()
-            else:
-                keep.append((due, segment))
-        self._pending_deletes = keep
 
     # -- life cycle -------------------------------------------------------------------
 

@@ -19,21 +19,17 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crc32c import crc32c
-
 from kt.config import LogConfig
 from kt.storage import names
 from kt.storage.abstract_index import CorruptIndexError, IndexOffsetOverflowError
-from kt.storage.batch_header import CONTROL_MASK, HEADER, HEADER_SIZE
 from kt.storage.file_records import (
-    NO_TIMESTAMP,
     FileRecords,
     FileSlice,
-    batch_is_valid,
     frame_at,
 )
 from kt.storage.offset_index import OffsetIndex
 from kt.storage.record_walk import record_timestamps
+from kt.storage.segment_recovery import IndexRebuild, walk_segment
 from kt.storage.time_index import TimeIndex
 
 log = logging.getLogger(__name__)
@@ -182,17 +178,46 @@ class LogSegment:
         return message_timestamp - ts if ts >= 0 else now - self.created
 
     def should_roll(self, p: RollParams) -> bool:
-        reached_roll_ms = (
-            self.time_waited_for_roll(p.now, p.max_timestamp_in_messages)
-            > p.max_segment_ms - self.roll_jitter_ms
+        return self.needs_roll(
+            p.messages_size,
+            p.max_timestamp_in_messages,
+            p.max_offset_in_messages,
+            p.now,
+            p.max_segment_ms,
+            p.max_segment_bytes,
         )
-        size = self.size
+
+    def needs_roll(
+        self,
+        messages_size: int,
+        max_timestamp: int,
+        max_offset: int,
+        now: int,
+        max_segment_ms: int,
+        max_segment_bytes: int,
+    ) -> bool:
+        """LogSegment.shouldRoll: the append would pass segment.bytes, the segment is older
+        than segment.ms (less jitter), an index is full, or offsets would overflow."""
+        size = self.log.size
+        if size > max_segment_bytes - messages_size:
+            return True
+        if size:
+            first = self.rolling_based_timestamp
+            if first is None:
+                self._load_first_batch_timestamp()
+                first = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
+            if (max_timestamp - first if first >= 0 else now - self.created) > (
+                max_segment_ms - self.roll_jitter_ms
+            ):
+                return True
+        offset_index = self._offset_index or self.offset_index
+        time_index = self._time_index or self.time_index
+        # A full offset index, a full time index (its last slot is kept for the entry
+        # written on roll: TimeIndex.is_full), or offsets past 32 bits relative.
         return (
-            size > p.max_segment_bytes - p.messages_size
-            or (size > 0 and reached_roll_ms)
-            or self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not self.offset_index.can_append_offset(p.max_offset_in_messages)
+            offset_index.entries >= offset_index.max_entries
+            or time_index.entries >= time_index.max_entries - 1
+            or not 0 <= max_offset - self.base_offset <= 0x7FFFFFFF
         )
 
     # -- append ---------------------------------------------------------------------
@@ -204,28 +229,38 @@ class LogSegment:
     ) -> None:
         """Append whole batches; `batches` lists (position in records, size, last offset,
         max timestamp) for each, so the segment indexes without re-reading headers."""
+        self.append_parts((records,), len(records), batches)
+
+    def append_parts(
+        self,
+        parts: Sequence[bytes | bytearray | memoryview],
+        size: int,
+        batches: Sequence[tuple[int, int, int, int]],
+    ) -> None:
+        """`append` of the `size` bytes that `parts` hold back to back (one writev); the
+        positions in `batches` count from the start of the first part."""
         if not batches:
             return
-        physical = self.log.size
+        records = self.log
+        physical = records.size
         largest_offset = batches[-1][2]
-        if not self.offset_index.can_append_offset(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= 0x7FFFFFFF:
             raise LogSegmentOffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment {self}"
             )
-        if physical == 0:
+        if not physical:
             self.rolling_based_timestamp = max(b[3] for b in batches)
-        self.log.append(records)
-        max_ts, max_ts_offset = self.max_timestamp_and_offset()
+        records.append_parts(parts, size)
+        max_ts, max_ts_offset = self._max_timestamp_and_offset or self.max_timestamp_and_offset()
         since = self.bytes_since_last_index_entry
-        interval = self.index_interval_bytes
-        for position, size, last_offset, timestamp in batches:
+        for position, batch_size, last_offset, timestamp in batches:
             if timestamp > max_ts:
                 max_ts, max_ts_offset = timestamp, last_offset
-            if since > interval:
-                self.offset_index.append(last_offset, physical + position)
-                self.time_index.maybe_append(max_ts, max_ts_offset)
+            if since > self.index_interval_bytes:
+                (self._offset_index or self.offset_index).append(last_offset, physical + position)
+                (self._time_index or self.time_index).maybe_append(max_ts, max_ts_offset)
                 since = 0
-            since += size
+            since += batch_size
         self.bytes_since_last_index_entry = since
         self._max_timestamp_and_offset = (max_ts, max_ts_offset)
 
@@ -309,48 +344,23 @@ class LogSegment:
     def recover(self, producer_state=None, leader_epoch_cache=None) -> int:  # type: ignore[no-untyped-def]
         """Rebuild both indexes from the batches, stop at the first invalid one and cut
         the file there. Returns the number of bytes truncated (LogSegment.recover)."""
-        self.offset_index.reset()
-        self.time_index.reset()
-        valid_bytes = last_index_entry = 0
-        next_offset = self.base_offset
-        max_ts, max_ts_offset = NO_TIMESTAMP, self.base_offset
-        interval, limit = self.index_interval_bytes, self.base_offset + 0x7FFFFFFF
-        latest_epoch = leader_epoch_cache.latest_epoch() if leader_epoch_cache else None
-        latest_epoch = -1 if latest_epoch is None else latest_epoch
-        unpack = HEADER.unpack_from
-        for buf, rel, position, size in self.log.scan(0, whole=True):
-            if buf[rel + 16] == 2:  # the hot case, checked inline: v2 size and CRC-32C
-                if size < HEADER_SIZE:
-                    break
-                h = unpack(buf, rel)
-                if crc32c(buf[rel + 21 : rel + size]) != h[4]:
-                    break
-                last_offset, timestamp = h[0] + h[6], h[8]
-            elif batch_is_valid(buf, rel, size):
-                frame = frame_at(buf, rel, position, size)
-                h, last_offset, timestamp = None, frame.last_offset, frame.max_timestamp
-            else:
-                break
-            if last_offset > limit:
-                break
-            if timestamp > max_ts:
-                max_ts, max_ts_offset = timestamp, last_offset
-            if valid_bytes - last_index_entry > interval:
-                self.offset_index.append(last_offset, valid_bytes)
-                self.time_index.maybe_append(max_ts, max_ts_offset)
-                last_index_entry = valid_bytes
-            valid_bytes += size
-            next_offset = last_offset + 1
-            if h is None:
-                continue
-            if h[2] > latest_epoch and leader_epoch_cache is not None:
-                leader_epoch_cache.assign(h[2], h[0])
-                latest_epoch = h[2]
-            if producer_state is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
-                control = buf[rel : rel + size] if h[5] & CONTROL_MASK else None
-                producer_state.replay_batch(h, control)
+        offset_index, time_index = self.offset_index, self.time_index
+        offset_index.reset()
+        time_index.reset()
+        index = IndexRebuild(offset_index, time_index)
+        found = walk_segment(
+            self.log.fd,
+            self.log.size,
+            self.base_offset,
+            self.index_interval_bytes,
+            index,
+            producer_state,
+            leader_epoch_cache,
+        )
+        index.flush()
+        valid_bytes = found.valid_bytes
         if producer_state is not None and valid_bytes:
-            producer_state.update_map_end_offset(next_offset)
+            producer_state.update_map_end_offset(found.next_offset)
         truncated = self.log.size - valid_bytes
         if truncated > 0:
             log.warning(
@@ -361,11 +371,12 @@ class LogSegment:
                 truncated,
             )
         self.log.truncate_to(valid_bytes)
-        self.offset_index.trim_to_valid_size()
+        offset_index.trim_to_valid_size()
+        max_ts, max_ts_offset = found.max_timestamp, found.offset_of_max_timestamp
         self._max_timestamp_and_offset = (max_ts, max_ts_offset)
-        self.time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
-        self.time_index.trim_to_valid_size()
-        self.bytes_since_last_index_entry = valid_bytes - last_index_entry
+        time_index.maybe_append(max_ts, max_ts_offset, skip_full_check=True)
+        time_index.trim_to_valid_size()
+        self.bytes_since_last_index_entry = valid_bytes - found.last_index_position
         return truncated
 
     def sanity_check(self) -> None:

@@ -7,23 +7,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from crc32c import crc32c
+
 from kt.errors import CorruptRecordError, KafkaError
 from kt.storage.batch_header import (
+    ATTRIBUTES_OFFSET,
     CODEC_MASK,
     CONTROL_MASK,
     HEADER,
     HEADER_SIZE,
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
-from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid
+from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
 
 # A validated batch: (position in the append, size, v2 header tuple or None for legacy).
 ValidBatch = tuple[int, int, tuple | None]
 
 
-@dataclass
+@dataclass(slots=True)
 class LogAppendInfo:
     """The outcome of one append (Kafka's LogAppendInfo). `duplicate` marks a retried
     idempotent batch that was not written again: the offsets are the original ones."""
@@ -53,52 +58,203 @@ class LogAppendInfo:
 
 
 def validate_batches(
-    buf: bytearray, name: str, max_message_bytes: int | None, leader: bool, from_client: bool
+    buf: bytes | bytearray | memoryview,
+    name: str,
+    max_message_bytes: int | None,
+    leader: bool,
+    from_client: bool,
 ) -> list[ValidBatch]:
     """Check every batch of an append; raise KafkaError with the code a client expects.
 
     `max_message_bytes` None skips the size limit (followers copy what the leader took).
+    A whole v2 batch that passes every check costs one header unpack and one CRC-32C
+    call; anything else takes `_check_batch`, which raises the precise error.
     """
     view, out, position, end = memoryview(buf), [], 0, len(buf)
+    limit = end if max_message_bytes is None else max_message_bytes
+    unpack, append = HEADER.unpack_from, out.append
     while position < end:
-        if end - position < LOG_OVERHEAD + 5:
-            raise CorruptRecordError(f"Partial record batch at position {position} in {name}")
-        size = int.from_bytes(view[position + 8 : position + 12], "big", signed=True) + 12
-        magic = view[position + 16]
-        if size < LEGACY_MIN_SIZE or (magic == 2 and size < HEADER_SIZE):
-            raise CorruptRecordError(
-                f"Record batch size {size} is less than the minimum record overhead ({name})"
-            )
-        if position + size > end:
-            raise CorruptRecordError(
-                f"Record batch at position {position} is truncated: {size} "
-                f"bytes announced, {end - position} present ({name})"
-            )
-        if leader and magic != 2:
-            if magic in (0, 1):
-                raise KafkaError(
-                    "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-                    f"Record batches with magic {magic} are not accepted by {name}: "
-                    "produce with message format v2",
-                )
-            raise CorruptRecordError(f"Invalid magic {magic} at position {position} ({name})")
-        if max_message_bytes is not None and size > max_message_bytes:
-            raise KafkaError(
-                "MESSAGE_TOO_LARGE",
-                f"The record batch size in the append to {name} is {size} bytes "
-                f"which exceeds the maximum configured value of {max_message_bytes}.",
-            )
-        if not batch_is_valid(view, position, size):
-            raise CorruptRecordError(
-                f"Record is corrupt (batch at position {position} fails its "
-                f"CRC) in topic partition {name}."
-            )
-        h = HEADER.unpack_from(view, position) if magic == 2 else None
+        if end - position >= HEADER_SIZE and view[position + MAGIC_OFFSET] == 2:
+            h = unpack(view, position)
+            size = h[1] + LOG_OVERHEAD
+            next_position = position + size
+            if (
+                HEADER_SIZE <= size <= limit
+                and next_position <= end
+                and crc32c(view[position + ATTRIBUTES_OFFSET : next_position]) == h[4]
+            ):
+                # The rules of validate_client_batch, all at once for the common case.
+                if from_client and (
+                    h[0]
+                    or h[5] & CONTROL_MASK
+                    or h[12] != h[6] + 1
+                    or h[6] < 0
+                    or (h[11] < 0 if h[9] >= 0 else h[5] & TRANSACTIONAL_MASK)
+                ):
+                    validate_client_batch(h, name)
+                append((position, size, h))
+                position = next_position
+                continue
+        size, h = _check_batch(view, position, end, name, max_message_bytes, leader)
         if h is not None and from_client:
             validate_client_batch(h, name)
-        out.append((position, size, h))
+        append((position, size, h))
         position += size
     return out
+
+
+def _check_batch(
+    view: memoryview,
+    position: int,
+    end: int,
+    name: str,
+    max_message_bytes: int | None,
+    leader: bool,
+) -> tuple[int, tuple | None]:
+    """The checks of one batch in Kafka's order: (size, v2 header or None) or a raise."""
+    if end - position < LOG_OVERHEAD + 5:
+        raise CorruptRecordError(f"Partial record batch at position {position} in {name}")
+    size = int.from_bytes(view[position + 8 : position + 12], "big", signed=True) + 12
+    magic = view[position + MAGIC_OFFSET]
+    if size < LEGACY_MIN_SIZE or (magic == 2 and size < HEADER_SIZE):
+        raise CorruptRecordError(
+            f"Record batch size {size} is less than the minimum record overhead ({name})"
+        )
+    if position + size > end:
+        raise CorruptRecordError(
+            f"Record batch at position {position} is truncated: {size} "
+            f"bytes announced, {end - position} present ({name})"
+        )
+    if leader and magic != 2:
+        if magic in (0, 1):
+            raise KafkaError(
+                "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+                f"Record batches with magic {magic} are not accepted by {name}: "
+                "produce with message format v2",
+            )
+        raise CorruptRecordError(f"Invalid magic {magic} at position {position} ({name})")
+    if max_message_bytes is not None and size > max_message_bytes:
+        raise KafkaError(
+            "MESSAGE_TOO_LARGE",
+            f"The record batch size in the append to {name} is {size} bytes "
+            f"which exceeds the maximum configured value of {max_message_bytes}.",
+        )
+    if not batch_is_valid(view, position, size):
+        raise CorruptRecordError(
+            f"Record is corrupt (batch at position {position} fails its "
+            f"CRC) in topic partition {name}."
+        )
+    return size, HEADER.unpack_from(view, position) if magic == 2 else None
+
+
+def validate_and_assign_offsets(
+    view: memoryview,
+    name: str,
+    max_message_bytes: int,
+    from_client: bool,
+    first_offset: int,
+    leader_epoch: int,
+    now: int,
+    log_append_time: bool,
+) -> tuple[list, list, list, LogAppendInfo]:
+    """The leader's append: `validate_batches`, then give each batch its offsets, leader
+    epoch and (LogAppendTime) timestamp in a fresh 61-byte header, in one pass (Kafka's
+    validateMessagesAndAssignOffsets, on the batch level).
+
+    The client's bytes after each header are not copied: the append writes
+    `parts` = [header, rest of batch, header, ...] with one writev. baseOffset and
+    partitionLeaderEpoch sit outside the CRC; LogAppendTime changes attributes and
+    maxTimestamp, so the CRC is then recomputed over the new header tail and the body.
+    Returns (parts, entries (position, size, last offset, timestamp), producer batches
+    (index in entries, header tuple as written), info); no entries for an empty append.
+    """
+    parts: list = []
+    entries: list = []
+    producer_batches: list = []
+    offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
+    max_ts, max_ts_offset = NO_TIMESTAMP, -1
+    pack, unpack = HEADER.pack, HEADER.unpack_from
+    while position < end:
+        h = unpack(view, position) if end - position >= HEADER_SIZE else None
+        if h is None or not (
+            h[3] == 2
+            and HEADER_SIZE <= (size := h[1] + LOG_OVERHEAD) <= max_message_bytes
+            and position + size <= end
+            and crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) == h[4]
+        ):  # anything but a whole, sound v2 batch: raises the precise error
+            size, h = _check_batch(view, position, end, name, max_message_bytes, True)
+        (_, length, _, _, crc, attributes, delta, base_ts, timestamp, pid, epoch, seq, count) = h
+        if from_client and (
+            h[0]
+            or attributes & CONTROL_MASK
+            or count != delta + 1
+            or delta < 0
+            or (seq < 0 if pid >= 0 else attributes & TRANSACTIONAL_MASK)
+        ):
+            validate_client_batch(h, name)  # the rules one by one, for the message
+        last_offset = offset + delta
+        body = view[position + HEADER_SIZE : position + size]
+        if log_append_time:
+            attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, now
+            unsigned = pack(0, 0, 0, 2, 0, attributes, delta, base_ts, now, pid, epoch, seq, count)
+            crc = crc32c(body, crc32c(memoryview(unsigned)[ATTRIBUTES_OFFSET:]))
+        header = pack(
+            offset, length, leader_epoch, 2, crc, attributes,
+            delta, base_ts, timestamp, pid, epoch, seq, count,
+        )  # fmt: skip
+        if pid >= 0 or attributes & CONTROL_MASK:
+            producer_batches.append((len(entries), HEADER.unpack(header)))
+        parts += (header, body)
+        entries.append((position, size, last_offset, timestamp))
+        num_records += count
+        if timestamp > max_ts:
+            max_ts, max_ts_offset = timestamp, last_offset
+        if attributes & CODEC_MASK:
+            codec = attributes & CODEC_MASK
+        offset = last_offset + 1
+        position += size
+    info = LogAppendInfo(
+        first_offset,
+        offset - 1,
+        max_ts,
+        max_ts_offset,
+        now if log_append_time else NO_TIMESTAMP,
+        0,
+        end,
+        num_records,
+        leader_epoch if leader_epoch >= 0 else None,
+        codec,
+    )
+    return parts, entries, producer_batches, info
+
+
+def analyze_follower_batches(
+    view: memoryview, batches: list[ValidBatch], name: str
+) -> tuple[list, list, list, LogAppendInfo]:
+    """A follower's validated batches keep their offsets: check that they ascend and
+    collect (entries, producer batches, (epoch, start offset) pairs begun, info) as
+    `assign_offsets` does for the leader."""
+    entries: list = []
+    producer_batches: list = []
+    epochs: list = []
+    info = LogAppendInfo(-1, -1)
+    previous_last = -1
+    for position, size, h in batches:
+        frame = frame_at(view, position, position, size)
+        if frame.last_offset <= previous_last:
+            raise KafkaError("CORRUPT_MESSAGE", f"Out of order offsets in append to {name}")
+        previous_last = frame.last_offset
+        if h is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
+            producer_batches.append((len(entries), h))
+        if h is not None and h[2] >= 0 and (not epochs or epochs[-1][0] != h[2]):
+            epochs.append((h[2], h[0]))
+        entries.append((position, size, frame.last_offset, frame.max_timestamp))
+        if info.first_offset < 0:
+            info.first_offset = frame.base_offset
+        info.account(size, h, frame.last_offset, frame.max_timestamp)
+        if frame.partition_leader_epoch >= 0:
+            info.last_leader_epoch = frame.partition_leader_epoch
+    return entries, producer_batches, epochs, info
 
 
 def validate_client_batch(h: tuple, name: str) -> None:

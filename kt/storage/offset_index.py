@@ -64,6 +64,46 @@ class OffsetIndex(AbstractIndex):
         return self.entry(slot)
 
     def append(self, offset: int, position: int) -> None:
+        entries = self.entries
+        relative = offset - self.base_offset
+        if (
+            entries >= self.max_entries
+            or (entries and offset <= self.last_offset)
+            or not 0 <= relative <= 0x7FFFFFFF
+        ):
+            self._refuse(offset)
+        ENTRY.pack_into(self._mm, entries * ENTRY_SIZE, relative, position)  # type: ignore[arg-type]
+        self.entries = entries + 1
+        self.last_offset = offset
+
+    def append_entries(self, entries: list[tuple[int, int]]) -> None:
+        """Append many (offset, position) entries with one copy into the map (recovery).
+
+        The checks of `append` hold: if any entry would be refused, the entries go one by
+        one through `append`, which raises at that entry.
+        """
+        if not entries:
+            return
+        base = self.base_offset
+        last = self.last_offset if self.entries else base - 1
+        flat: list[int] = []
+        for offset, position in entries:
+            if offset <= last:
+                break
+            flat += (offset - base, position)
+            last = offset
+        else:
+            count = len(entries)
+            if self.entries + count <= self.max_entries and flat[0] >= 0 and flat[-2] <= 0x7FFFFFFF:
+                struct.pack_into(f">{2 * count}i", self._mm, self.entries * ENTRY_SIZE, *flat)  # type: ignore[arg-type]
+                self.entries += count
+                self.last_offset = last
+                return
+        for offset, position in entries:
+            self.append(offset, position)
+
+    def _refuse(self, offset: int) -> None:
+        """Raise the error that stops `offset` from being appended."""
         if self.is_full():
             raise ValueError(f"Attempt to append to a full index (size = {self.entries}).")
         if self.entries and offset <= self.last_offset:
@@ -71,9 +111,7 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append an offset {offset} to position {self.entries} no larger "
                 f"than the last offset appended ({self.last_offset}) to {self.path}."
             )
-        ENTRY.pack_into(self.mm, self.entries * ENTRY_SIZE, self.relative_offset(offset), position)
-        self.entries += 1
-        self.last_offset = offset
+        self.relative_offset(offset)  # raises IndexOffsetOverflowError
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""

@@ -436,7 +436,12 @@ class ProducerStateManager:
             pass
 
     def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
-        """Delete snapshots that match no segment, except the latest (Kafka does the same)."""
+        """Delete snapshots that match no segment, except the latest (Kafka does the same).
+
+        The directory is listed again first, as Kafka does: segment recovery writes
+        snapshots through its own manager, and the latest of them spares the log's
+        rebuild from replaying the recovered segments a second time."""
+        self.snapshots = sorted(self._list_snapshot_offsets())
         keep = set(segment_base_offsets)
         latest = self.latest_snapshot_offset()
         for offset in list(self.snapshots):

@@ -72,9 +72,20 @@ class TimeIndex(AbstractIndex):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append (timestamp, offset) if the timestamp is greater than the last entry's."""
+        last_timestamp, last_offset = self.last_entry
+        entries = self.entries
+        relative = offset - self.base_offset
+        if offset >= last_offset and entries < self.max_entries - 1:
+            # The common cases, which none of the checks below refuses.
+            if timestamp == last_timestamp:
+                return
+            if timestamp > last_timestamp and 0 <= relative <= 0x7FFFFFFF:
+                ENTRY.pack_into(self._mm, entries * ENTRY_SIZE, timestamp, relative)  # type: ignore[arg-type]
+                self.entries = entries + 1
+                self.last_entry = (timestamp, offset)
+                return
         if not skip_full_check and self.is_full():
             raise ValueError(f"Attempt to append to a full time index (size = {self.entries}).")
-        last_timestamp, last_offset = self.last_entry
         if self.entries and offset < last_offset:
             raise ValueError(
                 f"Attempt to append an offset ({offset}) to slot {self.entries} no larger than "
@@ -93,6 +104,30 @@ class TimeIndex(AbstractIndex):
             )
             self.entries += 1
             self.last_entry = (timestamp, offset)
+
+    def append_entries(self, entries: list[tuple[int, int]]) -> None:
+        """Append many (timestamp, offset) entries, timestamps ascending, with one copy into
+        the map (recovery). Anything `maybe_append` would skip or refuse makes the entries
+        go one by one through it instead, with its exact outcome."""
+        if not entries:
+            return
+        base = self.base_offset
+        last_timestamp, last_offset = self.last_entry
+        flat: list[int] = []
+        for timestamp, offset in entries:
+            if timestamp <= last_timestamp or offset < last_offset:
+                break
+            flat += (timestamp, offset - base)
+            last_timestamp, last_offset = timestamp, offset
+        else:
+            count = len(entries)
+            if self.entries + count < self.max_entries and flat[1] >= 0 and flat[-1] <= 0x7FFFFFFF:
+                struct.pack_into(">" + "qi" * count, self._mm, self.entries * ENTRY_SIZE, *flat)  # type: ignore[arg-type]
+                self.entries += count
+                self.last_entry = (last_timestamp, last_offset)
+                return
+        for timestamp, offset in entries:
+            self.maybe_append(timestamp, offset)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""

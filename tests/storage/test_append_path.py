@@ -1,0 +1,98 @@
+"""The leader's append path: offsets assigned in new headers written with the client's
+bytes by one writev, the client's buffer left alone, whole appends refused."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kt.config import LogConfig
+from kt.errors import KafkaError
+from kt.storage import file_records
+from kt.storage.batch_header import iter_headers
+from kt.storage.file_records import FileRecords
+from kt.storage.log import Log
+from tests.storage._batches import TS, batch
+
+
+def log_bytes(log: Log) -> bytes:
+    return log.read(log.log_start_offset, 1 << 20).records.read_bytes()
+
+
+@pytest.mark.parametrize("wrap", [bytes, bytearray, lambda b: memoryview(bytes(b))])
+def test_several_batches_in_one_append_get_offsets_and_the_callers_bytes_stay(tmp_path, wrap):
+    log = Log(str(tmp_path / "t-0"), LogConfig())
+    log.append_as_leader(batch(1), leader_epoch=7)
+    sent = batch(2) + batch(3, ts=TS + 100) + batch(1, ts=TS + 50)
+    records = wrap(sent)
+    info = log.append_as_leader(records, leader_epoch=7)
+    assert bytes(records) == sent  # never patched in place
+    assert (info.first_offset, info.last_offset, info.num_records) == (1, 6, 6)
+    assert (info.max_timestamp, info.offset_of_max_timestamp) == (TS + 102, 5)
+    assert info.valid_bytes == len(sent)
+    headers = list(iter_headers(log_bytes(log)))
+    assert [(h.base_offset, h.last_offset, h.partition_leader_epoch) for h in headers] == [
+        (0, 0, 7),
+        (1, 2, 7),
+        (3, 5, 7),
+        (6, 6, 7),
+    ]
+    assert all(h.is_valid() for h in headers)
+    # Apart from baseOffset and partitionLeaderEpoch, the bytes are the client's.
+    written = log_bytes(log)[len(batch(1)) :]
+    starts = [0, len(batch(2)), len(batch(2)) + len(batch(3)), len(sent)]
+    for start, end in zip(starts[:-1], starts[1:], strict=True):
+        assert written[start + 8 : start + 12] == sent[start + 8 : start + 12]
+        assert written[start + 16 : end] == sent[start + 16 : end]
+    log.close()
+
+
+def test_log_append_time_rechecksums_every_batch_of_an_append(tmp_path):
+    log = Log(str(tmp_path / "t-0"), LogConfig(message_timestamp_type="LogAppendTime"))
+    info = log.append_as_leader(batch(2) + batch(1), leader_epoch=0, now_ms=TS + 9000)
+    headers = list(iter_headers(log_bytes(log)))
+    assert [(h.is_log_append_time, h.max_timestamp, h.is_valid()) for h in headers] == [
+        (True, TS + 9000, True),
+        (True, TS + 9000, True),
+    ]
+    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (
+        TS + 9000,
+        TS + 9000,
+        1,
+    )
+    log.close()
+
+
+def test_a_bad_batch_anywhere_refuses_the_whole_append(tmp_path):
+    log = Log(str(tmp_path / "t-0"), LogConfig())
+    bad = bytearray(batch(2))
+    bad[-1] ^= 0x01
+    with pytest.raises(KafkaError) as error:
+        log.append_as_leader(batch(1) + bytes(bad), leader_epoch=0)
+    assert error.value.name == "CORRUPT_MESSAGE"
+    assert log.log_end_offset == 0 and os.path.getsize(log.active_segment.log.path) == 0
+    log.close()
+
+
+def test_an_empty_append_writes_nothing(tmp_path):
+    log = Log(str(tmp_path / "t-0"), LogConfig(message_timestamp_type="LogAppendTime"))
+    info = log.append_as_leader(b"", leader_epoch=2)
+    assert (info.first_offset, info.last_offset, info.log_append_time) == (0, -1, -1)
+    assert info.last_leader_epoch is None and log.leader_epoch_cache.entries == []
+    log.close()
+
+
+def test_append_parts_writes_everything_past_a_short_writev(tmp_path, monkeypatch):
+    records = FileRecords.open(str(tmp_path / "0.log"))
+    real_writev = os.writev
+
+    def first_part_only(fd: int, parts) -> int:
+        return real_writev(fd, parts[:1])
+
+    monkeypatch.setattr(file_records.os, "writev", first_part_only)
+    assert records.append_parts([b"abc", memoryview(b"defgh"), b"ij"], 10) == 10
+    monkeypatch.setattr(file_records, "_IOV_MAX", 2)  # more parts than one writev takes
+    records.append_parts([b"k", b"l", b"mn"], 4)
+    assert records.size == 14 and records.read(0, 100) == b"abcdefghijklmn"
+    records.close()
