@@ -1,13 +1,18 @@
-"""Batch: read a topic from a stopped broker's log dirs with the `kt` source, write Parquet.
+"""Batch: read a topic with the `kt` source and write Parquet.
 
+    python examples/spark_export_batch.py localhost:9092 orders /tmp/orders.parquet
     python examples/spark_export_batch.py /var/kt/data orders /tmp/orders.parquet
 
-The same as `kt spark-export --log-dirs /var/kt/data --topic orders --output ...`, written
-out to show the source's options (those of Spark's Kafka source).
+The first argument is a running broker (read through its Fetch API, each partition from
+its leader: the `kafka.bootstrap.servers` option) or a stopped broker's log dir (its
+segment files read directly: the `log.dirs` option). The same as `kt spark-export
+--bootstrap-server ...` or `--log-dirs ...`, written out to show the source's options
+(those of Spark's Kafka source).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from pyspark.sql import functions as F
@@ -15,11 +20,16 @@ from pyspark.sql import functions as F
 from kt.tools.spark_export import spark_session
 
 
-def main(log_dirs: str, topic: str, output: str) -> None:
+def location(where: str) -> tuple[str, str]:
+    """The source option for a log dir or a host:port."""
+    return ("log.dirs", where) if os.path.isdir(where) else ("kafka.bootstrap.servers", where)
+
+
+def main(where: str, topic: str, output: str) -> None:
     spark = spark_session("local[*]", app_name="kt batch export")  # registers format("kt")
     df = (
         spark.read.format("kt")
-        .option("log.dirs", log_dirs)
+        .option(*location(where))
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")

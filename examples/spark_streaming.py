@@ -1,6 +1,10 @@
-"""Structured Streaming: follow a topic's segment files into a Parquet table.
+"""Structured Streaming: follow a topic of a running broker into a Parquet table.
 
+    python examples/spark_streaming.py localhost:9092 orders /tmp/orders-table /tmp/orders-ckpt
     python examples/spark_streaming.py /var/kt/data orders /tmp/orders-table /tmp/orders-ckpt
+
+The first argument is a broker's host:port (read through its Fetch API) or a log dir
+(segment files read directly).
 
 Each run reads what was appended since the last one (the checkpoint holds Spark's Kafka
 offset JSON, {"orders": {"0": 1234, ...}}) and stops (Trigger.AvailableNow), at most
@@ -10,16 +14,18 @@ to keep it running.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from kt.tools.spark_export import spark_session
 
 
-def main(log_dirs: str, topic: str, table: str, checkpoint: str) -> None:
+def main(where: str, topic: str, table: str, checkpoint: str) -> None:
     spark = spark_session("local[2]", app_name="kt streaming")  # registers format("kt")
+    source = "log.dirs" if os.path.isdir(where) else "kafka.bootstrap.servers"
     stream = (
         spark.readStream.format("kt")
-        .option("log.dirs", log_dirs)
+        .option(source, where)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .option("maxOffsetsPerTrigger", "10000")

@@ -6,8 +6,8 @@ broker's tools want. Spark wants columns, so this module parses the v2 record fo
 decompression and one loop per batch, no object per record, then one Arrow array per
 column. Legacy (magic 0/1) batches are rare and go through their Record objects.
 
-Varints are zigzag-encoded, 7 bits a byte, low group first; the one-byte case, by far
-the most common for lengths and counts, is decoded inline.
+Varints are zigzag-encoded, 7 bits a byte, low group first; the one- and two-byte
+cases, by far the most common for lengths and deltas, are decoded inline.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class ColumnBuilder:
         self.values: list[bytes | None] = []
         self.timestamp_types: list[int] = []
         self.header_offsets: list[int] = [0]
-        self.header_keys: list[str] = []
+        self.header_keys: list[bytes] = []
         self.header_values: list[bytes | None] = []
 
     def __len__(self) -> int:
@@ -94,7 +94,11 @@ class ColumnBuilder:
     def _parse(
         self, data: bytes, count: int, base_offset: int, base_ts: int, append_time: int | None
     ) -> int:
-        """Parse `count` records of `data` into the columns; returns the position reached."""
+        """Parse `count` records of `data` into the columns; returns the position reached.
+
+        Varints of one and two bytes (lengths, small deltas) are decoded inline: a call
+        per varint costs more than the rest of the record.
+        """
         rd = read_zigzag_varint
         lo, hi = self.start - base_offset, self.end - base_offset
         offsets, timestamps, keys, values = self.offsets, self.timestamps, self.keys, self.values
@@ -104,6 +108,9 @@ class ColumnBuilder:
             b = data[pos]
             if b < 0x80:
                 length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | data[pos + 1] << 7
+                length, pos = (u >> 1) ^ -(u & 1), pos + 2
             else:
                 length, pos = rd(data, pos)
             record_end = pos + length
@@ -111,31 +118,28 @@ class ColumnBuilder:
             b = data[pos]
             if b < 0x80:
                 delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+            elif data[pos + 1] < 0x80:
+                u = (b & 0x7F) | data[pos + 1] << 7
+                delta, pos = (u >> 1) ^ -(u & 1), pos + 2
             else:
                 delta, pos = rd(data, pos)
             if not lo <= delta < hi:
                 pos = record_end
                 continue
-            b = data[pos]
-            if b < 0x80:
-                size, pos = (b >> 1) ^ -(b & 1), pos + 1
-            else:
-                size, pos = rd(data, pos)
-            if size >= 0:
-                keys.append(data[pos : pos + size])
-                pos += size
-            else:
-                keys.append(None)
-            b = data[pos]
-            if b < 0x80:
-                size, pos = (b >> 1) ^ -(b & 1), pos + 1
-            else:
-                size, pos = rd(data, pos)
-            if size >= 0:
-                values.append(data[pos : pos + size])
-                pos += size
-            else:
-                values.append(None)
+            for column in (keys, values):
+                b = data[pos]
+                if b < 0x80:
+                    size, pos = (b >> 1) ^ -(b & 1), pos + 1
+                elif data[pos + 1] < 0x80:
+                    u = (b & 0x7F) | data[pos + 1] << 7
+                    size, pos = (u >> 1) ^ -(u & 1), pos + 2
+                else:
+                    size, pos = rd(data, pos)
+                if size >= 0:
+                    column.append(data[pos : pos + size])
+                    pos += size
+                else:
+                    column.append(None)
             offsets.append(base_offset + delta)
             timestamps.append(append_time if append_time is not None else base_ts + ts_delta)
             if headers:
@@ -146,19 +150,27 @@ class ColumnBuilder:
         return pos
 
     def _parse_headers(self, data: bytes, pos: int) -> int:
+        """One record's headers; keys stay bytes (Arrow checks their UTF-8 in bulk)."""
         rd = read_zigzag_varint
+        keys, values = self.header_keys, self.header_values
+        b = data[pos]
+        if b == 0:  # no headers, the usual case: one byte
+            self.header_offsets.append(len(keys))
+            return pos + 1
         count, pos = rd(data, pos)
         for _ in range(count):
-            size, pos = rd(data, pos)
-            self.header_keys.append(data[pos : pos + size].decode())
+            b = data[pos]
+            size, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else rd(data, pos)
+            keys.append(data[pos : pos + size])
             pos += size
-            size, pos = rd(data, pos)
+            b = data[pos]
+            size, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else rd(data, pos)
             if size >= 0:
-                self.header_values.append(data[pos : pos + size])
+                values.append(data[pos : pos + size])
                 pos += size
             else:
-                self.header_values.append(None)
-        self.header_offsets.append(len(self.header_keys))
+                values.append(None)
+        self.header_offsets.append(len(keys))
         return pos
 
     def build(self) -> pa.RecordBatch:
@@ -185,17 +197,19 @@ class ColumnBuilder:
     def _headers_array(self, list_type: pa.DataType) -> pa.Array:
         """Spark's headers column: a list of (key, value) structs, null for no headers."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         struct_type = list_type.value_type
         items = pa.StructArray.from_arrays(
-            [pa.array(self.header_keys, pa.string()), pa.array(self.header_values, pa.binary())],
+            [
+                pa.array(self.header_keys, pa.binary()).cast(pa.string()),
+                pa.array(self.header_values, pa.binary()),
+            ],
             fields=list(struct_type),
         )
-        ends = self.header_offsets
-        empty = pa.array([ends[i] == ends[i + 1] for i in range(len(ends) - 1)], pa.bool_())
-        return pa.ListArray.from_arrays(
-            pa.array(ends, pa.int32()), items, type=list_type, mask=empty
-        )
+        ends = pa.array(self.header_offsets, pa.int32())
+        empty = pc.equal(ends[1:], ends[:-1])
+        return pa.ListArray.from_arrays(ends, items, type=list_type, mask=empty)
 
 
 def _millis_to_timestamp(millis: pa.Array, timestamp_type: pa.DataType) -> pa.Array:

@@ -69,10 +69,9 @@ class Catalog(Protocol):
 def open_catalog(options: SourceOptions) -> Catalog:
     """The catalog for the options' location."""
     if options.bootstrap_servers:
-        raise SourceOptionError(
-            "kafka.bootstrap.servers: reading through a running broker is not wired yet; "
-            "read a stopped broker's segment files with the log.dirs option"
-        )
+        from kt.spark.fetch_catalog import FetchCatalog
+
+        return FetchCatalog(options.bootstrap_servers)
     from kt.spark.log_dirs import LogDirsCatalog
 
     return LogDirsCatalog(options.log_dirs)

@@ -25,12 +25,12 @@ import bisect
 import mmap
 import os
 import struct
-from collections import defaultdict, deque
 from collections.abc import Iterator
 
 from kt.errors import CorruptRecordError
+from kt.spark.transactions import TransactionOutcomes, marker_type
 from kt.storage import names
-from kt.storage.control_records import ABORT, COMMIT, parse_control_type
+from kt.storage.control_records import ABORT, COMMIT
 from kt.storage.records import Batch, iter_batches
 
 OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
@@ -171,7 +171,7 @@ class PartitionLog:
             if batch.magic != 2 or not batch.is_transactional:
                 continue
             if batch.is_control:
-                if _marker_type(batch) in (ABORT, COMMIT):
+                if marker_type(batch) in (ABORT, COMMIT):
                     open_txns.pop(batch.producer_id, None)
             else:
                 open_txns.setdefault(batch.producer_id, batch.base_offset)
@@ -243,7 +243,7 @@ class PartitionLog:
         A batch may hold offsets outside the range at either edge: callers keep only
         the records inside it.
         """
-        outcomes = TransactionOutcomes(self)
+        outcomes = TransactionOutcomes(lambda offset: self._walk(offset, tolerate_torn_tail=True))
         for batch in self._walk(start):
             # A legacy compressed wrapper learns its base offset by decompressing:
             # ask only when the last offset cannot settle it.
@@ -256,40 +256,3 @@ class PartitionLog:
                 if batch.is_transactional and outcomes.aborted(batch):
                     continue
             yield batch
-
-
-def _marker_type(batch: Batch) -> int:
-    records = batch.records()
-    return parse_control_type(records[0].key) if records else -1
-
-
-class TransactionOutcomes:
-    """Whether a transactional batch was aborted, from the markers ahead of it.
-
-    Invariants: the lookahead walk only moves forward; `markers[pid]` holds the
-    (offset, aborted) of the markers of `pid` it has passed and not yet consumed, in
-    order. Asked about batches in offset order, the whole read walks the log twice at
-    most, once of them headers only.
-    """
-
-    def __init__(self, log: PartitionLog) -> None:
-        self.log = log
-        self.ahead: Iterator[Batch] | None = None
-        self.markers: dict[int, deque[tuple[int, bool]]] = defaultdict(deque)
-
-    def aborted(self, batch: Batch) -> bool:
-        """True if the transaction of `batch` ended in ABORT or has no marker yet."""
-        if self.ahead is None:
-            self.ahead = self.log._walk(batch.last_offset, tolerate_torn_tail=True)
-        pending = self.markers[batch.producer_id]
-        while pending and pending[0][0] < batch.last_offset:
-            pending.popleft()
-        while not pending:
-            nxt = next(self.ahead, None)
-            if nxt is None:
-                return True  # still open: not readable by a read_committed consumer
-            if nxt.magic == 2 and nxt.is_control and nxt.last_offset > batch.last_offset:
-                kind = _marker_type(nxt)
-                if kind in (ABORT, COMMIT):
-                    self.markers[nxt.producer_id].append((nxt.base_offset, kind == ABORT))
-        return pending[0][1]

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kt.errors import KafkaError
 from kt.spark.offsets import SourceOptionError
 from kt.spark.options import parse_options
 from kt.spark.planning import DataLossError, OffsetRange, open_catalog, plan_batch
@@ -150,29 +151,30 @@ def plan(request: ExportRequest) -> list[OffsetRange]:
         raise SparkExportError(f"--format must be one of {', '.join(FORMATS)}")
     if request.value_format not in VALUE_FORMATS:
         raise SparkExportError(f"--value-format must be one of {', '.join(VALUE_FORMATS)}")
-    if request.bootstrap_server:
-        raise SparkExportError(
-            "--bootstrap-server: exporting through a running broker's Fetch API is not wired "
-            "yet; stop the broker and export its segment files with --log-dirs"
-        )
     if request.format == "csv" and request.value_format == "raw":
         raise SparkExportError(
             "--format csv cannot hold binary keys and values: use --value-format string or json"
         )
     if os.path.exists(request.output):
         raise SparkExportError(f"--output {request.output} already exists")
+    where = request.bootstrap_server or ", ".join(request.log_dirs)
     try:
         options = parse_options(source_options(request), streaming=False)
         catalog = open_catalog(options)
-        known = {topic for topic, _ in catalog.topic_partitions()}
-        missing = [t for t in request.topics if t not in known]
-        if missing:
-            raise SparkExportError(
-                f"no topic {', '.join(missing)} in {', '.join(request.log_dirs)}"
-            )
-        return plan_batch(options, catalog)
+        try:
+            known = {topic for topic, _ in catalog.topic_partitions()}
+            missing = [t for t in request.topics if t not in known]
+            if missing:
+                raise SparkExportError(f"no topic {', '.join(missing)} in {where}")
+            return plan_batch(options, catalog)
+        finally:
+            close = getattr(catalog, "close", None)
+            if close is not None:
+                close()
     except (SourceOptionError, DataLossError) as e:
         raise SparkExportError(str(e)) from None
+    except KafkaError as e:
+        raise SparkExportError(f"{where}: {e}") from None
 
 
 def shape(df: DataFrame, request: ExportRequest) -> DataFrame:
