@@ -76,6 +76,11 @@ class ReplicaManager:
     fetch_purgatory: DelayedOperationPurgatory = field(
         default_factory=lambda: DelayedOperationPurgatory("Fetch")
     )
+    # Called with (partitions this broker now leads, partitions it stopped leading) after
+    # every LeaderAndIsr / StopReplica: the group coordinator loads and unloads groups.
+    leadership_listeners: list[Callable[[list[Partition], list[TopicPartition]], None]] = field(
+        default_factory=list
+    )
 
     # -- partitions ---------------------------------------------------------------
 
@@ -104,6 +109,8 @@ class ReplicaManager:
     ) -> dict[TopicPartition, int]:
         """Apply a LeaderAndIsr request; returns an error code per partition."""
         errors: dict[TopicPartition, int] = {}
+        leaders: list[Partition] = []
+        resigned: list[TopicPartition] = []
         for state in states:
             tp = TopicPartition(state.topic, state.partition)
             if self.broker_id not in state.replicas:
@@ -119,7 +126,13 @@ class ReplicaManager:
                     state.leader, state.leader_epoch, state.isr, state.replicas, controller_epoch
                 )
             errors[tp] = 0 if applied else KafkaError("STALE_CONTROLLER_EPOCH").code
+            if applied and partition.is_leader:
+                leaders.append(partition)
+            elif applied:
+                resigned.append(tp)
             self.wake(tp)
+        for listener in self.leadership_listeners:
+            listener(leaders, resigned)
         return errors
 
     def wake_partition(self, topic: str, partition: int) -> None:
@@ -127,6 +140,8 @@ class ReplicaManager:
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         partition = self.partitions.pop(tp, None)
+        for listener in self.leadership_listeners:
+            listener([], [tp])
         if delete:
             self.log_manager.delete_log(tp.topic, tp.partition)
         elif partition is not None:

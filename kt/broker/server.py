@@ -19,6 +19,7 @@ from kt.broker.admin_manager import AdminManager
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
 from kt.broker.dynamic_config import DynamicConfigManager
+from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.kafka_apis import KafkaApis
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
@@ -27,6 +28,8 @@ from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
+from kt.storage.log import wall_clock_ms
+from kt.storage.log_cleaner import LogCleaner
 from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,9 @@ class KafkaServer:
         self.log_manager = LogManager(cfg.log_dirs, self.topic_defaults, topic_configs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
         self.admin_manager = AdminManager(self)
+        self.group_coordinator = GroupCoordinator.from_config(
+            cfg, self.replica_manager, self.metadata_cache
+        )
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
@@ -133,11 +139,27 @@ class KafkaServer:
             ),
             BackgroundTask("kafka-log-flusher", 1.0, lambda: lm.flush_dirty_logs()),
             BackgroundTask(
+                "delete-expired-group-metadata",
+                cfg["offsets.retention.check.interval.ms"] / 1000,
+                lambda: self.group_coordinator.start_offsets_cleanup(
+                    cfg["offsets.retention.minutes"] * 60_000
+                ),
+            ),
+            BackgroundTask(
                 "kafka-recovery-point-checkpoint",
                 cfg["log.flush.offset.checkpoint.interval.ms"] / 1000,
                 lambda: lm.checkpoint_all(),
             ),
         ]
+        if cfg["log.cleaner.enable"]:
+            cleaner = LogCleaner(wall_clock_ms)
+            self._tasks.append(
+                BackgroundTask(
+                    "kafka-log-cleaner",
+                    cfg["log.cleaner.backoff.ms"] / 1000,
+                    lambda: cleaner.clean_logs(lm.all_logs()),
+                )
+            )
         for task in self._tasks:
             task.start()
 
@@ -148,6 +170,8 @@ class KafkaServer:
                 task.task.cancel()
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if self.apis is not None:
+            self.group_coordinator.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
         if self.log_manager is not None:

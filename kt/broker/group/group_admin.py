@@ -1,0 +1,195 @@
+"""The coordinator's offsets and administration side (GroupCoordinator.handleCommitOffsets,
+handleFetchOffsets, handleDeleteOffsets, handleDescribeGroup, handleListGroups,
+handleDeleteGroups).
+
+Commits from a group member must carry its generation; a commit with generation -1 and
+an empty member id is a "simple" commit from a consumer outside group management, and
+creates an Empty offsets-only group when none exists. A commit counts as a heartbeat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kt.broker.group.group_coordinator import GroupCoordinator
+from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.offsets_records import OffsetAndMetadata
+
+TopicPartitionKey = tuple[str, int]
+NO_OFFSET = -1
+
+
+@dataclass
+class OffsetFetchResult:
+    """OffsetFetch for one group: a top-level error and offsets per partition."""
+
+    error: str = "NONE"
+    offsets: dict[TopicPartitionKey, OffsetAndMetadata | None] = field(default_factory=dict)
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    error: str = "NONE"
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: list[tuple] = field(default_factory=list)
+
+
+# -- OffsetCommit ------------------------------------------------------------------------
+
+
+async def commit_offsets(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+) -> dict[TopicPartitionKey, str]:
+    """An error name per partition."""
+
+    def every(error: str) -> dict[TopicPartitionKey, str]:
+        return dict.fromkeys(offsets, error)
+
+    error = coordinator.group_error(group_id)
+    if error != "NONE":
+        return every(error)
+    manager = coordinator.manager
+    group = manager.get_group(group_id)
+    if group is None:
+        if generation_id >= 0:
+            return every("ILLEGAL_GENERATION")  # a commit from an older generation
+        group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
+    error = _commit_precheck(group, member_id, group_instance_id, generation_id)
+    if error != "NONE":
+        return every(error)
+    if generation_id >= 0:
+        coordinator.schedule_session_expiry(group, group.members[member_id])
+    if not offsets:
+        return {}
+    error = await manager.store_offsets(group, offsets)
+    return every(error)
+
+
+def _commit_precheck(
+    group: GroupMetadata, member_id: str, instance_id: str | None, generation_id: int
+) -> str:
+    if group.is_(GroupState.DEAD):
+        return "COORDINATOR_NOT_AVAILABLE"
+    if group.is_static_member_fenced(member_id, instance_id):
+        return "FENCED_INSTANCE_ID"
+    if generation_id < 0 and group.is_(GroupState.EMPTY):
+        return "NONE"  # a simple commit: the group is not managed by the coordinator
+    if group.is_(GroupState.COMPLETING_REBALANCE):
+        return "REBALANCE_IN_PROGRESS"
+    if member_id not in group.members:
+        return "UNKNOWN_MEMBER_ID"
+    if generation_id != group.generation_id:
+        return "ILLEGAL_GENERATION"
+    return "NONE"
+
+
+# -- OffsetFetch -------------------------------------------------------------------------
+
+
+def fetch_offsets(
+    coordinator: GroupCoordinator, group_id: str, partitions: list[TopicPartitionKey] | None
+) -> OffsetFetchResult:
+    """Committed offsets of `partitions` (None: all), None where nothing is committed."""
+    error = coordinator.group_error(group_id)
+    if error != "NONE":
+        return OffsetFetchResult(error)
+    group = coordinator.manager.get_group(group_id)
+    if group is None or group.is_(GroupState.DEAD):
+        return OffsetFetchResult(offsets=dict.fromkeys(partitions or []))
+    if partitions is None:
+        return OffsetFetchResult(offsets=dict(sorted(group.offsets.items())))
+    return OffsetFetchResult(offsets={tp: group.offsets.get(tp) for tp in partitions})
+
+
+# -- OffsetDelete ------------------------------------------------------------------------
+
+
+async def delete_offsets(
+    coordinator: GroupCoordinator, group_id: str, partitions: list[TopicPartitionKey]
+) -> tuple[str, dict[TopicPartitionKey, str]]:
+    """(top-level error, error per partition): offsets of topics the group still
+    consumes are kept (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    error = coordinator.group_error(group_id)
+    if error != "NONE":
+        return error, {}
+    group = coordinator.manager.get_group(group_id)
+    if group is None or group.is_(GroupState.DEAD):
+        return "GROUP_ID_NOT_FOUND", {}
+    if group.is_(GroupState.EMPTY):
+        subscribed: set[str] = set()
+    else:
+        topics = group.subscribed_topics()
+        if topics is None:
+            return "NON_EMPTY_GROUP", {}
+        subscribed = topics
+    results = {
+        tp: "GROUP_SUBSCRIBED_TO_TOPIC" if tp[0] in subscribed else "NONE" for tp in partitions
+    }
+    deletable = [tp for tp, e in results.items() if e == "NONE"]
+    error = await coordinator.manager.delete_offsets(group, deletable)
+    if error != "NONE":
+        results.update(dict.fromkeys(deletable, error))
+    return "NONE", results
+
+
+# -- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------
+
+
+def describe_group(coordinator: GroupCoordinator, group_id: str) -> GroupDescription:
+    error = coordinator.group_error(group_id)
+    if error != "NONE":
+        return GroupDescription(group_id, error)
+    group = coordinator.manager.get_group(group_id)
+    if group is None:
+        return GroupDescription(group_id)  # Kafka answers a Dead group with no error
+    s = group.summary()
+    return GroupDescription(
+        group_id, "NONE", s["state"], s["protocol_type"], s["protocol"], s["members"]
+    )
+
+
+def list_groups(
+    coordinator: GroupCoordinator, states: list[str], types: list[str]
+) -> tuple[str, list[tuple[str, str, str]]]:
+    """(error, [(group id, protocol type, state)]) of the groups this broker holds."""
+    manager = coordinator.manager
+    wanted_states = {s.lower() for s in states}
+    wanted_types = {t.lower() for t in types}
+    if wanted_types and "classic" not in wanted_types:
+        return "NONE", []
+    listed = [
+        (g.group_id, g.protocol_type or "", g.state.value)
+        for g in sorted(manager.groups.values(), key=lambda g: g.group_id)
+        if not g.is_(GroupState.DEAD)
+        and (not wanted_states or g.state.value.lower() in wanted_states)
+    ]
+    error = "COORDINATOR_LOAD_IN_PROGRESS" if manager.any_loading else "NONE"
+    return error, listed
+
+
+async def delete_groups(coordinator: GroupCoordinator, group_ids: list[str]) -> dict[str, str]:
+    results: dict[str, str] = {}
+    for group_id in group_ids:
+        error = coordinator.group_error(group_id)
+        if error == "NONE":
+            error = await _delete_group(coordinator, group_id)
+        results[group_id] = error
+    return results
+
+
+async def _delete_group(coordinator: GroupCoordinator, group_id: str) -> str:
+    group = coordinator.manager.get_group(group_id)
+    if group is None or group.is_(GroupState.DEAD):
+        return "GROUP_ID_NOT_FOUND"
+    if not group.is_(GroupState.EMPTY):
+        return "NON_EMPTY_GROUP"
+    await coordinator.manager.delete_group(group)
+    return "NONE"

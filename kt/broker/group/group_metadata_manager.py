@@ -1,0 +1,290 @@
+"""The groups cache and `__consumer_offsets` (Kafka's GroupMetadataManager).
+
+A group lives in partition abs(javaHashCode(group)) % partitions of `__consumer_offsets`
+(Utils.abs: Integer.MIN_VALUE maps to 0). This broker coordinates the groups of the
+partitions it leads: on becoming leader it replays the partition from its log start
+(the last record per key wins, a null value deletes) while answering
+COORDINATOR_LOAD_IN_PROGRESS for those groups; on losing leadership it drops them.
+
+Writes are record batches appended to the partition with acks=all, keys and values in
+the formats of offsets_records.py; a write error becomes the error the clients expect
+(Kafka's GroupMetadataManager.storeGroup / storeOffsets mappings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kt.broker.group import offsets_records as rec
+from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
+from kt.broker.partition import TopicPartition
+from kt.storage.record_batch import Record, build_batch
+from kt.storage.records import iter_batches
+
+log = logging.getLogger(__name__)
+
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+# storeGroup / storeOffsets: append errors -> what JoinGroup/SyncGroup/OffsetCommit answer.
+_STORE_GROUP_ERRORS = {
+    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
+    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
+    "REQUEST_TIMED_OUT": "REBALANCE_IN_PROGRESS",
+    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "INVALID_FETCH_SIZE": "UNKNOWN_SERVER_ERROR",
+}
+_STORE_OFFSETS_ERRORS = {
+    **_STORE_GROUP_ERRORS,
+    "REQUEST_TIMED_OUT": "REQUEST_TIMED_OUT",
+    "MESSAGE_TOO_LARGE": "INVALID_COMMIT_OFFSET_SIZE",
+    "RECORD_LIST_TOO_LARGE": "INVALID_COMMIT_OFFSET_SIZE",
+    "INVALID_FETCH_SIZE": "INVALID_COMMIT_OFFSET_SIZE",
+}
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: h = 31*h + c over UTF-16 code units, in int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """Utils.abs(key.hashCode()) % partitions (Utils.abs(MIN_VALUE) is 0, not 2^31)."""
+    h = java_string_hash(key)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupMetadataManager:
+    """Groups of the `__consumer_offsets` partitions this broker leads.
+
+    Invariants: `groups` only holds groups of partitions in `owned`; a partition is in
+    `loading` from the moment leadership arrives until its replay finished.
+    """
+
+    def __init__(
+        self,
+        replica_manager: Any,
+        partition_count: Callable[[], int],
+        *,
+        commit_timeout_ms: int = 5000,
+        load_buffer_size: int = 5 * 1024 * 1024,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.partition_count = partition_count
+        self.commit_timeout_ms = commit_timeout_ms
+        self.load_buffer_size = load_buffer_size
+        self.clock = clock
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned: set[int] = set()
+        self.loading: set[int] = set()
+        self._epochs: dict[int, int] = {}
+
+    # -- lookup -----------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.partition_count())
+
+    def group_status(self, group_id: str) -> str:
+        """NONE, NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS for `group_id`."""
+        partition = self.partition_for(group_id)
+        if partition in self.loading:
+            return "COORDINATOR_LOAD_IN_PROGRESS"
+        if partition not in self.owned:
+            return "NOT_COORDINATOR"
+        return "NONE"
+
+    def get_group(self, group_id: str) -> GroupMetadata | None:
+        return self.groups.get(group_id)
+
+    def add_group(self, group: GroupMetadata) -> GroupMetadata:
+        return self.groups.setdefault(group.group_id, group)
+
+    def remove_group(self, group: GroupMetadata) -> None:
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    @property
+    def any_loading(self) -> bool:
+        return bool(self.loading)
+
+    # -- writes -----------------------------------------------------------------------
+
+    async def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> str:
+        """Append (key, value) records for `group_id` with acks=all; the error name."""
+        if not entries:
+            return "NONE"
+        tp = TopicPartition(GROUP_METADATA_TOPIC, self.partition_for(group_id))
+        ts = self.clock()
+        batch = bytearray(build_batch([Record(None, ts, k, v) for k, v in entries]))
+        results = await self.replica_manager.append_records(self.commit_timeout_ms, -1, {tp: batch})
+        code = results[tp].error_code
+        if code:
+            from kt.errors import error_for
+
+            return error_for(code).name
+        return "NONE"
+
+    async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> str:
+        """Write the group's metadata and member assignments (SyncGroup, rebalance end)."""
+        value = rec.group_metadata_value(group.to_record(assignment))
+        error = await self.append(group.group_id, [(rec.group_metadata_key(group.group_id), value)])
+        return _STORE_GROUP_ERRORS.get(error, error)
+
+    async def store_offsets(
+        self, group: GroupMetadata, offsets: dict[tuple[str, int], OffsetAndMetadata]
+    ) -> str:
+        """Write commits; on success they become the group's committed offsets."""
+        entries = [
+            (rec.offset_commit_key(group.group_id, t, p), rec.offset_commit_value(o))
+            for (t, p), o in offsets.items()
+        ]
+        error = await self.append(group.group_id, entries)
+        if error == "NONE":
+            group.offsets.update(offsets)
+        return _STORE_OFFSETS_ERRORS.get(error, error)
+
+    async def delete_offsets(self, group: GroupMetadata, tps: list[tuple[str, int]]) -> str:
+        """Tombstones for committed offsets that exist; they leave the cache at once."""
+        present = [tp for tp in tps if tp in group.offsets]
+        for tp in present:
+            del group.offsets[tp]
+        entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in present]
+        return await self.append(group.group_id, entries)
+
+    async def delete_group(self, group: GroupMetadata) -> str:
+        """Tombstones for the group's metadata and all its offsets; the group is Dead."""
+        group.transition_to(GroupState.DEAD, self.clock())
+        self.remove_group(group)
+        entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
+        group.offsets.clear()
+        entries.append((rec.group_metadata_key(group.group_id), None))
+        return await self.append(group.group_id, entries)
+
+    async def cleanup_expired_offsets(self, retention_ms: int) -> int:
+        """Drop offsets past retention; Empty groups left without offsets die. Returns
+        the number of offsets removed."""
+        removed = 0
+        now = self.clock()
+        for group in list(self.groups.values()):
+            if self.group_status(group.group_id) != "NONE":
+                continue
+            expired = group.expired_offsets(now, retention_ms)
+            if expired:
+                await self.delete_offsets(group, expired)
+                removed += len(expired)
+            if group.is_(GroupState.EMPTY) and not group.offsets and not group.members:
+                log.info("Group %s transitioned to Dead in generation %s",
+                         group.group_id, group.generation_id)  # fmt: skip
+                await self.delete_group(group)
+        if removed:
+            log.info("Removed %d expired offsets", removed)
+        return removed
+
+    # -- loading ----------------------------------------------------------------------
+
+    def begin_loading(self, partition: int, epoch: int) -> bool:
+        """Leadership of `partition` arrived; False if this epoch is already loaded."""
+        if self._epochs.get(partition) == epoch and partition in self.owned:
+            return False
+        self._epochs[partition] = epoch
+        self.owned.add(partition)
+        self.loading.add(partition)
+        return True
+
+    async def load(self, partition: int, epoch: int) -> list[GroupMetadata]:
+        """Replay the partition; the loaded groups (None if leadership moved meanwhile)."""
+        started = time.monotonic()
+        try:
+            offsets, metadata = await self._replay(partition, epoch)
+        except Exception:
+            log.exception("Error loading offsets from %s-%d", GROUP_METADATA_TOPIC, partition)
+            offsets, metadata = {}, {}
+        if self._epochs.get(partition) != epoch:
+            return []
+        now = self.clock()
+        loaded: dict[str, GroupMetadata] = {}
+        for group_id, value in metadata.items():
+            if value is not None:
+                loaded[group_id] = GroupMetadata.from_record(group_id, value, now)
+        for key, o in offsets.items():
+            if o is None:
+                continue
+            group = loaded.get(key.group)
+            if group is None:
+                group = loaded[key.group] = GroupMetadata(key.group, GroupState.EMPTY, now)
+            group.offsets[(key.topic, key.partition)] = o
+        for group_id, group in loaded.items():
+            self.groups[group_id] = group
+        self.loading.discard(partition)
+        log.info("Finished loading offsets and group metadata from %s-%d in %d milliseconds "
+                 "(%d groups)", GROUP_METADATA_TOPIC, partition,
+                 (time.monotonic() - started) * 1000, len(loaded))  # fmt: skip
+        return list(loaded.values())
+
+    async def _replay(self, partition: int, epoch: int) -> tuple[dict, dict]:
+        offsets: dict[OffsetKey, OffsetAndMetadata | None] = {}
+        metadata: dict[str, rec.GroupMetadataValue | None] = {}
+        p = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC, partition))
+        if p is None:
+            return offsets, metadata
+        log_ = p.log
+        position = log_.log_start_offset
+        while position < log_.log_end_offset and self._epochs.get(partition) == epoch:
+            info = log_.read(position, self.load_buffer_size, min_one_message=True)
+            data = info.records
+            data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
+            if not data:
+                break
+            for batch in iter_batches(data):
+                if batch.next_offset <= position:
+                    continue
+                if not getattr(batch, "is_control", False):
+                    for record in batch.records():
+                        _apply(record, offsets, metadata)
+                position = batch.next_offset
+            await asyncio.sleep(0)  # let other requests in between chunks
+        return offsets, metadata
+
+    def unload(self, partition: int) -> list[GroupMetadata]:
+        """Leadership of `partition` went elsewhere: forget its groups, return them."""
+        self.owned.discard(partition)
+        self.loading.discard(partition)
+        self._epochs.pop(partition, None)
+        gone = [g for g in self.groups.values() if self.partition_for(g.group_id) == partition]
+        for group in gone:
+            del self.groups[group.group_id]
+        return gone
+
+
+def _apply(record: Record, offsets: dict, metadata: dict) -> None:
+    if record.key is None:
+        return
+    try:
+        key = rec.read_key(record.key)
+        if isinstance(key, OffsetKey):
+            offsets[key] = None if record.value is None else rec.read_offset_value(record.value)
+        elif isinstance(key, GroupMetadataKey):
+            value = record.value
+            metadata[key.group] = None if value is None else rec.read_group_value(value)
+    except (ValueError, IndexError, struct.error) as e:
+        log.warning("Skipping unreadable %s record at offset %s: %s",
+                    GROUP_METADATA_TOPIC, record.offset, e)  # fmt: skip

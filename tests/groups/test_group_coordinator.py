@@ -1,0 +1,106 @@
+"""The coordinator's state machine over a real replica manager and `__consumer_offsets`
+log: MEMBER_ID_REQUIRED, a rebalance when a member joins, heartbeats during it, simple
+commits, and groups reloaded from the log by a new coordinator."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kt.broker.group import group_admin
+from kt.broker.group.group_coordinator import GroupCoordinator
+from kt.broker.group.group_metadata_manager import GroupMetadataManager
+from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.broker.metadata_cache import PartitionState
+from kt.broker.replica_manager import ReplicaManager
+from kt.config import LogConfig
+from kt.storage.log_manager import LogManager
+
+PROTOCOLS = [("range", b"sub")]
+
+
+def coordinator_on(tmp_path) -> tuple[GroupCoordinator, LogManager]:
+    config = LogConfig(cleanup_policy=("compact",))
+    logs = LogManager([str(tmp_path)], config, {})
+    replicas = ReplicaManager(0, logs, lambda topic: config)
+    manager = GroupMetadataManager(replicas, lambda: 1)
+    coordinator = GroupCoordinator(manager, min_session_timeout_ms=10,
+                                   initial_rebalance_delay_ms=0)  # fmt: skip
+    replicas.leadership_listeners.append(coordinator.on_leadership_change)
+    state = PartitionState("__consumer_offsets", 0, 0, 0, [0], [0])
+    replicas.become_leader_or_follower(0, 1, [state], {})
+    return coordinator, logs
+
+
+async def join(c: GroupCoordinator, member_id: str = "", client: str = "c"):
+    return await c.join_group("g", member_id, None, True, client, "/h", 5000, 10000,
+                              "consumer", PROTOCOLS)  # fmt: skip
+
+
+async def wait_loaded(c: GroupCoordinator) -> None:
+    while c.manager.loading:
+        await asyncio.sleep(0.01)
+
+
+def test_join_sync_rebalance_and_reload(tmp_path):
+    async def scenario() -> None:
+        c, logs = coordinator_on(tmp_path)
+        await wait_loaded(c)
+        first = await join(c)
+        assert first.error == "MEMBER_ID_REQUIRED" and first.member_id.startswith("c-")
+        joined = await join(c, first.member_id)
+        assert (joined.error, joined.generation_id, joined.leader_id) == (
+            "NONE",
+            1,
+            first.member_id,
+        )
+        assert joined.members == [(first.member_id, None, b"sub")]
+        synced = await c.sync_group("g", 1, first.member_id, None, None, None,
+                                    {first.member_id: b"all"})  # fmt: skip
+        assert (synced.error, synced.assignment) == ("NONE", b"all")
+
+        second_id = (await join(c, client="d")).member_id
+        second = asyncio.ensure_future(join(c, second_id, "d"))
+        await asyncio.sleep(0.05)
+        assert c.heartbeat("g", first.member_id, None, 1) == "REBALANCE_IN_PROGRESS"
+        rejoined = await join(c, first.member_id)
+        assert rejoined.generation_id == 2 and len(rejoined.members) == 2
+        assert (await second).members == []  # only the leader gets the metadata
+        assert c.heartbeat("g", second_id, None, 1) == "ILLEGAL_GENERATION"
+
+        errors = await group_admin.commit_offsets(
+            c, "solo", "", None, -1, {("t", 0): OffsetAndMetadata(17, -1, "", 1)}
+        )
+        assert errors == {("t", 0): "NONE"}
+        c.shutdown()
+
+        reloaded = GroupCoordinator(GroupMetadataManager(c.manager.replica_manager, lambda: 1))
+        reloaded.on_election(0, 1)
+        assert reloaded.heartbeat("g", first.member_id, None, 1) == "NONE"  # still loading
+        await wait_loaded(reloaded)
+        fetched = group_admin.fetch_offsets(reloaded, "solo", [("t", 0), ("t", 1)])
+        assert fetched.offsets[("t", 0)].offset == 17 and fetched.offsets[("t", 1)] is None
+        described = group_admin.describe_group(reloaded, "g")
+        assert (described.state, described.protocol) == ("Stable", "range")
+        assert [m[0] for m in described.members] == [first.member_id]  # generation 1 as stored
+        reloaded.shutdown()
+        logs.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_member_that_stops_heartbeating_is_removed(tmp_path):
+    async def scenario() -> None:
+        c, logs = coordinator_on(tmp_path)
+        await wait_loaded(c)
+        member_id = (await join(c)).member_id
+        await c.join_group("g", member_id, None, True, "c", "/h", 5000, 10, "consumer",
+                           PROTOCOLS)  # fmt: skip
+        await c.sync_group("g", 1, member_id, None, None, None, {member_id: b""})
+        while c.manager.get_group("g").members:
+            await asyncio.sleep(0.01)  # the 10 ms session timeout passes
+        assert group_admin.describe_group(c, "g").state == "Empty"
+        assert c.heartbeat("g", member_id, None, 1) == "UNKNOWN_MEMBER_ID"
+        c.shutdown()
+        logs.shutdown()
+
+    asyncio.run(scenario())
