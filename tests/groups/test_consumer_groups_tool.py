@@ -163,7 +163,8 @@ def test_compaction_keeps_the_last_value_per_key(group_broker):
         "segment.bytes": "2048"})  # fmt: skip
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=b.bootstrap)
+    # Batches stay below segment.bytes: a larger one is refused (RECORD_LIST_TOO_LARGE).
+    producer = KafkaProducer(bootstrap_servers=b.bootstrap, batch_size=512)
     for update in range(20):
         for key in range(10):
             producer.send("profiles", key=b"user-%d" % key, value=b"v%d" % update, partition=0)
