@@ -78,6 +78,10 @@ class Consumer:
                     raise KafkaError(code, f"Cannot find the offset of {tp[0]}-{tp[1]}")
                 self.positions[tp] = offset
 
+    def unassign(self) -> None:
+        self.positions.clear()
+        self.high_watermarks.clear()
+
     def _refresh_leaders(self, topics: set[str]) -> None:
         for name, info in self.client.metadata(sorted(topics)).items():
             for p, part in info.partitions.items():

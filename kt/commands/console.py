@@ -104,6 +104,7 @@ def _report(results: list) -> int:
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset.")
 @click.option("--max-messages", type=int, help="Exit after this many messages.")
 @click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
+@click.option("--group", help="The consumer group id to join (offsets are committed).")
 @click.option(
     "--isolation-level",
     type=click.Choice(["read_committed", "read_uncommitted"]),
@@ -121,6 +122,7 @@ def console_consumer(
     from_beginning: bool,
     max_messages: int | None,
     timeout_ms: int | None,
+    group: str | None,
     isolation_level: str,
     properties: tuple[str, ...],
     consumer_properties: tuple[str, ...],
@@ -130,7 +132,7 @@ def console_consumer(
     from kt.client.client import KafkaClient
     from kt.client.consumer import EARLIEST, LATEST, Consumer
     from kt.errors import KafkaError
-    from kt.tools.console import MessageFormatter
+    from kt.tools.console import GroupSession, MessageFormatter
 
     if partition is None and offset != "latest":
         fail("The partition is required when offset is specified.")
@@ -138,30 +140,47 @@ def console_consumer(
     formatter = MessageFormatter.from_props(parse_key_values(properties, "--property"))
     props = {**load_client_config(consumer_config),
              **parse_key_values(consumer_properties, "--consumer-property")}  # fmt: skip
+    group = group or props.get("group.id")
+    if group and partition is not None:
+        fail("Options group and partition cannot be specified together.")
     processed = 0
+    member = None
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"))
         consumer = Consumer(client, isolation_level=1 if isolation_level == "read_committed" else 0)
-        partitions = [partition] if partition is not None else consumer.partitions_for(topic)
-        consumer.assign({(topic, p): start for p in partitions})
+        if group:
+            reset = EARLIEST if start == EARLIEST or props.get(
+                "auto.offset.reset") == "earliest" else LATEST  # fmt: skip
+            member = GroupSession(client, consumer, group, topic, reset, props)
+            member.join()
+        else:
+            partitions = [partition] if partition is not None else consumer.partitions_for(topic)
+            consumer.assign({(topic, p): start for p in partitions})
         last_data = time.monotonic()
         out = sys.stdout
         while max_messages is None or processed < max_messages:
+            if member is not None:
+                member.maintain()
             records = consumer.poll()
             if records:
                 last_data = time.monotonic()
             for record in records:
                 out.write(formatter.format(record))
                 processed += 1
+                if member is not None:
+                    member.record_consumed(record)
                 if max_messages is not None and processed >= max_messages:
                     break
             out.flush()
             if timeout_ms is not None and (time.monotonic() - last_data) * 1000 >= timeout_ms:
                 break
+        if member is not None:
+            member.close()
     except KafkaError as e:
         fail(f"ERROR {e}")
     except KeyboardInterrupt:
-        pass
+        if member is not None:
+            member.close()
     finally:
         click.echo(f"Processed a total of {processed} messages", err=True)
     client.close()
