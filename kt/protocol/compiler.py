@@ -84,12 +84,19 @@ class _Builder:
             return "ZERO_UUID"
         return self.const(f.default)
 
-    def tag_default(self, f: Field) -> str:
-        """The default a tagged field is compared with: a shared, never-mutated instance
-        for a struct (only compared), else the default expression."""
-        if not f.is_array and f.element_type not in PRIMITIVES and f.default is not None:
-            return self.const(self.classes[f.type]())
-        return self.default_expr(f)
+    def differs_from_default(self, f: Field) -> str:
+        """A condition true when tagged field value `v` is not its default (Kafka writes
+        only those). A struct of scalars compares as one tuple, in C."""
+        if f.is_array:
+            return "v != []" if f.default is not None else "v is not None"
+        if f.element_type in PRIMITIVES or f.default is None:
+            return f"v != {self.default_expr(f)}"
+        default = self.classes[f.type]()
+        names = [x.name for x in self.struct_fields(f.type)]
+        if all(x.element_type in PRIMITIVES and not x.is_array for x in self.struct_fields(f.type)):
+            values = tuple(getattr(default, n) for n in names)
+            return f"({', '.join(f'v.{n}' for n in names)},) != {self.const(values)}"
+        return f"v != {self.const(default)}"
 
     def nullable(self, f: Field) -> bool:
         return in_range(self.version, f.nullable)
@@ -149,7 +156,10 @@ class _Builder:
 
     def decode_tagged(self, tagged: list[Field]) -> None:
         if not tagged:
-            self.emit(1, "pos = skip_tagged_fields(buf, pos)")
+            self.emit(1, "if buf[pos]:  # IndexError past the end becomes ProtocolError")
+            self.emit(2, "pos = skip_tagged_fields(buf, pos)")
+            self.emit(1, "else:")
+            self.emit(2, "pos += 1")
             return
         self.emit(1, "n, pos = read_uvarint(buf, pos)")
         self.emit(1, "for _ in range(n):")
@@ -237,7 +247,7 @@ class _Builder:
         self.emit(1, "tags = []")
         for f in sorted(tagged, key=lambda x: x.tag):
             self.emit(1, f"v = o.{f.name}")
-            self.emit(1, f"if v != {self.tag_default(f)}:")
+            self.emit(1, f"if {self.differs_from_default(f)}:")
             self.emit(2, "parts = []")
             self.encode_value(2, f, "v", "parts.append")
             self.emit(2, f"tags.append(({f.tag}, b''.join(parts)))")

@@ -125,4 +125,3 @@ for _schema in SCHEMAS:
     (REQUESTS if _schema.kind == "request" else RESPONSES)[_schema.api_key] = _cls
     globals()[_schema.name] = _cls
 del _schema, _cls
-

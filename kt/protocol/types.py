@@ -77,6 +77,13 @@ def write_uvarint(n: int) -> bytes:
 
 def read_uvarint(buf: memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """An UNSIGNED_VARINT: at most 5 bytes (int32) or 10 (int64, max_bytes=10)."""
+    if pos + 1 < len(buf):  # the common cases: one or two bytes
+        b = buf[pos]
+        if b < 0x80:
+            return b, pos + 1
+        b2 = buf[pos + 1]
+        if b2 < 0x80:
+            return (b & 0x7F) | (b2 << 7), pos + 2
     value = 0
     shift = 0
     end = len(buf)
@@ -202,6 +209,10 @@ def read_bytes(buf: memoryview, pos: int, nullable: bool) -> tuple[memoryview | 
 
 def read_compact_bytes(buf: memoryview, pos: int, nullable: bool) -> tuple[memoryview | None, int]:
     n, start = read_uvarint(buf, pos)
+    if n:
+        end = start + n - 1
+        if end <= len(buf):
+            return buf[start:end], end
     if n == 0:
         if nullable:
             return None, start
@@ -247,9 +258,7 @@ def read_compact_array_count(buf: memoryview, pos: int, nullable: bool) -> tuple
     return n - 1, start
 
 
-def read_fixed_array(
-    buf: memoryview, pos: int, n: int, fmt: str, size: int
-) -> tuple[list, int]:
+def read_fixed_array(buf: memoryview, pos: int, n: int, fmt: str, size: int) -> tuple[list, int]:
     """n fixed-width elements (e.g. []int32) in one unpack."""
     end = pos + n * size
     if end > len(buf):
@@ -272,6 +281,8 @@ def read_tag_header(buf: memoryview, pos: int) -> tuple[int, int, int]:
 
 def skip_tagged_fields(buf: memoryview, pos: int) -> int:
     """Skip a whole tagged-field section (all tags unknown to the reader)."""
+    if pos < len(buf) and buf[pos] == 0:
+        return pos + 1
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         _, pos, _ = read_tag_header(buf, pos)
