@@ -120,6 +120,7 @@ class SocketServer:
                 parts = await self.handler(frame, ctx)
                 if parts:
                     await write_parts(loop, writer, parts)
+            frames.raise_pending()
 
 
 async def write_parts(

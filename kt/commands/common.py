@@ -16,13 +16,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def parse_key_values(items: tuple[str, ...] | list[str], option: str) -> dict[str, str]:
-    """`k=v` strings into a dict; a malformed item is a one-line error naming the option."""
+    """`k=v` strings into a dict, split at the first `=` and kept as given (separators
+    such as `key.separator= | ` may be spaces); a malformed item is a one-line error."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+        if not sep or not key:
             fail(f"Invalid {option} '{item}': expected key=value")
-        out[key.strip()] = value.strip()
+        out[key] = value
     return out
 
 

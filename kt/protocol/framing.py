@@ -19,14 +19,22 @@ _SIZE = struct.Struct(">i")
 
 class FrameReader:
     """Splits a byte stream into frames. Invariant: `_buffer` holds less than one whole
-    frame after `feed` returns (a partial size prefix, or a prefix and a partial body)."""
+    frame after `feed` returns (a partial size prefix, or a prefix and a partial body).
+
+    Frames that arrived whole before a bad size prefix are returned first, so that
+    their requests are answered (as Kafka answers them before closing); the error is
+    raised by `raise_pending()` (and by any later `feed`).
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._buffer = bytearray()
+        self._error: ProtocolError | None = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[memoryview]:
         """Add bytes; return every frame completed by them (the bytes after the prefix)."""
+        if self._error is not None:
+            raise self._error
         buf = self._buffer
         buf += data
         frames: list[memoryview] = []
@@ -36,18 +44,30 @@ class FrameReader:
             while end - pos >= 4:
                 (size,) = _SIZE.unpack_from(view, pos)
                 if size < 0 or size > self.max_bytes:
-                    self._buffer = bytearray()
-                    raise ProtocolError(
+                    error = ProtocolError(
                         f"frame size {size} is outside 0..{self.max_bytes} "
                         "(socket.request.max.bytes)"
                     )
+                    if not frames:
+                        self._buffer = bytearray()
+                        raise error
+                    self._error = error
+                    break
                 if end - pos - 4 < size:
                     break
                 frames.append(memoryview(view[pos + 4 : pos + 4 + size].tobytes()))
                 pos += 4 + size
-        if pos:
+        if self._error is not None:
+            self._buffer = bytearray()
+        elif pos:
             del buf[:pos]
         return frames
+
+    def raise_pending(self) -> None:
+        """Raise the error that followed the frames the last `feed` returned, if any:
+        call it once those frames are answered."""
+        if self._error is not None:
+            raise self._error
 
     @property
     def buffered(self) -> int:

@@ -58,10 +58,28 @@ class LineReader:
         return reader
 
     def check(self) -> None:
-        if self.parse_headers and self.headers_delimiter == self.key_separator:
-            raise LineFormatError("headers.delimiter and key.separator may not be equal")
-        if self.parse_headers and self.headers_separator == self.headers_key_separator:
-            raise LineFormatError("headers.separator and headers.key.separator may not be equal")
+        """The separator checks of Kafka's LineMessageReader.configure."""
+        pairs = [
+            ("headers.delimiter", self.headers_delimiter, "headers.separator",
+             self.headers_separator),
+            ("headers.delimiter", self.headers_delimiter, "headers.key.separator",
+             self.headers_key_separator),
+            ("headers.separator", self.headers_separator, "headers.key.separator",
+             self.headers_key_separator),
+        ]  # fmt: skip
+        if self.null_marker is not None:
+            pairs += [
+                ("null.marker", self.null_marker, name, value)
+                for name, value in (
+                    ("headers.delimiter", self.headers_delimiter),
+                    ("headers.separator", self.headers_separator),
+                    ("headers.key.separator", self.headers_key_separator),
+                    ("key.separator", self.key_separator),
+                )
+            ]
+        for name_a, a, name_b, b in pairs:
+            if a == b:
+                raise LineFormatError(f"{name_a} and {name_b} may not be equal")
 
     def _null(self, text: str) -> bytes | None:
         return None if self.null_marker is not None and text == self.null_marker else text.encode()

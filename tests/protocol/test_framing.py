@@ -33,3 +33,13 @@ def test_negative_frame_size_is_refused():
 
 def test_frame_at_the_limit_is_accepted():
     assert [bytes(f) for f in FrameReader(3).feed(b"\x00\x00\x00\x03abc")] == [b"abc"]
+
+
+def test_whole_frames_before_a_bad_prefix_come_first_then_the_error():
+    reader = FrameReader(max_bytes=100)
+    frames = reader.feed(b"\x00\x00\x00\x02ok" + b"\xff\xff\xff\xff")
+    assert [bytes(f) for f in frames] == [b"ok"]
+    with pytest.raises(ProtocolError, match="frame size -1"):
+        reader.raise_pending()
+    with pytest.raises(ProtocolError):
+        reader.feed(b"\x00\x00\x00\x01x")
