@@ -70,6 +70,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Extra broker settings to compare, e.g. KT_BENCH_OVERRIDES=socket.send.buffer.bytes=-1
+EXTRA_OVERRIDES = [o for o in os.environ.get("KT_BENCH_OVERRIDES", "").split(",") if o]
+
+
 class KtBroker:
     """`kt server-start` in a child process on a free port and a fresh log dir."""
 
@@ -86,7 +90,8 @@ class KtBroker:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kt", "server-start",
              "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-             "--override", f"log.dirs={self.log_dir}"],
+             "--override", f"log.dirs={self.log_dir}",
+             *[a for o in EXTRA_OVERRIDES for a in ("--override", o)]],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
 
