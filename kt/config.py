@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kt.errors import KafkaError
+from kt.properties import parse_properties
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -266,66 +267,6 @@ def parse_value(key: ConfigKey, text: str) -> Any:
 # ---------------------------------------------------------------------------------------
 
 DEFAULT_LOG_DIR = "/tmp/kt-logs"
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java .properties text: `key=value`, `key: value` or `key value`; `#`/`!`
-    comments; a trailing backslash continues the line; \\t \\n \\uXXXX escapes."""
-    props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.lstrip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            logical += line[:-1]
-            continue
-        logical += line
-        key, value = _split_property(logical)
-        props[key] = value
-        logical = ""
-    if logical:
-        key, value = _split_property(logical)
-        props[key] = value
-    return props
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "=: \t":
-            break
-        i += 1
-    key = line[:i]
-    rest = line[i:].lstrip(" \t")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t")
-    return _unescape(key), _unescape(rest)
-
-
-def _unescape(s: str) -> str:
-    if "\\" not in s:
-        return s
-    out, i = [], 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s):
-            n = s[i + 1]
-            if n == "u" and i + 5 < len(s) + 0:
-                out.append(chr(int(s[i + 2 : i + 6], 16)))
-                i += 6
-                continue
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
 
 
 @dataclass(frozen=True)
