@@ -42,9 +42,13 @@ class InvalidConfigError(KafkaError):
 
 def _int(bits: int) -> Callable[[str], int]:
     low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    type_name = {16: "SHORT", 32: "INT", 64: "LONG"}[bits]  # ConfigDef.Type, as Kafka says it
 
     def parse(text: str) -> int:
-        value = int(text.strip())
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"Not a number of type {type_name}") from None
         if not low <= value <= high:
             raise ValueError(f"out of range for a {bits}-bit integer")
         return value
@@ -60,7 +64,10 @@ def _bool(text: str) -> bool:
 
 
 def _double(text: str) -> float:
-    return float(text.strip())
+    try:
+        return float(text.strip())
+    except ValueError:
+        raise ValueError("Not a number of type DOUBLE") from None
 
 
 def _string(text: str) -> str:
