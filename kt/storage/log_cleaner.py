@@ -143,7 +143,7 @@ class LogCleaner:
         doomed = [s for s in log_.segments if s.base_offset < r.first_uncleanable]
         for group in group_segments_by_size(doomed, log_.config.segment_bytes):
             cleaned = self._clean_segments(log_, group, offset_map, now_ms, horizon, stats)
-            replace_segments(log_, cleaned, group)
+            log_.replace_segments(cleaned, group)
         stats.segments_after = len(log_.segments)
         self._write_checkpoint(log_, r.first_uncleanable)
         log.info(
@@ -273,19 +273,3 @@ def group_segments_by_size(segments: list[LogSegment], max_size: int) -> list[li
             i += 1
         groups.append(group)
     return groups
-
-
-def replace_segments(log_: Any, cleaned: LogSegment, old: list[LogSegment]) -> None:
-    """Swap `cleaned` in for `old` (UnifiedLog.replaceSegments): `.cleaned` -> `.swap`,
-    old files -> `.deleted` (removed after file.delete.delay.ms), `.swap` -> final."""
-    cleaned.change_file_suffixes(names.CLEANED_FILE_SUFFIX, names.SWAP_FILE_SUFFIX)
-    due = log_.clock() + log_.config.file_delete_delay_ms
-    for segment in old:
-        log_.segments.remove(segment)
-        segment.change_file_suffixes("", names.DELETED_FILE_SUFFIX)
-        log_._pending_deletes.append((due, segment))
-    cleaned.change_file_suffixes(names.SWAP_FILE_SUFFIX, "")
-    log_.segments.append(cleaned)
-    log_.segments.sort(key=lambda s: s.base_offset)
-    log_._reindex()
-    log_.delete_pending_segments(log_.clock())

@@ -133,6 +133,23 @@ class LogRetention:
         self._reindex()
         self.delete_pending_segments(self.clock())
 
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """Swap the cleaner's `cleaned` segment in for `old` (UnifiedLog.replaceSegments):
+        `.cleaned` -> `.swap`, the old files -> `.deleted` (removed after
+        file.delete.delay.ms), then `.swap` -> the final name. A crash at any step leaves
+        files that recovery finishes or undoes."""
+        cleaned.change_file_suffixes(names.CLEANED_FILE_SUFFIX, names.SWAP_FILE_SUFFIX)
+        due = self.clock() + self.config.file_delete_delay_ms
+        for segment in old:
+            self.segments.remove(segment)
+            segment.change_file_suffixes("", names.DELETED_FILE_SUFFIX)
+            self._pending_deletes.append((due, segment))
+        cleaned.change_file_suffixes(names.SWAP_FILE_SUFFIX, "")
+        self.segments.append(cleaned)
+        self.segments.sort(key=lambda s: s.base_offset)
+        self._reindex()
+        self.delete_pending_segments(self.clock())
+
     def delete_pending_segments(self, now_ms: int) -> None:
         keep = []
         for due, segment in self._pending_deletes:
