@@ -20,6 +20,7 @@ from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
 from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.group.group_coordinator import GroupCoordinator
+from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.kafka_apis import KafkaApis
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
@@ -75,6 +76,31 @@ class KafkaServer:
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
 
+    def _create_group_coordinator(self) -> GroupCoordinator:
+        """The group coordinator with this broker's group.* and offsets.* settings; it loads
+        and unloads groups as this broker gains and loses __consumer_offsets leadership."""
+        cfg, cache = self.config, self.metadata_cache
+
+        def partition_count() -> int:
+            known = cache.topic_partitions(GROUP_METADATA_TOPIC)
+            return len(known) or cfg["offsets.topic.num.partitions"]
+
+        manager = GroupMetadataManager(
+            self.replica_manager,
+            partition_count,
+            commit_timeout_ms=int(cfg.originals.get("offsets.commit.timeout.ms", 5000)),
+            load_buffer_size=cfg["offsets.load.buffer.size"],
+        )
+        coordinator = GroupCoordinator(
+            manager,
+            min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
+            max_session_timeout_ms=cfg["group.max.session.timeout.ms"],
+            initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
+            max_group_size=cfg["group.max.size"],
+        )
+        self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+        return coordinator
+
     def topic_config(self, topic: str) -> LogConfig:
         """A topic's effective config: this broker's defaults and the topic's overrides."""
         assert self.zk is not None
@@ -97,9 +123,7 @@ class KafkaServer:
         self.log_manager = LogManager(cfg.log_dirs, self.topic_defaults, topic_configs)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
         self.admin_manager = AdminManager(self)
-        self.group_coordinator = GroupCoordinator.from_config(
-            cfg, self.replica_manager, self.metadata_cache
-        )
+        self.group_coordinator = self._create_group_coordinator()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)

@@ -541,33 +541,6 @@ class GroupCoordinator:
 
     # -- leadership of __consumer_offsets partitions ------------------------------------
 
-    @classmethod
-    def from_config(
-        cls, config: Any, replica_manager: Any, metadata_cache: Any
-    ) -> GroupCoordinator:
-        """The coordinator of a broker, with the broker's group.* and offsets.* settings."""
-
-        def partition_count() -> int:
-            known = metadata_cache.topic_partitions(GROUP_METADATA_TOPIC)
-            return len(known) or config["offsets.topic.num.partitions"]
-
-        commit_timeout = int(config.originals.get("offsets.commit.timeout.ms", 5000))
-        manager = GroupMetadataManager(
-            replica_manager,
-            partition_count,
-            commit_timeout_ms=commit_timeout,
-            load_buffer_size=config["offsets.load.buffer.size"],
-        )
-        coordinator = cls(
-            manager,
-            min_session_timeout_ms=config["group.min.session.timeout.ms"],
-            max_session_timeout_ms=config["group.max.session.timeout.ms"],
-            initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-            max_group_size=config["group.max.size"],
-        )
-        replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
-        return coordinator
-
     def on_leadership_change(self, leaders: list[Any], resigned: list[Any]) -> None:
         """ReplicaManager callback: load the groups of `__consumer_offsets` partitions this
         broker now leads, drop those of partitions it no longer leads."""
