@@ -1,37 +1,49 @@
-"""Decode record batches column by column into Arrow record batches for Spark.
+"""Decode record batches into Arrow record batches for Spark, whole columns at a time.
 
 kt.storage's RecordBatch.records() builds one Record object per record, which the
-broker's tools want. Spark wants columns, so this module parses the v2 record format
-(laid out in kt/storage/record_batch.py) straight into per-column lists: one
-decompression and one loop per batch, no object per record, then one Arrow array per
-column. Legacy (magic 0/1) batches are rare and go through their Record objects.
+broker's tools want. Spark wants columns, so a ColumnBuilder keeps the decompressed
+records of many v2 batches side by side in one buffer and reads them all at once with
+kt.spark.record_arrays: one short Python step per record finds where each record
+starts, numpy reads every other field for all records together, and Arrow copies keys,
+values and headers out of the buffer by (start, length) with one `take` per column.
+Legacy (magic 0/1) batches are rare and go through their Record objects.
 
-Varints are zigzag-encoded, 7 bits a byte, low group first; the one- and two-byte
-cases, by far the most common for lengths and deltas, are decoded inline.
+The Arrow batches hold up to ROWS_PER_ARROW_BATCH rows: big enough that the fixed cost
+per batch (a few numpy and Arrow calls, one Arrow IPC message to the JVM) is small
+beside the rows, small enough that the JVM starts on the first batch while the next one
+is decoded.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kt.errors import CorruptRecordError
+import numpy as np
+
 from kt.storage import compression
 from kt.storage.batch_header import HEADER_SIZE
-from kt.storage.record_batch import CREATE_TIME, LOG_APPEND_TIME, read_zigzag_varint
-from kt.storage.records import Batch
+from kt.storage.record_batch import CREATE_TIME, LOG_APPEND_TIME
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-ROWS_PER_ARROW_BATCH = 32_768
+    from kt.spark.record_arrays import RecordArrays
+    from kt.storage.records import Batch
+
+ROWS_PER_ARROW_BATCH = 65_536
+BYTES_PER_ARROW_BATCH = 64 << 20  # decompressed records held before a flush
+
+# What a pending v2 batch keeps: one row of int64 per batch, these columns.
+SIZE, COUNT, BASE_OFFSET, TIMESTAMP, KIND, START, END = range(7)
 
 
 class ColumnBuilder:
-    """The rows of one topic-partition's offset range, accumulated as columns.
+    """The rows of one topic-partition's offset range, gathered as columns.
 
-    Invariants: every column list has one entry per row added since the last build();
-    only records with `start <= offset < end` are added; `header_offsets` has one more
-    entry than there are rows (Arrow list offsets) when headers are included.
+    Invariants: only records with `start <= offset < end` (the bounds when their batch
+    was added) come out; rows come out in the order their batches were added; pending
+    v2 batches are decoded together by flush(), so len() counts records, some of which
+    the bounds may still drop.
     """
 
     def __init__(self, topic: str, partition: int, start: int, end: int, schema: pa.Schema) -> None:
@@ -41,178 +53,182 @@ class ColumnBuilder:
         self.end = end
         self.schema = schema
         self.include_headers = "headers" in schema.names
-        self._reset()
-
-    def _reset(self) -> None:
-        self.offsets: list[int] = []
-        self.timestamps: list[int] = []
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.timestamp_types: list[int] = []
-        self.header_offsets: list[int] = [0]
-        self.header_keys: list[bytes] = []
-        self.header_values: list[bytes | None] = []
+        self._parts: list[pa.RecordBatch] = []  # decoded, waiting for flush()
+        self._pending: list[bytes | memoryview] = []  # each v2 batch's records
+        self._batches: list[tuple[int, ...]] = []  # SIZE, COUNT, ... END of each
+        self._records = 0
+        self._bytes = 0
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return self._records
+
+    @property
+    def full(self) -> bool:
+        """Enough is gathered for one Arrow batch: time to flush()."""
+        return self._records >= ROWS_PER_ARROW_BATCH or self._bytes >= BYTES_PER_ARROW_BATCH
 
     def add(self, batch: Batch) -> None:
-        """Append the records of `batch` that fall in [start, end)."""
-        before = len(self.offsets)
-        if batch.magic == 2:
-            self._add_v2(batch)
-            kind = LOG_APPEND_TIME if batch.header.is_log_append_time else CREATE_TIME
-        else:
-            self._add_legacy(batch)
-            kind = batch.timestamp_type
-        self.timestamp_types.extend([kind] * (len(self.offsets) - before))
-
-    def _add_legacy(self, batch: Batch) -> None:
-        for record in batch.records():
-            if self.start <= record.offset < self.end:
-                self.offsets.append(record.offset)
-                self.timestamps.append(record.timestamp)
-                self.keys.append(record.key)
-                self.values.append(record.value)
-                if self.include_headers:
-                    self.header_offsets.append(self.header_offsets[-1])
-
-    def _add_v2(self, batch: Batch) -> None:
+        """Take the records of `batch` that fall in [start, end)."""
+        if batch.magic != 2:
+            self._decode_pending()
+            self._parts.append(self._legacy(batch))
+            return
         h = batch.header
-        data = compression.decompress(
-            h.compression, memoryview(h.buf)[h.position + HEADER_SIZE : h.position + h.size]
-        )
-        base_ts = h.base_timestamp
-        append_time = h.max_timestamp if h.is_log_append_time else None
-        try:
-            end = self._parse(data, h.records_count, h.base_offset, base_ts, append_time)
-        except IndexError as e:
-            raise CorruptRecordError(f"record batch at {h.position} ends inside a record") from e
-        if end != len(data):
-            raise CorruptRecordError(f"record batch at {h.position}: bytes left after records")
+        records = memoryview(h.buf)[h.position + HEADER_SIZE : h.position + h.size]
+        if h.compression != compression.NONE:
+            records = compression.decompress(h.compression, records)
+        if h.is_log_append_time:  # every record takes the batch's max timestamp
+            timestamp, kind = h.max_timestamp, LOG_APPEND_TIME
+        else:
+            timestamp, kind = h.base_timestamp, CREATE_TIME
+        self._batches.append((len(records), h.records_count, h.base_offset, timestamp, kind,
+                              self.start, self.end))  # fmt: skip
+        self._pending.append(records)
+        self._records += h.records_count
+        self._bytes += len(records)
 
-    def _parse(
-        self, data: bytes, count: int, base_offset: int, base_ts: int, append_time: int | None
-    ) -> int:
-        """Parse `count` records of `data` into the columns; returns the position reached.
+    def flush(self) -> list[pa.RecordBatch]:
+        """What was added since the last flush, as one Arrow batch (none if no rows)."""
+        self._decode_pending()
+        parts = [p for p in self._parts if p.num_rows]
+        self._parts = []
+        self._records = 0
+        if len(parts) > 1:
+            import pyarrow as pa
 
-        Varints of one and two bytes (lengths, small deltas) are decoded inline: a call
-        per varint costs more than the rest of the record.
-        """
-        rd = read_zigzag_varint
-        lo, hi = self.start - base_offset, self.end - base_offset
-        offsets, timestamps, keys, values = self.offsets, self.timestamps, self.keys, self.values
-        headers = self.include_headers
-        pos = 0
-        for _ in range(count):
-            b = data[pos]
-            if b < 0x80:
-                length, pos = (b >> 1) ^ -(b & 1), pos + 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | data[pos + 1] << 7
-                length, pos = (u >> 1) ^ -(u & 1), pos + 2
-            else:
-                length, pos = rd(data, pos)
-            record_end = pos + length
-            ts_delta, pos = rd(data, pos + 1)  # + 1: the unused attributes byte
-            b = data[pos]
-            if b < 0x80:
-                delta, pos = (b >> 1) ^ -(b & 1), pos + 1
-            elif data[pos + 1] < 0x80:
-                u = (b & 0x7F) | data[pos + 1] << 7
-                delta, pos = (u >> 1) ^ -(u & 1), pos + 2
-            else:
-                delta, pos = rd(data, pos)
-            if not lo <= delta < hi:
-                pos = record_end
-                continue
-            for column in (keys, values):
-                b = data[pos]
-                if b < 0x80:
-                    size, pos = (b >> 1) ^ -(b & 1), pos + 1
-                elif data[pos + 1] < 0x80:
-                    u = (b & 0x7F) | data[pos + 1] << 7
-                    size, pos = (u >> 1) ^ -(u & 1), pos + 2
-                else:
-                    size, pos = rd(data, pos)
-                if size >= 0:
-                    column.append(data[pos : pos + size])
-                    pos += size
-                else:
-                    column.append(None)
-            offsets.append(base_offset + delta)
-            timestamps.append(append_time if append_time is not None else base_ts + ts_delta)
-            if headers:
-                pos = self._parse_headers(data, pos)
-            if pos > record_end:
-                raise CorruptRecordError(f"record at offset {base_offset + delta} overruns")
-            pos = record_end
-        return pos
+            parts = pa.Table.from_batches(parts, self.schema).combine_chunks().to_batches()
+        return parts
 
-    def _parse_headers(self, data: bytes, pos: int) -> int:
-        """One record's headers; keys stay bytes (Arrow checks their UTF-8 in bulk)."""
-        rd = read_zigzag_varint
-        keys, values = self.header_keys, self.header_values
-        b = data[pos]
-        if b == 0:  # no headers, the usual case: one byte
-            self.header_offsets.append(len(keys))
-            return pos + 1
-        count, pos = rd(data, pos)
-        for _ in range(count):
-            b = data[pos]
-            size, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else rd(data, pos)
-            keys.append(data[pos : pos + size])
-            pos += size
-            b = data[pos]
-            size, pos = ((b >> 1) ^ -(b & 1), pos + 1) if b < 0x80 else rd(data, pos)
-            if size >= 0:
-                values.append(data[pos : pos + size])
-                pos += size
-            else:
-                values.append(None)
-        self.header_offsets.append(len(keys))
-        return pos
+    # -- v2 ---------------------------------------------------------------------------
 
-    def build(self) -> pa.RecordBatch:
-        """The rows added so far as one Arrow record batch of `schema`; then starts over."""
+    def _decode_pending(self) -> None:
+        if not self._pending:
+            return
+        from kt.spark.record_arrays import PADDING, frame, parse
+
+        data = b"".join([*self._pending, PADDING])
+        meta = np.array(self._batches, np.int64).reshape(-1, END + 1)
+        self._pending, self._batches, self._bytes = [], [], 0
+        sizes, counts = meta[:, SIZE], meta[:, COUNT]
+        begins = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        spans = zip(begins.tolist(), sizes.tolist(), counts.tolist(), strict=True)
+        heads = frame(data, list(spans))
+        buf = np.frombuffer(data, np.uint8)
+        rec = parse(buf, heads, self.include_headers)
+
+        def per_record(column: int) -> np.ndarray:
+            return np.repeat(meta[:, column], counts)
+
+        offsets = per_record(BASE_OFFSET) + rec.offset_deltas
+        kinds = per_record(KIND)
+        stamps = per_record(TIMESTAMP)
+        timestamps = np.where(kinds == LOG_APPEND_TIME, stamps, stamps + rec.timestamp_deltas)
+        keep = (offsets >= per_record(START)) & (offsets < per_record(END))
         import pyarrow as pa
 
-        n = len(self.offsets)
-        schema = self.schema
-        millis = pa.array(self.timestamps, pa.int64())
-        columns = [
-            pa.array(self.keys, pa.binary()),
-            pa.array(self.values, pa.binary()),
-            pa.repeat(pa.scalar(self.topic, pa.string()), n),
-            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
-            pa.array(self.offsets, pa.int64()),
-            _millis_to_timestamp(millis, schema.field("timestamp").type),
-            pa.array(self.timestamp_types, pa.int32()),
-        ]
-        if self.include_headers:
-            columns.append(self._headers_array(schema.field("headers").type))
-        self._reset()
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        data_buffer = pa.py_buffer(data)
+        keys, values = _slices(data_buffer, [(rec.key_starts, rec.key_lengths),
+                                             (rec.value_starts, rec.value_lengths)])  # fmt: skip
+        headers = self._headers(data_buffer, rec) if self.include_headers else None
+        batch = self._assemble(keys, values, offsets, timestamps, kinds, headers)
+        if not keep.all():
+            batch = batch.filter(pa.array(keep))
+        self._parts.append(batch)
 
-    def _headers_array(self, list_type: pa.DataType) -> pa.Array:
+    def _headers(self, data: pa.Buffer, rec: RecordArrays) -> pa.Array:
         """Spark's headers column: a list of (key, value) structs, null for no headers."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        struct_type = list_type.value_type
+        list_type = self.schema.field("headers").type
+        keys, values = _slices(data, [
+            (rec.header_key_starts, rec.header_key_lengths),
+            (rec.header_value_starts, rec.header_value_lengths),
+        ])  # fmt: skip
         items = pa.StructArray.from_arrays(
-            [
-                pa.array(self.header_keys, pa.binary()).cast(pa.string()),
-                pa.array(self.header_values, pa.binary()),
-            ],
-            fields=list(struct_type),
+            [keys.cast(pa.string()), values], fields=list(list_type.value_type)
         )
-        ends = pa.array(self.header_offsets, pa.int32())
-        empty = pc.equal(ends[1:], ends[:-1])
-        return pa.ListArray.from_arrays(ends, items, type=list_type, mask=empty)
+        offsets = rec.header_offsets
+        empty = offsets[1:] == offsets[:-1]
+        return pa.ListArray.from_arrays(
+            pa.array(offsets.astype(np.int32)), items, type=list_type, mask=pa.array(empty)
+        )
+
+    # -- both -------------------------------------------------------------------------
+
+    def _assemble(
+        self,
+        keys: pa.Array,
+        values: pa.Array,
+        offsets: np.ndarray,
+        timestamps_ms: np.ndarray,
+        kinds: np.ndarray,
+        headers: pa.Array | None,
+    ) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        n = len(offsets)
+        timestamp_type = self.schema.field("timestamp").type
+        micros = pa.py_buffer(np.ascontiguousarray(timestamps_ms * 1000, np.int64))
+        columns = [
+            keys,
+            values,
+            pa.repeat(pa.scalar(self.topic, pa.string()), n),
+            pa.repeat(pa.scalar(self.partition, pa.int32()), n),
+            pa.array(np.ascontiguousarray(offsets, np.int64)),
+            pa.Array.from_buffers(timestamp_type, n, [None, micros]),
+            pa.array(kinds.astype(np.int32)),
+        ]
+        if self.include_headers:
+            columns.append(headers)
+        return pa.RecordBatch.from_arrays(columns, schema=self.schema)
+
+    # -- legacy -----------------------------------------------------------------------
+
+    def _legacy(self, batch: Batch) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        records = [r for r in batch.records() if self.start <= r.offset < self.end]
+        n = len(records)
+        headers = None
+        if self.include_headers:
+            headers = pa.nulls(n, self.schema.field("headers").type)
+        return self._assemble(
+            pa.array([r.key for r in records], pa.binary()),
+            pa.array([r.value for r in records], pa.binary()),
+            np.array([r.offset for r in records], np.int64),
+            np.array([r.timestamp for r in records], np.int64),
+            np.full(n, batch.timestamp_type, np.int64),
+            headers,
+        )
 
 
-def _millis_to_timestamp(millis: pa.Array, timestamp_type: pa.DataType) -> pa.Array:
-    import pyarrow.compute as pc
+def _slices(data: pa.Buffer, fields: list[tuple[np.ndarray, np.ndarray]]) -> list[pa.Array]:
+    """One binary array per (starts, lengths) field: data[start:start + length], null where
+    the length is negative.
 
-    return pc.multiply(millis, 1000).cast(timestamp_type)
+    The fields of all rows, taken in row order, must lie in ascending order in `data`:
+    then their bounds are the offsets of one binary array over `data` (the gaps between
+    fields are elements too), and each field is one Arrow `take` of its elements.
+    """
+    import pyarrow as pa
+
+    n, width = len(fields[0][0]), 2 * len(fields)
+    if n == 0:
+        return [pa.array([], pa.binary()) for _ in fields]
+    bounds = np.empty((n, width), np.int64)
+    for i, (starts, lengths) in enumerate(fields):
+        bounds[:, 2 * i] = starts
+        bounds[:, 2 * i + 1] = starts + np.maximum(lengths, 0)
+    large = int(bounds[-1, -1]) >= 1 << 31
+    bounds = bounds.ravel().astype(np.int64 if large else np.int32)
+    elements = pa.Array.from_buffers(
+        pa.large_binary() if large else pa.binary(), n * width - 1,
+        [None, pa.py_buffer(bounds), data],
+    )  # fmt: skip
+    out = []
+    for i, (_, lengths) in enumerate(fields):
+        where = np.arange(2 * i, n * width, width)
+        nulls = lengths < 0
+        taken = elements.take(pa.array(where, mask=nulls) if nulls.any() else pa.array(where))
+        out.append(taken.cast(pa.binary()) if large else taken)
+    return out

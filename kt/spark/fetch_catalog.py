@@ -24,7 +24,6 @@ from kt.client.admin import AdminClient
 from kt.client.client import KafkaClient
 from kt.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchedPartition, PartitionFetcher
 from kt.errors import KafkaError, error_for
-from kt.spark.columns import ROWS_PER_ARROW_BATCH, ColumnBuilder
 from kt.spark.offsets import EARLIEST, LATEST, TopicPartition
 from kt.spark.planning import DATA_LOSS_HINT, DataLossError, OffsetRange
 from kt.spark.transactions import AbortedTransactions, TransactionOutcomes
@@ -146,15 +145,16 @@ class FetchCatalog:
             self.bootstrap_servers, offsets.topic, offsets.partition, client_id=CLIENT_ID
         ) as fetcher:
             fetched = FetchedRange(fetcher, offsets, fail_on_data_loss)
+            from kt.spark.columns import ColumnBuilder  # numpy: on executors only
+
             builder = ColumnBuilder(offsets.topic, offsets.partition, offsets.start,
                                     offsets.end, schema)  # fmt: skip
             for batch in fetched.batches():
                 builder.start = fetched.first
                 builder.add(batch)
-                if len(builder) >= ROWS_PER_ARROW_BATCH:
-                    yield builder.build()
-            if len(builder):
-                yield builder.build()
+                if builder.full:
+                    yield from builder.flush()
+            yield from builder.flush()
 
 
 class FetchedRange:

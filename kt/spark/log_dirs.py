@@ -14,7 +14,6 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from kt.spark.columns import ROWS_PER_ARROW_BATCH, ColumnBuilder
 from kt.spark.offsets import SourceOptionError, TopicPartition
 from kt.spark.planning import DataLossError, OffsetRange
 from kt.spark.segment_reader import PartitionLog
@@ -132,10 +131,11 @@ class LogDirsCatalog:
                         "were deleted before they were read"
                     )
                 start = earliest
+            from kt.spark.columns import ColumnBuilder  # numpy: on executors only
+
             builder = ColumnBuilder(offsets.topic, offsets.partition, start, offsets.end, schema)
             for batch in log.batches(start, offsets.end):
                 builder.add(batch)
-                if len(builder) >= ROWS_PER_ARROW_BATCH:
-                    yield builder.build()
-            if len(builder):
-                yield builder.build()
+                if builder.full:
+                    yield from builder.flush()
+            yield from builder.flush()

@@ -77,8 +77,9 @@ class ExportResult:
 
 
 def check_spark_available() -> None:
-    """Raise SparkExportError saying what to install when pyspark/pyarrow or Java is missing."""
+    """Raise SparkExportError saying what to install when the spark extra or Java is missing."""
     try:
+        import numpy  # noqa: F401
         import pyarrow  # noqa: F401
         import pyspark  # noqa: F401
     except ImportError:
