@@ -104,3 +104,39 @@ def test_a_member_that_stops_heartbeating_is_removed(tmp_path):
         logs.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_commit_from_the_previous_generation_is_illegal_while_the_next_completes(tmp_path):
+    """Kafka checks the member and its generation before the group's state: a commit
+    sent in generation 1 that reaches the coordinator (queued behind the member's own
+    JoinGroup) once generation 2 is completing is ILLEGAL_GENERATION, a stranger's is
+    UNKNOWN_MEMBER_ID; only a member of generation 2 hears REBALANCE_IN_PROGRESS."""
+
+    async def scenario() -> None:
+        c, logs = coordinator_on(tmp_path)
+        await wait_loaded(c)
+        leader = (await join(c)).member_id
+        assert (await join(c, leader)).generation_id == 1
+        await c.sync_group("g", 1, leader, None, None, None, {leader: b"all"})
+        offsets = {("t", 0): OffsetAndMetadata(5, -1, "", 1)}
+
+        async def commit(member_id: str, generation_id: int) -> str:
+            errors = await group_admin.commit_offsets(c, "g", member_id, None,
+                                                      generation_id, offsets)  # fmt: skip
+            return errors[("t", 0)]
+
+        assert await commit(leader, 1) == "NONE"
+        # The leader rejoining a Stable group starts generation 2; alone, it completes at once.
+        assert (await join(c, leader)).generation_id == 2
+        assert group_admin.describe_group(c, "g").state == "CompletingRebalance"
+        assert await commit(leader, 1) == "ILLEGAL_GENERATION"
+        assert await commit("stranger", 2) == "UNKNOWN_MEMBER_ID"
+        assert await commit("", -1) == "UNKNOWN_MEMBER_ID"  # not a simple commit: members
+        assert await commit(leader, 2) == "REBALANCE_IN_PROGRESS"
+        await c.sync_group("g", 2, leader, None, None, None, {leader: b"all"})
+        assert await commit(leader, 2) == "NONE"
+        assert group_admin.fetch_offsets(c, "g", [("t", 0)]).offsets[("t", 0)].offset == 5
+        c.shutdown()
+        logs.shutdown()
+
+    asyncio.run(scenario())

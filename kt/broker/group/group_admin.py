@@ -76,19 +76,38 @@ async def commit_offsets(
 def _commit_precheck(
     group: GroupMetadata, member_id: str, instance_id: str | None, generation_id: int
 ) -> str:
+    """GroupCoordinator.validateOffsetCommit, then the state check of doCommitOffsets.
+
+    The member and its generation are checked before the state: a commit that a member
+    sent in generation N and that reaches the coordinator (queued behind the member's own
+    JoinGroup) once generation N+1 is completing is ILLEGAL_GENERATION, as in Kafka;
+    REBALANCE_IN_PROGRESS is for a member of the generation being completed."""
     if group.is_(GroupState.DEAD):
         return "COORDINATOR_NOT_AVAILABLE"
-    if group.is_static_member_fenced(member_id, instance_id):
-        return "FENCED_INSTANCE_ID"
     if generation_id < 0 and group.is_(GroupState.EMPTY):
         return "NONE"  # a simple commit: the group is not managed by the coordinator
+    if generation_id >= 0 or member_id or instance_id is not None:
+        error = _validate_current_member(group, member_id, instance_id)
+        if error != "NONE":
+            return error
+        if generation_id != group.generation_id:
+            return "ILLEGAL_GENERATION"
+    elif not group.is_(GroupState.EMPTY):
+        return "UNKNOWN_MEMBER_ID"  # only members commit to a group that has members
     if group.is_(GroupState.COMPLETING_REBALANCE):
         return "REBALANCE_IN_PROGRESS"
-    if member_id not in group.members:
-        return "UNKNOWN_MEMBER_ID"
-    if generation_id != group.generation_id:
-        return "ILLEGAL_GENERATION"
     return "NONE"
+
+
+def _validate_current_member(group: GroupMetadata, member_id: str, instance_id: str | None) -> str:
+    """GroupCoordinator.validateCurrentMember: a given group.instance.id must be known and
+    held by `member_id`; otherwise `member_id` must be a member."""
+    if instance_id is not None:
+        current = group.static_member_id(instance_id)
+        if current is None:
+            return "UNKNOWN_MEMBER_ID"
+        return "NONE" if current == member_id else "FENCED_INSTANCE_ID"
+    return "NONE" if member_id in group.members else "UNKNOWN_MEMBER_ID"
 
 
 # -- OffsetFetch -------------------------------------------------------------------------
