@@ -32,93 +32,10 @@ import json
 import struct
 from collections.abc import Callable
 
+from kt.protocol.schema_reader import SchemaReader
 from kt.storage.record_batch import Record
 
 Parsed = tuple[str | None, str | None]
-
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-
-
-class SchemaReader:
-    """Reads Kafka protocol types from bytes; `flexible` switches to compact encodings."""
-
-    def __init__(self, data: bytes, flexible: bool = False) -> None:
-        self.data = data
-        self.pos = 0
-        self.flexible = flexible
-
-    def _fixed(self, st: struct.Struct) -> int:
-        (value,) = st.unpack_from(self.data, self.pos)
-        self.pos += st.size
-        return value
-
-    def int8(self) -> int:
-        return self._fixed(_I8)
-
-    def int16(self) -> int:
-        return self._fixed(_I16)
-
-    def int32(self) -> int:
-        return self._fixed(_I32)
-
-    def int64(self) -> int:
-        return self._fixed(_I64)
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            b = self.data[self.pos]
-            self.pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
-
-    def _length(self, classic: struct.Struct) -> int:
-        return self.uvarint() - 1 if self.flexible else self._fixed(classic)
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self._length(_I32)
-        if n < 0:
-            return None
-        if self.pos + n > len(self.data):
-            raise ValueError("field runs past the end of the record")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return out
-
-    def bytes_(self) -> bytes:
-        out = self.nullable_bytes()
-        if out is None:
-            raise ValueError("non-nullable bytes field is null")
-        return out
-
-    def nullable_string(self) -> str | None:
-        n = self._length(_I16)
-        if n < 0:
-            return None
-        out = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return out
-
-    def string(self) -> str:
-        out = self.nullable_string()
-        if out is None:
-            raise ValueError("non-nullable string field is null")
-        return out
-
-    def array(self, item: Callable[[], object]) -> list | None:
-        n = self._length(_I32)
-        return None if n < 0 else [item() for _ in range(n)]
-
-    def tagged_fields(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.pos += self.uvarint()
 
 
 def _b64(data: bytes | None) -> str | None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from kt.protocol.schema_reader import SchemaReader
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -142,101 +144,53 @@ def group_metadata_value(v: GroupMetadataValue) -> bytes:
 # -- reading ----------------------------------------------------------------------------
 
 
-class _Reader:
-    """Kafka protocol types from a buffer; `flexible` switches to compact encodings."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-        self.flexible = False
-
-    def fixed(self, st: struct.Struct) -> int:
-        (value,) = st.unpack_from(self.data, self.pos)
-        self.pos += st.size
-        return value
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            b = self.data[self.pos]
-            self.pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError("field runs past the end of the record")
-        out = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return bytes(out)
-
-    def string(self) -> str | None:
-        n = self.uvarint() - 1 if self.flexible else self.fixed(_I16)
-        return None if n < 0 else self._take(n).decode()
-
-    def bytes_(self) -> bytes:
-        n = self.uvarint() - 1 if self.flexible else self.fixed(_I32)
-        return b"" if n < 0 else self._take(n)
-
-    def array_length(self) -> int:
-        return self.uvarint() - 1 if self.flexible else self.fixed(_I32)
-
-    def tagged_fields(self) -> None:
-        if self.flexible:
-            for _ in range(self.uvarint()):
-                self.uvarint()
-                self.pos += self.uvarint()
-
-
 def read_key(data: bytes) -> OffsetKey | GroupMetadataKey | None:
     """The key of a `__consumer_offsets` record; None for record types kt does not use
     (the consumer-group protocol's keys, version 3 and up)."""
-    r = _Reader(data)
-    version = r.fixed(_I16)
+    r = SchemaReader(data)
+    version = r.int16()
     if version in (0, 1):
-        group, topic = r.string() or "", r.string() or ""
-        return OffsetKey(group, topic, r.fixed(_I32))
+        group, topic = r.nullable_string() or "", r.nullable_string() or ""
+        return OffsetKey(group, topic, r.int32())
     if version == 2:
-        return GroupMetadataKey(r.string() or "")
+        return GroupMetadataKey(r.nullable_string() or "")
     return None
 
 
 def read_offset_value(data: bytes) -> OffsetAndMetadata:
-    r = _Reader(data)
-    version = r.fixed(_I16)
+    r = SchemaReader(data)
+    version = r.int16()
     if not 0 <= version <= 4:
         raise ValueError(f"Unknown offset message version {version}")
     r.flexible = version >= 4
-    offset = r.fixed(_I64)
-    epoch = r.fixed(_I32) if version >= 3 else -1
-    metadata = r.string() or ""
-    commit_ts = r.fixed(_I64)
-    expire_ts = r.fixed(_I64) if version == 1 else None
+    offset = r.int64()
+    epoch = r.int32() if version >= 3 else -1
+    metadata = r.nullable_string() or ""
+    commit_ts = r.int64()
+    expire_ts = r.int64() if version == 1 else None
     return OffsetAndMetadata(offset, epoch, metadata, commit_ts, expire_ts)
 
 
 def read_group_value(data: bytes) -> GroupMetadataValue:
-    r = _Reader(data)
-    version = r.fixed(_I16)
+    r = SchemaReader(data)
+    version = r.int16()
     if not 0 <= version <= 4:
         raise ValueError(f"Unknown group metadata message version {version}")
     r.flexible = version >= 4
-    value = GroupMetadataValue(r.string() or "", r.fixed(_I32), r.string(), r.string())
+    value = GroupMetadataValue(
+        r.nullable_string() or "", r.int32(), r.nullable_string(), r.nullable_string()
+    )
     if version >= 2:
-        value.current_state_timestamp = r.fixed(_I64)
+        value.current_state_timestamp = r.int64()
     for _ in range(max(0, r.array_length())):
-        member_id = r.string() or ""
-        instance_id = r.string() if version >= 3 else None
-        client_id, client_host = r.string() or "", r.string() or ""
-        session_timeout = rebalance_timeout = -1
-        if version >= 1:
-            rebalance_timeout = r.fixed(_I32)
-        session_timeout = r.fixed(_I32)
+        member_id = r.nullable_string() or ""
+        instance_id = r.nullable_string() if version >= 3 else None
+        client_id, client_host = r.nullable_string() or "", r.nullable_string() or ""
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
         if version == 0:
             rebalance_timeout = session_timeout
-        subscription, assignment = r.bytes_(), r.bytes_()
+        subscription, assignment = r.nullable_bytes() or b"", r.nullable_bytes() or b""
         r.tagged_fields()
         value.members.append(
             MemberRecord(
