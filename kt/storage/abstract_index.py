@@ -48,15 +48,24 @@ class AbstractIndex:
                 raise ValueError(f"Invalid max index size: {max_index_size}")
             os.ftruncate(self._fd, self._round(max_index_size))
         self.length = os.fstat(self._fd).st_size
-        self._mm: mmap.mmap | None = self._map(self.length)
         self.max_entries = self.length // self.entry_size
         self.entries = 0 if newly_created else self.max_entries
+        self._mm: mmap.mmap | None = self._map(self.length)
 
     def _round(self, size: int) -> int:
         return self.entry_size * (size // self.entry_size)
 
     def _map(self, length: int) -> mmap.mmap | None:
-        return mmap.mmap(self._fd, length) if length > 0 else None
+        """Map the file's first `length` bytes. Readahead is off where the file has room
+        past its entries (a new or regrown index, preallocated and sparse): the first
+        write there would read up to read_ahead_kb of holes into the page cache, which
+        with an 8 MiB setting stalls every new segment's first append for milliseconds."""
+        if length <= 0:
+            return None
+        mapped = mmap.mmap(self._fd, length)
+        if self.entries * self.entry_size < length:
+            mapped.madvise(mmap.MADV_RANDOM)
+        return mapped
 
     @property
     def mm(self) -> mmap.mmap:

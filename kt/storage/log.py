@@ -163,7 +163,6 @@ class Log(LogRetention):
         """
         view = memoryview(records)
         config = self.config
-        now = self.clock() if now_ms is None else now_ms
         parts, entries, producer_batches, info = validate_and_assign_offsets(
             view,
             self.name,
@@ -171,16 +170,16 @@ class Log(LogRetention):
             origin == ORIGIN_CLIENT,
             self.log_end_offset,
             leader_epoch,
-            now,
-            config.log_append_time,
+            # The clock is read for LogAppendTime only (the roll check reads it if it must).
+            (self.clock() if now_ms is None else now_ms) if config.log_append_time else None,
         )
         if not entries:
             return LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
             )
-        epochs = ((leader_epoch, info.first_offset),) if leader_epoch >= 0 else ()
-        roll_now = now if now_ms is None else None
-        return self._append(view, parts, entries, producer_batches, epochs, info, origin, roll_now)
+        new_epoch = leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch()
+        epochs = ((leader_epoch, info.first_offset),) if new_epoch else ()
+        return self._append(view, parts, entries, producer_batches, epochs, info, origin)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
@@ -208,13 +207,11 @@ class Log(LogRetention):
         epochs: Sequence[tuple[int, int]],
         info: LogAppendInfo,
         origin: str,
-        now: int | None = None,
     ) -> LogAppendInfo:
         """Roll if needed, check producer state, write `parts` (the bytes of `view` as they
         go to disk) with one writev. `producer_batches` lists (index in `entries`, header
         tuple) of batches with a producer id or control flag; `epochs` lists the (leader
-        epoch, start offset) pairs the append begins; `now` is the clock's reading for the
-        roll check (None: read it)."""
+        epoch, start offset) pairs the append may begin."""
         config = self.config
         valid_bytes = info.valid_bytes
         if valid_bytes > config.segment_bytes:
@@ -229,7 +226,7 @@ class Log(LogRetention):
             valid_bytes,
             info.max_timestamp,
             info.last_offset,
-            self.clock() if now is None else now,
+            self.clock,
             config.segment_ms,
             config.segment_bytes,
         ):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kt.config import LogConfig
@@ -182,7 +182,7 @@ class LogSegment:
             p.messages_size,
             p.max_timestamp_in_messages,
             p.max_offset_in_messages,
-            p.now,
+            lambda: p.now,
             p.max_segment_ms,
             p.max_segment_bytes,
         )
@@ -192,12 +192,14 @@ class LogSegment:
         messages_size: int,
         max_timestamp: int,
         max_offset: int,
-        now: int,
+        clock: Callable[[], int],
         max_segment_ms: int,
         max_segment_bytes: int,
     ) -> bool:
         """LogSegment.shouldRoll: the append would pass segment.bytes, the segment is older
-        than segment.ms (less jitter), an index is full, or offsets would overflow."""
+        than segment.ms (less jitter), an index is full, or offsets would overflow. Its
+        age counts from the first batch's max timestamp to `max_timestamp`, or from its
+        creation to `clock()` when that batch has none: only then is the clock read."""
         size = self.log.size
         if size > max_segment_bytes - messages_size:
             return True
@@ -206,7 +208,7 @@ class LogSegment:
             if first is None:
                 self._load_first_batch_timestamp()
                 first = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
-            if (max_timestamp - first if first >= 0 else now - self.created) > (
+            if (max_timestamp - first if first >= 0 else clock() - self.created) > (
                 max_segment_ms - self.roll_jitter_ms
             ):
                 return True

@@ -5,6 +5,7 @@ batch must follow. Records are never decoded here.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from crc32c import crc32c
@@ -23,6 +24,11 @@ from kt.storage.batch_header import (
     TRANSACTIONAL_MASK,
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
+
+# baseOffset, batchLength, partitionLeaderEpoch: the header up to magic. The leader writes
+# these 16 bytes anew before the client's bytes; the CRC covers neither offset nor epoch.
+OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
+assert OFFSET_LENGTH_EPOCH.size == MAGIC_OFFSET
 
 # A validated batch: (position in the append, size, v2 header tuple or None for legacy).
 ValidBatch = tuple[int, int, tuple | None]
@@ -154,17 +160,18 @@ def validate_and_assign_offsets(
     from_client: bool,
     first_offset: int,
     leader_epoch: int,
-    now: int,
-    log_append_time: bool,
+    log_append_time: int | None,
 ) -> tuple[list, list, list, LogAppendInfo]:
     """The leader's append: `validate_batches`, then give each batch its offsets, leader
-    epoch and (LogAppendTime) timestamp in a fresh 61-byte header, in one pass (Kafka's
-    validateMessagesAndAssignOffsets, on the batch level).
+    epoch and, on a LogAppendTime topic, the timestamp `log_append_time` (None for
+    CreateTime), in one pass (Kafka's validateMessagesAndAssignOffsets, on the batch
+    level).
 
-    The client's bytes after each header are not copied: the append writes
-    `parts` = [header, rest of batch, header, ...] with one writev. baseOffset and
-    partitionLeaderEpoch sit outside the CRC; LogAppendTime changes attributes and
-    maxTimestamp, so the CRC is then recomputed over the new header tail and the body.
+    The client's bytes are not copied: the append writes `parts` = [baseOffset,
+    batchLength and partitionLeaderEpoch anew, the client's batch from magic on, ...]
+    with one writev (the CRC covers neither offset nor epoch). LogAppendTime changes
+    attributes and maxTimestamp, so such a batch gets a new 61-byte header and a CRC
+    recomputed over the new header tail and the body.
     Returns (parts, entries (position, size, last offset, timestamp), producer batches
     (index in entries, header tuple as written), info); no entries for an empty append.
     """
@@ -173,7 +180,7 @@ def validate_and_assign_offsets(
     producer_batches: list = []
     offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
-    pack, unpack = HEADER.pack, HEADER.unpack_from
+    pack, unpack, pack_prefix = HEADER.pack, HEADER.unpack_from, OFFSET_LENGTH_EPOCH.pack
     while position < end:
         h = unpack(view, position) if end - position >= HEADER_SIZE else None
         if h is None or not (
@@ -193,18 +200,22 @@ def validate_and_assign_offsets(
         ):
             validate_client_batch(h, name)  # the rules one by one, for the message
         last_offset = offset + delta
-        body = view[position + HEADER_SIZE : position + size]
-        if log_append_time:
-            attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, now
-            unsigned = pack(0, 0, 0, 2, 0, attributes, delta, base_ts, now, pid, epoch, seq, count)
+        if log_append_time is None:
+            prefix = pack_prefix(offset, length, leader_epoch)
+            parts += (prefix, view[position + MAGIC_OFFSET : position + size])
+        else:
+            attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, log_append_time
+            body = view[position + HEADER_SIZE : position + size]
+            tail = (attributes, delta, base_ts, timestamp, pid, epoch, seq, count)
+            unsigned = pack(0, 0, 0, 2, 0, *tail)
             crc = crc32c(body, crc32c(memoryview(unsigned)[ATTRIBUTES_OFFSET:]))
-        header = pack(
-            offset, length, leader_epoch, 2, crc, attributes,
-            delta, base_ts, timestamp, pid, epoch, seq, count,
-        )  # fmt: skip
+            parts += (pack(offset, length, leader_epoch, 2, crc, *tail), body)
         if pid >= 0 or attributes & CONTROL_MASK:
-            producer_batches.append((len(entries), HEADER.unpack(header)))
-        parts += (header, body)
+            header = (
+                offset, length, leader_epoch, 2, crc, attributes,
+                delta, base_ts, timestamp, pid, epoch, seq, count,
+            )  # fmt: skip
+            producer_batches.append((len(entries), header))
         entries.append((position, size, last_offset, timestamp))
         num_records += count
         if timestamp > max_ts:
@@ -218,7 +229,7 @@ def validate_and_assign_offsets(
         offset - 1,
         max_ts,
         max_ts_offset,
-        now if log_append_time else NO_TIMESTAMP,
+        NO_TIMESTAMP if log_append_time is None else log_append_time,
         0,
         end,
         num_records,

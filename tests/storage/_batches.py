@@ -4,6 +4,7 @@ implementation of the format)."""
 from __future__ import annotations
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 TS = 1_700_000_000_000
 
@@ -31,4 +32,13 @@ def batch(
     )
     for i in range(count):
         builder.append(i, timestamp=ts + i * ts_step, key=None, value=b"v" * value_size, headers=[])
+    return bytes(builder.build())
+
+
+def legacy_message_set(magic: int, count: int, first_offset: int) -> bytes:
+    """`count` uncompressed magic 0 or 1 messages from `first_offset` (magic 0 has no
+    timestamps; magic 1's are TS, TS+1, ...)."""
+    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    for i in range(count):
+        builder.append(first_offset + i, TS + i if magic else None, None, b"legacy-%d" % i)
     return bytes(builder.build())

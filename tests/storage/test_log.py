@@ -12,7 +12,7 @@ from kt.errors import KafkaError
 from kt.storage.batch_header import BatchHeader, iter_headers
 from kt.storage.file_records import FileSlice
 from kt.storage.log import Log
-from tests.storage._batches import TS, batch
+from tests.storage._batches import TS, batch, legacy_message_set
 
 
 class Clock:
@@ -149,6 +149,26 @@ def test_rolls_on_segment_ms_by_record_timestamps(tmp_path, clock):
     log.append_as_leader(batch(1, ts=TS), leader_epoch=0)
     log.append_as_leader(batch(1, ts=TS + 1000), leader_epoch=0)  # not more than segment.ms
     log.append_as_leader(batch(1, ts=TS + 1001), leader_epoch=0)
+    assert segment_files(log) == [f"{0:020d}.log", f"{2:020d}.log"]
+    log.close()
+
+
+def test_segment_ms_counts_by_record_timestamps_not_the_clock(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_ms=1000)
+    log.append_as_leader(batch(1, ts=TS), leader_epoch=0)
+    clock.now += 10_000  # the segment is old by the clock, young by its records
+    log.append_as_leader(batch(1, ts=TS + 1000), leader_epoch=0)
+    assert segment_files(log) == [f"{0:020d}.log"]
+    log.close()
+
+
+def test_rolls_on_segment_ms_by_the_clock_when_records_have_no_timestamp(tmp_path, clock):
+    log = open_log(tmp_path, clock, segment_ms=1000)
+    log.append_as_follower(legacy_message_set(0, 1, 0))  # magic 0: no timestamp
+    clock.now += 1000
+    log.append_as_follower(legacy_message_set(0, 1, 1))  # not more than segment.ms
+    clock.now += 1
+    log.append_as_follower(legacy_message_set(0, 1, 2))
     assert segment_files(log) == [f"{0:020d}.log", f"{2:020d}.log"]
     log.close()
 

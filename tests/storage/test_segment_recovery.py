@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kt.config import LogConfig
 from kt.storage import segment_recovery
@@ -18,7 +17,7 @@ from kt.storage.log import Log
 from kt.storage.offset_index import OffsetIndex
 from kt.storage.producer_state import ProducerStateManager
 from kt.storage.time_index import TimeIndex
-from tests.storage._batches import TS, batch
+from tests.storage._batches import TS, batch, legacy_message_set
 
 CONFIG = LogConfig(index_interval_bytes=100)
 # Values from 10 to 1500 bytes: batches from ~80 bytes to ~1.6 KB, many larger than
@@ -84,13 +83,6 @@ def test_corrupt_batch_larger_than_the_buffer_ends_the_log(tmp_path, small_reads
     reopened = Log(log.dir, CONFIG)
     assert reopened.log_end_offset == 6 and os.path.getsize(path) == fourth
     reopened.close()
-
-
-def legacy_message_set(magic: int, count: int, first_offset: int) -> bytes:
-    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
-    for i in range(count):
-        builder.append(first_offset + i, TS + i if magic else None, None, b"legacy-%d" % i)
-    return bytes(builder.build())
 
 
 @pytest.mark.parametrize("magic", [0, 1])
