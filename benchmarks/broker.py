@@ -238,7 +238,9 @@ def librdkafka_consume(bootstrap: str, records: int) -> float:
     """Seconds for a librdkafka consumer to read `records` from offset 0, its session
     set-up excluded: timing starts when the first messages arrive (librdkafka spends a
     few hundred ms on its own timers before the first Fetch), and the time is scaled to
-    all `records`."""
+    all `records`. A run in which librdkafka's pre-fetch queue passes queued.min.messages
+    (100000) also holds its next Fetch for fetch.queue.backoff.ms (1 s): that client
+    timer, not the broker, is then most of the time measured."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
                          "enable.auto.commit": False})  # fmt: skip
     consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
@@ -289,10 +291,12 @@ def fetch_loop(port: int, records: int) -> float:
     """Seconds for a consumer's Fetch loop to read `records` from offset 0.
 
     Fetch v12 with librdkafka's default sizes (1 MiB per partition, 50 MiB per
-    response), one request in flight, each response read whole into memory and its
-    batches walked by header to find the next offset (no record decoding): what the
-    broker serves, without a client library's per-record cost on top.
+    response), one request in flight, each response read whole into one receive buffer
+    that is reused (as the raw reader reuses its own) and its batches walked by header
+    to find the next offset (no record decoding): what the broker serves, without a
+    client library's per-record cost on top.
     """
+    receive = ReceiveBuffer()
     with socket.create_connection(("127.0.0.1", port)) as sock:
         offset, start = 0, time.perf_counter()
         while offset < records:
@@ -303,26 +307,33 @@ def fetch_loop(port: int, records: int) -> float:
                                                 partition_max_bytes=1 << 20)])],
             )  # fmt: skip
             sock.sendall(encode_request(ApiKey.FETCH, 12, offset, "bench", request))
-            _, body = decode_response(ApiKey.FETCH, 12, recv_frame(sock))
+            _, body = decode_response(ApiKey.FETCH, 12, receive.frame(sock))
             batches = list(iter_headers(body.responses[0].partitions[0].records))
             offset = batches[-1].next_offset
         return time.perf_counter() - start
 
 
-def recv_frame(sock: socket.socket) -> memoryview:
-    size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-    return memoryview(recv_exactly(sock, size))
+class ReceiveBuffer:
+    """Reads size-prefixed frames into one buffer, grown when a frame is larger."""
 
+    def __init__(self) -> None:
+        self.buf = bytearray(1 << 20)
 
-def recv_exactly(sock: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
-        chunk = sock.recv_into(view[got:])
-        if not chunk:
-            raise RuntimeError("connection closed")
-        got += chunk
-    return buf
+    def frame(self, sock: socket.socket) -> memoryview:
+        """The next frame, a view into the buffer that the next call overwrites."""
+        size = struct.unpack(">i", self.read(sock, 4))[0]
+        return self.read(sock, size)
+
+    def read(self, sock: socket.socket, n: int) -> memoryview:
+        if len(self.buf) < n:
+            self.buf = bytearray(n)
+        view, got = memoryview(self.buf)[:n], 0
+        while got < n:
+            chunk = sock.recv_into(view[got:])
+            if not chunk:
+                raise RuntimeError("connection closed")
+            got += chunk
+        return view
 
 
 def bench_consume(records: int, repeat: int, work: Path) -> None:

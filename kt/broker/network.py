@@ -1,12 +1,19 @@
 """The broker's network layer: accept connections, frame requests, answer in order.
 
-Kafka's SocketServer in one asyncio event loop. Per connection:
+Kafka's SocketServer on the asyncio event loop, driving the loop's selector directly
+(add_reader/add_writer on non-blocking sockets) the way Kafka's Processor drives its NIO
+selector. Per connection, a KafkaChannel:
 - requests are read ahead as they arrive (clients pipeline them), split into frames by
-  the sans-io `FrameReader`, and handled one at a time: like Kafka's muted channel, the
-  next request of a connection starts only after the previous response was queued, so
-  responses go out in request order;
-- a response is a list of parts: bytes are written to the transport, file slices of
-  segments go out with sendfile (zero-copy Fetch);
+  the sans-io `FrameReader`, and handled one at a time by the channel's task: like
+  Kafka's muted channel, the next request starts only after the previous response went
+  to the socket, so responses go out in request order; reading pauses while more than
+  `MAX_QUEUED_BYTES` of requests wait;
+- a response is a list of parts: bytes go out with send, file slices of segments with
+  os.sendfile (zero copy), written at once for as long as the socket takes them. Only a
+  full socket makes the channel wait, and each writable event continues the response
+  in a plain callback: no task switch and no selector change per chunk (asyncio's
+  loop.sendfile takes several loop iterations for every chunk, and a Fetch response of
+  1 MiB is several chunks through a 100 KiB socket.send.buffer.bytes);
 - a malformed frame closes that connection and is logged; nothing else happens.
 """
 
@@ -14,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kt.errors import ProtocolError
 from kt.protocol import FrameReader
@@ -24,6 +34,9 @@ from kt.protocol import FrameReader
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 256 * 1024
+MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
+BACKLOG = 100  # asyncio.start_server's default
+_BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
 @dataclass
@@ -51,54 +64,49 @@ class SocketServer:
     max_request_bytes: int = 104857600
     send_buffer_bytes: int = 102400
     receive_buffer_bytes: int = 102400
-    _server: asyncio.base_events.Server | None = field(default=None, init=False)
+    _listeners: list[socket.socket] = field(default_factory=list, init=False)
+    _acceptors: list[asyncio.Task] = field(default_factory=list, init=False)
     _connections: set[asyncio.Task] = field(default_factory=set, init=False)
     _next_id: int = field(default=0, init=False)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, reuse_address=True, limit=READ_CHUNK
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        self._listeners = bind_listeners(self.host, self.port)
+        self.port = self._listeners[0].getsockname()[1]
+        self._acceptors = [loop.create_task(self._accept(s)) for s in self._listeners]
 
     @property
     def bound_port(self) -> int:
         return self.port
 
     async def stop(self) -> None:
-        """Stop accepting, let in-flight requests finish, then close every connection."""
-        if self._server is not None:
-            self._server.close()
+        """Stop accepting, then end every connection (a request being handled is cancelled)."""
+        for task in self._acceptors:
+            task.cancel()
+        await asyncio.gather(*self._acceptors, return_exceptions=True)
+        for sock in self._listeners:
+            sock.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        self._next_id += 1
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]))
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, peer = await loop.sock_accept(listener)
+            except OSError as e:  # out of descriptors, or a connection reset while queued
+                log.warning("accept failed on %s: %s", listener.getsockname(), e)
+                await asyncio.sleep(0.1)
+                continue
+            self._next_id += 1
             self._tune(sock)
-        try:
-            await self._connection_loop(reader, writer, ctx)
-        except ProtocolError as e:
-            log.warning("closing connection from %s:%s: %s", ctx.client_host, ctx.client_port, e)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:
-            log.exception("unexpected error on connection from %s", ctx.client_host)
-        finally:
-            self._connections.discard(task)
-            writer.close()
+            channel = KafkaChannel(loop, sock, self.max_request_bytes)
+            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]))
+            task = loop.create_task(self._serve(channel, ctx))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
 
     def _tune(self, sock: socket.socket) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -107,52 +115,200 @@ class SocketServer:
         if self.receive_buffer_bytes > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
 
-    async def _connection_loop(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ctx: RequestContext
-    ) -> None:
-        frames = FrameReader(self.max_request_bytes)
-        loop = asyncio.get_running_loop()
-        while True:
-            data = await reader.read(READ_CHUNK)
-            if not data:
-                return
-            for frame in frames.feed(data):
+    async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
+        try:
+            while (frame := await channel.next_request()) is not None:
                 parts = await self.handler(frame, ctx)
-                if parts:
-                    await write_parts(loop, writer, parts)
-            frames.raise_pending()
+                if parts and (sent := channel.send(parts)) is not None:
+                    await sent
+        except ProtocolError as e:
+            log.warning("closing connection from %s:%s: %s", ctx.client_host, ctx.client_port, e)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        except Exception:
+            log.exception("unexpected error on connection from %s", ctx.client_host)
+        finally:
+            channel.close()
 
 
-async def write_parts(
-    loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, parts: list[object]
-) -> None:
-    """Write a response: bytes as they are, file slices with sendfile (zero copy)."""
-    pending: list[bytes] = []
-    for part in parts:
-        if isinstance(part, bytes | bytearray | memoryview):
-            pending.append(part)  # type: ignore[arg-type]
-            continue
-        if pending:
-            writer.writelines(pending)
-            pending = []
-        await writer.drain()
-        await send_file_slice(loop, writer, part)
-    if pending:
-        writer.writelines(pending)
-    await writer.drain()
+def bind_listeners(host: str, port: int) -> list[socket.socket]:
+    """Non-blocking listening sockets on every address `host` resolves to."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    listeners: list[socket.socket] = []
+    try:
+        for family, type_, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, type_, proto)
+            listeners.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in listeners:
+            sock.close()
+        raise
+    return listeners
 
 
-async def send_file_slice(
-    loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, part: object
-) -> None:
-    """Send a FileSlice (file, position, size) with os.sendfile through the transport.
+class _FileRange:
+    """What is left to send of a file slice."""
 
-    If the segment shrank underneath (a truncation raced the read), pad with zeros so
-    the frame keeps its announced size: the client drops the partial batch it sees.
+    __slots__ = ("fd", "position", "size")
+
+    def __init__(self, part: Any) -> None:
+        self.fd: int = part.file.fileno()
+        self.position: int = part.position
+        self.size: int = len(part)
+
+
+class KafkaChannel:
+    """One client connection on the event loop's selector.
+
+    Invariants: the socket is registered for reading unless reading ended or is paused
+    (more than MAX_QUEUED_BYTES of requests wait); it is registered for writing only
+    while a response is partly sent, and then `_sent` is the future of that response.
     """
-    file = part.file  # type: ignore[attr-defined]
-    position = part.position  # type: ignore[attr-defined]
-    size = len(part)  # type: ignore[arg-type]
-    sent = await loop.sendfile(writer.transport, file, position, size, fallback=True)
-    if sent < size:
-        writer.write(bytes(size - sent))
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, max_bytes: int):
+        self._loop = loop
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._frames = FrameReader(max_bytes)
+        self._requests: deque[memoryview] = deque()
+        self._queued_bytes = 0
+        self._reading = True
+        self._end: BaseException | None = None  # why reading ended, once it has
+        self._waiter: asyncio.Future[None] | None = None
+        self._out: deque[memoryview | _FileRange] = deque()
+        self._sent: asyncio.Future[None] | None = None
+        self._closed = False
+        loop.add_reader(self._fd, self._on_readable)
+
+    # -- requests ---------------------------------------------------------------------
+
+    async def next_request(self) -> memoryview | None:
+        """The next request frame; None once the client closed its side. Raises the
+        ProtocolError of a malformed frame after the frames that came before it."""
+        while not self._requests:
+            if self._end is not None:
+                if isinstance(self._end, EOFError):
+                    return None
+                raise self._end
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        frame = self._requests.popleft()
+        self._queued_bytes -= len(frame)
+        if not self._reading and self._end is None and self._queued_bytes <= READ_CHUNK:
+            self._reading = True
+            self._loop.add_reader(self._fd, self._on_readable)
+        return frame
+
+    def _on_readable(self) -> None:
+        try:
+            data = self._sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            return self._stop_reading(e)
+        if not data:
+            return self._stop_reading(EOFError())
+        try:
+            frames = self._frames.feed(data)
+        except ProtocolError as e:
+            return self._stop_reading(e)
+        for frame in frames:
+            self._requests.append(frame)
+            self._queued_bytes += len(frame)
+        try:
+            self._frames.raise_pending()
+        except ProtocolError as e:
+            return self._stop_reading(e)
+        if self._queued_bytes > MAX_QUEUED_BYTES:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+        self._wake()
+
+    def _stop_reading(self, end: BaseException) -> None:
+        self._end = end
+        if self._reading:
+            self._reading = False
+            self._loop.remove_reader(self._fd)
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    # -- responses --------------------------------------------------------------------
+
+    def send(self, parts: list[object]) -> asyncio.Future[None] | None:
+        """Start writing a response; None when it all went out at once, else a future
+        that completes when the rest has."""
+        out = self._out
+        for part in parts:
+            if not len(part):  # type: ignore[arg-type]
+                continue
+            out.append(memoryview(part) if isinstance(part, _BYTES_LIKE) else _FileRange(part))
+        if self._write_some():
+            return None
+        self._sent = self._loop.create_future()
+        self._loop.add_writer(self._fd, self._on_writable)
+        return self._sent
+
+    def _write_some(self) -> bool:
+        """Write what the socket takes; True when nothing is left."""
+        out = self._out
+        try:
+            while out:
+                part = out[0]
+                if isinstance(part, memoryview):
+                    n = self._sock.send(part)
+                    if n < len(part):
+                        out[0] = part[n:]
+                        continue
+                else:
+                    n = os.sendfile(self._fd, part.fd, part.position, part.size)
+                    if n == 0:  # the segment shrank underneath (a truncation raced the
+                        # read): pad so the frame keeps its announced size; the client
+                        # drops the partial batch it sees
+                        out[0] = memoryview(bytes(part.size))
+                        continue
+                    part.position += n
+                    part.size -= n
+                    if part.size:
+                        continue
+                out.popleft()
+        except (BlockingIOError, InterruptedError):
+            return False
+        return True
+
+    def _on_writable(self) -> None:
+        sent = self._sent
+        try:
+            done = self._write_some()
+        except OSError as e:
+            done = True
+            if sent is not None and not sent.done():
+                sent.set_exception(e)
+        if done:
+            self._loop.remove_writer(self._fd)
+            self._sent = None
+            if sent is not None and not sent.done():
+                sent.set_result(None)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._loop.remove_reader(self._fd)
+        self._loop.remove_writer(self._fd)
+        for future in (self._waiter, self._sent):
+            if future is not None and not future.done():
+                future.cancel()
+        self._out.clear()
+        self._sock.close()
