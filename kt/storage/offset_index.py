@@ -63,6 +63,13 @@ class OffsetIndex(AbstractIndex):
             return self.base_offset, 0
         return self.entry(slot)
 
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at a position <= `position`, else (base, 0)."""
+        slot = self._largest_lower_bound(position, self._position)
+        if slot == -1:
+            return self.base_offset, 0
+        return self.entry(slot)
+
     def append(self, offset: int, position: int) -> None:
         entries = self.entries
         relative = offset - self.base_offset

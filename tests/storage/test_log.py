@@ -65,7 +65,7 @@ def test_read_returns_a_file_slice_for_sendfile(tmp_path, clock):
     assert isinstance(info.records, FileSlice)
     assert (info.records.position, len(info.records)) == (sizes[0], sizes[1])
     assert os.fstat(info.records.fileno()).st_size == sum(sizes)
-    partial = log.read(3, 1, min_one_message=False)  # Kafka sends the cut batch; clients drop it
+    partial = log.read(3, 1, min_one_message=False)  # a cut first batch: sent cut, as Kafka
     assert len(partial.records) == 1 and partial.first_entry_incomplete
     assert log.read(2, 1 << 20, max_offset=4).records.read_bytes()[8:12]  # stops at offset 4
     assert len(log.read(2, 1 << 20, max_offset=4).records) == sizes[0] + sizes[1] - sizes[0]
@@ -74,6 +74,21 @@ def test_read_returns_a_file_slice_for_sendfile(tmp_path, clock):
         with pytest.raises(KafkaError) as info:
             log.read(bad, 100)
         assert info.value.name == "OFFSET_OUT_OF_RANGE"
+    log.close()
+
+
+def test_a_read_cut_inside_a_later_batch_ends_at_the_last_whole_batch(tmp_path, clock):
+    # Index entries every 100 bytes, so the search for the last whole batch starts from
+    # an index entry at or before the cut, not only from the read's start.
+    log = open_log(tmp_path, clock, index_interval_bytes=100)
+    for count in (1, 3, 2, 5, 1, 4, 2, 3):
+        log.append_as_leader(batch(count), leader_epoch=0)
+    bounds = [h.position + h.size for h in iter_headers(log.read(0, 1 << 20).records.read_bytes())]
+    start = bounds[0]  # the read starts at offset 1, the second batch
+    for max_bytes in range(bounds[1] - start, bounds[-1] - start + 10):
+        records = log.read(1, max_bytes).records
+        expected = max(b for b in bounds if b - start <= max_bytes) - start
+        assert (records.position, len(records)) == (start, expected), max_bytes
     log.close()
 
 
