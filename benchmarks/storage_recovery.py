@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from crc32c import crc32c  # noqa: E402
+from crc32c_rs import crc32c  # noqa: E402  (the implementation kt.storage uses)
 
 from benchmarks.storage_append import make_batch  # noqa: E402
 from kt.config import LogConfig  # noqa: E402

@@ -33,7 +33,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.errors import CorruptRecordError
 

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.errors import KafkaError
 from kt.storage import names

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.errors import CorruptRecordError
 from kt.storage import compression

@@ -21,7 +21,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.storage.batch_header import (
     ATTRIBUTES_OFFSET,
