@@ -55,7 +55,9 @@ class FrameReader:
                     break
                 if end - pos - 4 < size:
                     break
-                frames.append(memoryview(view[pos + 4 : pos + 4 + size].tobytes()))
+                # Each frame is a copy of its own, writable: the request owns it, and the
+                # log patches a Produce request's batch headers in place, as Kafka does.
+                frames.append(memoryview(bytearray(view[pos + 4 : pos + 4 + size])))
                 pos += 4 + size
         if self._error is not None:
             self._buffer = bytearray()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.errors import CorruptRecordError, KafkaError
 from kt.storage.batch_header import (
@@ -167,11 +167,13 @@ def validate_and_assign_offsets(
     CreateTime), in one pass (Kafka's validateMessagesAndAssignOffsets, on the batch
     level).
 
-    The client's bytes are not copied: the append writes `parts` = [baseOffset,
-    batchLength and partitionLeaderEpoch anew, the client's batch from magic on, ...]
-    with one writev (the CRC covers neither offset nor epoch). LogAppendTime changes
-    attributes and maxTimestamp, so such a batch gets a new 61-byte header and a CRC
-    recomputed over the new header tail and the body.
+    The client's bytes are not copied. A writable `view` (the broker's request buffer,
+    which the request owns) is patched in place, as Kafka patches its request buffer,
+    and `parts` is [view]: one write. A read-only one stays as it is: `parts` =
+    [baseOffset, batchLength and partitionLeaderEpoch anew, the client's batch from
+    magic on, ...] for one writev (the CRC covers neither offset nor epoch).
+    LogAppendTime changes attributes and maxTimestamp, so such a batch gets a new
+    61-byte header and a CRC recomputed over the new header tail and the body.
     Returns (parts, entries (position, size, last offset, timestamp), producer batches
     (index in entries, header tuple as written), info); no entries for an empty append.
     """
@@ -181,6 +183,7 @@ def validate_and_assign_offsets(
     offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
     pack, unpack, pack_prefix = HEADER.pack, HEADER.unpack_from, OFFSET_LENGTH_EPOCH.pack
+    patch_prefix = None if view.readonly else OFFSET_LENGTH_EPOCH.pack_into
     while position < end:
         h = unpack(view, position) if end - position >= HEADER_SIZE else None
         if h is None or not (
@@ -201,15 +204,22 @@ def validate_and_assign_offsets(
             validate_client_batch(h, name)  # the rules one by one, for the message
         last_offset = offset + delta
         if log_append_time is None:
-            prefix = pack_prefix(offset, length, leader_epoch)
-            parts += (prefix, view[position + MAGIC_OFFSET : position + size])
+            if patch_prefix is not None:
+                patch_prefix(view, position, offset, length, leader_epoch)
+            else:
+                prefix = pack_prefix(offset, length, leader_epoch)
+                parts += (prefix, view[position + MAGIC_OFFSET : position + size])
         else:
             attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, log_append_time
             body = view[position + HEADER_SIZE : position + size]
             tail = (attributes, delta, base_ts, timestamp, pid, epoch, seq, count)
             unsigned = pack(0, 0, 0, 2, 0, *tail)
             crc = crc32c(body, crc32c(memoryview(unsigned)[ATTRIBUTES_OFFSET:]))
-            parts += (pack(offset, length, leader_epoch, 2, crc, *tail), body)
+            new_header = pack(offset, length, leader_epoch, 2, crc, *tail)
+            if patch_prefix is not None:
+                view[position : position + HEADER_SIZE] = new_header
+            else:
+                parts += (new_header, body)
         if pid >= 0 or attributes & CONTROL_MASK:
             header = (
                 offset, length, leader_epoch, 2, crc, attributes,
@@ -224,6 +234,8 @@ def validate_and_assign_offsets(
             codec = attributes & CODEC_MASK
         offset = last_offset + 1
         position += size
+    if patch_prefix is not None:
+        parts.append(view)  # patched in place: the whole append is one write
     info = LogAppendInfo(
         first_offset,
         offset - 1,

@@ -1,5 +1,6 @@
-"""The leader's append path: offsets assigned in new headers written with the client's
-bytes by one writev, the client's buffer left alone, whole appends refused."""
+"""The leader's append path: offsets assigned in the headers, a writable buffer (the
+broker's request) patched in place and written with one write, a read-only one left
+alone and written with new header bytes by one writev; whole appends refused."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ def test_several_batches_in_one_append_get_offsets_and_the_callers_bytes_stay(tm
     sent = batch(2) + batch(3, ts=TS + 100) + batch(1, ts=TS + 50)
     records = wrap(sent)
     info = log.append_as_leader(records, leader_epoch=7)
-    assert bytes(records) == sent  # never patched in place
+    if isinstance(records, bytearray):  # patched in place into exactly what was written
+        assert bytes(records) == log_bytes(log)[len(batch(1)) :] != sent
+    else:
+        assert bytes(records) == sent  # read-only: left alone
     assert (info.first_offset, info.last_offset, info.num_records) == (1, 6, 6)
     assert (info.max_timestamp, info.offset_of_max_timestamp) == (TS + 102, 5)
     assert info.valid_bytes == len(sent)
@@ -48,9 +52,10 @@ def test_several_batches_in_one_append_get_offsets_and_the_callers_bytes_stay(tm
     log.close()
 
 
-def test_log_append_time_rechecksums_every_batch_of_an_append(tmp_path):
+@pytest.mark.parametrize("wrap", [bytes, bytearray])
+def test_log_append_time_rechecksums_every_batch_of_an_append(tmp_path, wrap):
     log = Log(str(tmp_path / "t-0"), LogConfig(message_timestamp_type="LogAppendTime"))
-    info = log.append_as_leader(batch(2) + batch(1), leader_epoch=0, now_ms=TS + 9000)
+    info = log.append_as_leader(wrap(batch(2) + batch(1)), leader_epoch=0, now_ms=TS + 9000)
     headers = list(iter_headers(log_bytes(log)))
     assert [(h.is_log_append_time, h.max_timestamp, h.is_valid()) for h in headers] == [
         (True, TS + 9000, True),
@@ -83,9 +88,13 @@ def test_an_empty_append_writes_nothing(tmp_path):
     log.close()
 
 
-def test_append_parts_writes_everything_past_a_short_writev(tmp_path, monkeypatch):
+def test_append_parts_writes_everything_past_a_short_write(tmp_path, monkeypatch):
     records = FileRecords.open(str(tmp_path / "0.log"))
-    real_writev = os.writev
+    real_write, real_writev = os.write, os.writev
+    monkeypatch.setattr(file_records.os, "write", lambda fd, data: real_write(fd, data[:2]))
+    assert records.append_parts([memoryview(b"0123456")], 7) == 7  # one part: write
+    assert records.read(0, 100) == b"0123456"
+    monkeypatch.undo()
 
     def first_part_only(fd: int, parts) -> int:
         return real_writev(fd, parts[:1])
@@ -94,5 +103,5 @@ def test_append_parts_writes_everything_past_a_short_writev(tmp_path, monkeypatc
     assert records.append_parts([b"abc", memoryview(b"defgh"), b"ij"], 10) == 10
     monkeypatch.setattr(file_records, "_IOV_MAX", 2)  # more parts than one writev takes
     records.append_parts([b"k", b"l", b"mn"], 4)
-    assert records.size == 14 and records.read(0, 100) == b"abcdefghijklmn"
+    assert records.size == 21 and records.read(7, 100) == b"abcdefghijklmn"
     records.close()
