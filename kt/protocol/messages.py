@@ -1,6 +1,6 @@
 """Message classes: one plain class per Kafka request/response and per nested struct.
 
-Built once at import from the schema table (kt/protocol/schemas_generated.py), not per
+Built once at import from the schema table (kt/protocol/schemas/), not per
 version: a class carries every field of every version, and the codec of a version
 reads and writes the fields that exist in it (the others keep their defaults).
 
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from kt.protocol.schema import PRIMITIVES, Field, MessageSchema
-from kt.protocol.schemas_generated import SCHEMAS
+from kt.protocol.schemas import SCHEMAS
 from kt.protocol.types import ZERO_UUID
 
 
