@@ -162,8 +162,10 @@ class Log(LogRetention):
         RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
         view = memoryview(records)
+        if view.readonly:  # headers are patched in place: a copy of a caller's own bytes
+            view = memoryview(bytearray(view))
         config = self.config
-        parts, entries, producer_batches, info = validate_and_assign_offsets(
+        entries, producer_batches, info = validate_and_assign_offsets(
             view,
             self.name,
             config.max_message_bytes,
@@ -177,9 +179,8 @@ class Log(LogRetention):
             return LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
             )
-        new_epoch = leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch()
-        epochs = ((leader_epoch, info.first_offset),) if new_epoch else ()
-        return self._append(view, parts, entries, producer_batches, epochs, info, origin)
+        epochs = ((leader_epoch, info.first_offset),) if leader_epoch >= 0 else ()
+        return self._append(view, entries, producer_batches, epochs, info, origin)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
@@ -194,22 +195,19 @@ class Log(LogRetention):
                 f"Unexpected offset in append to {self.name}. First offset {info.first_offset} "
                 f"is less than the next offset {self.log_end_offset}.",
             )
-        return self._append(
-            view, [view], entries, producer_batches, epochs, info, ORIGIN_REPLICATION
-        )
+        return self._append(view, entries, producer_batches, epochs, info, ORIGIN_REPLICATION)
 
     def _append(
         self,
         view: memoryview,
-        parts: list,
         entries: list,
         producer_batches: list,
         epochs: Sequence[tuple[int, int]],
         info: LogAppendInfo,
         origin: str,
     ) -> LogAppendInfo:
-        """Roll if needed, check producer state, write `parts` (the bytes of `view` as they
-        go to disk) with one writev. `producer_batches` lists (index in `entries`, header
+        """Roll if needed, check producer state, write the batches of `view` with one
+        write. `producer_batches` lists (index in `entries`, header
         tuple) of batches with a producer id or control flag; `epochs` lists the (leader
         epoch, start offset) pairs the append may begin."""
         config = self.config
@@ -246,7 +244,7 @@ class Log(LogRetention):
             producers = self._check_producers(view, entries, producer_batches, origin)
             if isinstance(producers, LogAppendInfo):
                 return producers  # a retried batch, already in the log
-        segment.append_parts(parts, valid_bytes, entries)
+        segment.append_parts((view,), valid_bytes, entries)
         self.log_end_offset = end = info.last_offset + 1
         if producers:
             for append_info in producers.values():

@@ -25,8 +25,8 @@ from kt.storage.batch_header import (
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
 
-# baseOffset, batchLength, partitionLeaderEpoch: the header up to magic. The leader writes
-# these 16 bytes anew before the client's bytes; the CRC covers neither offset nor epoch.
+# baseOffset, batchLength, partitionLeaderEpoch: the header up to magic, which the leader
+# patches in place (the CRC covers neither offset nor epoch).
 OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
 assert OFFSET_LENGTH_EPOCH.size == MAGIC_OFFSET
 
@@ -161,29 +161,25 @@ def validate_and_assign_offsets(
     first_offset: int,
     leader_epoch: int,
     log_append_time: int | None,
-) -> tuple[list, list, list, LogAppendInfo]:
+) -> tuple[list, list, LogAppendInfo]:
     """The leader's append: `validate_batches`, then give each batch its offsets, leader
     epoch and, on a LogAppendTime topic, the timestamp `log_append_time` (None for
     CreateTime), in one pass (Kafka's validateMessagesAndAssignOffsets, on the batch
     level).
 
-    The client's bytes are not copied. A writable `view` (the broker's request buffer,
-    which the request owns) is patched in place, as Kafka patches its request buffer,
-    and `parts` is [view]: one write. A read-only one stays as it is: `parts` =
-    [baseOffset, batchLength and partitionLeaderEpoch anew, the client's batch from
-    magic on, ...] for one writev (the CRC covers neither offset nor epoch).
-    LogAppendTime changes attributes and maxTimestamp, so such a batch gets a new
-    61-byte header and a CRC recomputed over the new header tail and the body.
-    Returns (parts, entries (position, size, last offset, timestamp), producer batches
-    (index in entries, header tuple as written), info); no entries for an empty append.
+    Each batch header is patched in place in `view`, which must be writable (the
+    broker's request buffer, which the request owns, as Kafka patches its request
+    buffer): baseOffset and partitionLeaderEpoch sit outside the CRC. LogAppendTime
+    changes attributes and maxTimestamp, so such a batch gets a new 61-byte header with
+    a CRC recomputed over the new header tail and the body.
+    Returns (entries (position, size, last offset, timestamp), producer batches (index
+    in entries, header tuple as written), info); no entries for an empty append.
     """
-    parts: list = []
     entries: list = []
     producer_batches: list = []
     offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
-    pack, unpack, pack_prefix = HEADER.pack, HEADER.unpack_from, OFFSET_LENGTH_EPOCH.pack
-    patch_prefix = None if view.readonly else OFFSET_LENGTH_EPOCH.pack_into
+    pack, unpack, patch_prefix = HEADER.pack, HEADER.unpack_from, OFFSET_LENGTH_EPOCH.pack_into
     while position < end:
         h = unpack(view, position) if end - position >= HEADER_SIZE else None
         if h is None or not (
@@ -204,22 +200,16 @@ def validate_and_assign_offsets(
             validate_client_batch(h, name)  # the rules one by one, for the message
         last_offset = offset + delta
         if log_append_time is None:
-            if patch_prefix is not None:
-                patch_prefix(view, position, offset, length, leader_epoch)
-            else:
-                prefix = pack_prefix(offset, length, leader_epoch)
-                parts += (prefix, view[position + MAGIC_OFFSET : position + size])
+            patch_prefix(view, position, offset, length, leader_epoch)
         else:
             attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, log_append_time
             body = view[position + HEADER_SIZE : position + size]
             tail = (attributes, delta, base_ts, timestamp, pid, epoch, seq, count)
             unsigned = pack(0, 0, 0, 2, 0, *tail)
             crc = crc32c(body, crc32c(memoryview(unsigned)[ATTRIBUTES_OFFSET:]))
-            new_header = pack(offset, length, leader_epoch, 2, crc, *tail)
-            if patch_prefix is not None:
-                view[position : position + HEADER_SIZE] = new_header
-            else:
-                parts += (new_header, body)
+            view[position : position + HEADER_SIZE] = pack(
+                offset, length, leader_epoch, 2, crc, *tail
+            )
         if pid >= 0 or attributes & CONTROL_MASK:
             header = (
                 offset, length, leader_epoch, 2, crc, attributes,
@@ -234,8 +224,6 @@ def validate_and_assign_offsets(
             codec = attributes & CODEC_MASK
         offset = last_offset + 1
         position += size
-    if patch_prefix is not None:
-        parts.append(view)  # patched in place: the whole append is one write
     info = LogAppendInfo(
         first_offset,
         offset - 1,
@@ -248,7 +236,7 @@ def validate_and_assign_offsets(
         leader_epoch if leader_epoch >= 0 else None,
         codec,
     )
-    return parts, entries, producer_batches, info
+    return entries, producer_batches, info
 
 
 def analyze_follower_batches(
@@ -256,7 +244,7 @@ def analyze_follower_batches(
 ) -> tuple[list, list, list, LogAppendInfo]:
     """A follower's validated batches keep their offsets: check that they ascend and
     collect (entries, producer batches, (epoch, start offset) pairs begun, info) as
-    `assign_offsets` does for the leader."""
+    `validate_and_assign_offsets` does for the leader."""
     entries: list = []
     producer_batches: list = []
     epochs: list = []

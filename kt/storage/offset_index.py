@@ -58,17 +58,16 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry <= target_offset, else (base, 0)."""
-        slot = self._largest_lower_bound(target_offset - self.base_offset, self._relative)
-        if slot == -1:
-            return self.base_offset, 0
-        return self.entry(slot)
+        return self._entry_or_base(
+            self._largest_lower_bound(target_offset - self.base_offset, self._relative)
+        )
 
     def lookup_position(self, position: int) -> tuple[int, int]:
         """(offset, position) of the last entry at a position <= `position`, else (base, 0)."""
-        slot = self._largest_lower_bound(position, self._position)
-        if slot == -1:
-            return self.base_offset, 0
-        return self.entry(slot)
+        return self._entry_or_base(self._largest_lower_bound(position, self._position))
+
+    def _entry_or_base(self, slot: int) -> tuple[int, int]:
+        return (self.base_offset, 0) if slot == -1 else self.entry(slot)
 
     def append(self, offset: int, position: int) -> None:
         entries = self.entries

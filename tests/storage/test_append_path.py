@@ -1,6 +1,6 @@
 """The leader's append path: offsets assigned in the headers, a writable buffer (the
 broker's request) patched in place and written with one write, a read-only one left
-alone and written with new header bytes by one writev; whole appends refused."""
+alone (the log patches a copy); whole appends refused."""
 
 from __future__ import annotations
 
