@@ -15,7 +15,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from kt.config import LogConfig
 from kt.errors import KafkaError
@@ -179,8 +179,10 @@ class Log(LogRetention):
             return LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
             )
-        epochs = ((leader_epoch, info.first_offset),) if leader_epoch >= 0 else ()
-        return self._append(view, entries, producer_batches, epochs, info, origin)
+        # As Kafka orders an append: the epoch cache first, then the size check and roll.
+        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch() != leader_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        return self._append(view, entries, producer_batches, info, origin)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
@@ -195,21 +197,23 @@ class Log(LogRetention):
                 f"Unexpected offset in append to {self.name}. First offset {info.first_offset} "
                 f"is less than the next offset {self.log_end_offset}.",
             )
-        return self._append(view, entries, producer_batches, epochs, info, ORIGIN_REPLICATION)
+        cache = self.leader_epoch_cache
+        for epoch, start_offset in epochs:
+            if cache.latest_epoch() != epoch:
+                cache.assign(epoch, start_offset)
+        return self._append(view, entries, producer_batches, info, ORIGIN_REPLICATION)
 
     def _append(
         self,
         view: memoryview,
         entries: list,
         producer_batches: list,
-        epochs: Sequence[tuple[int, int]],
         info: LogAppendInfo,
         origin: str,
     ) -> LogAppendInfo:
         """Roll if needed, check producer state, write the batches of `view` with one
-        write. `producer_batches` lists (index in `entries`, header
-        tuple) of batches with a producer id or control flag; `epochs` lists the (leader
-        epoch, start offset) pairs the append may begin."""
+        write. `producer_batches` lists (index in `entries`, header tuple) of batches with
+        a producer id or control flag. The caller has updated the leader epoch cache."""
         config = self.config
         valid_bytes = info.valid_bytes
         if valid_bytes > config.segment_bytes:
@@ -235,10 +239,6 @@ class Log(LogRetention):
                 config.segment_bytes,
             )
             segment = self.roll(info.first_offset)
-        cache = self.leader_epoch_cache
-        for epoch, start_offset in epochs:
-            if cache.latest_epoch() != epoch:
-                cache.assign(epoch, start_offset)
         producers = None
         if producer_batches:  # idempotent, transactional or control batches
             producers = self._check_producers(view, entries, producer_batches, origin)

@@ -29,6 +29,9 @@ from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
 # patches in place (the CRC covers neither offset nor epoch).
 OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
 assert OFFSET_LENGTH_EPOCH.size == MAGIC_OFFSET
+# Bound once: the leader's append runs them for every batch.
+_unpack_header, _pack_header = HEADER.unpack_from, HEADER.pack
+_patch_prefix = OFFSET_LENGTH_EPOCH.pack_into
 
 # A validated batch: (position in the append, size, v2 header tuple or None for legacy).
 ValidBatch = tuple[int, int, tuple | None]
@@ -179,9 +182,8 @@ def validate_and_assign_offsets(
     producer_batches: list = []
     offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
-    pack, unpack, patch_prefix = HEADER.pack, HEADER.unpack_from, OFFSET_LENGTH_EPOCH.pack_into
     while position < end:
-        h = unpack(view, position) if end - position >= HEADER_SIZE else None
+        h = _unpack_header(view, position) if end - position >= HEADER_SIZE else None
         if h is None or not (
             h[3] == 2
             and HEADER_SIZE <= (size := h[1] + LOG_OVERHEAD) <= max_message_bytes
@@ -200,14 +202,14 @@ def validate_and_assign_offsets(
             validate_client_batch(h, name)  # the rules one by one, for the message
         last_offset = offset + delta
         if log_append_time is None:
-            patch_prefix(view, position, offset, length, leader_epoch)
+            _patch_prefix(view, position, offset, length, leader_epoch)
         else:
             attributes, timestamp = attributes | TIMESTAMP_TYPE_MASK, log_append_time
             body = view[position + HEADER_SIZE : position + size]
             tail = (attributes, delta, base_ts, timestamp, pid, epoch, seq, count)
-            unsigned = pack(0, 0, 0, 2, 0, *tail)
+            unsigned = _pack_header(0, 0, 0, 2, 0, *tail)
             crc = crc32c(body, crc32c(memoryview(unsigned)[ATTRIBUTES_OFFSET:]))
-            view[position : position + HEADER_SIZE] = pack(
+            view[position : position + HEADER_SIZE] = _pack_header(
                 offset, length, leader_epoch, 2, crc, *tail
             )
         if pid >= 0 or attributes & CONTROL_MASK:

@@ -18,6 +18,7 @@ import struct
 from kt.storage.abstract_index import AbstractIndex, CorruptIndexError
 
 ENTRY = struct.Struct(">ii")
+_pack_entry = ENTRY.pack_into  # bound once: every index entry takes it
 ENTRY_SIZE = ENTRY.size  # 8
 _I32 = struct.Struct(">i")
 
@@ -78,7 +79,7 @@ class OffsetIndex(AbstractIndex):
             or not 0 <= relative <= 0x7FFFFFFF
         ):
             self._refuse(offset)
-        ENTRY.pack_into(self._mm, entries * ENTRY_SIZE, relative, position)  # type: ignore[arg-type]
+        _pack_entry(self._mm, entries * ENTRY_SIZE, relative, position)  # type: ignore[arg-type]
         self.entries = entries + 1
         self.last_offset = offset
 

@@ -18,6 +18,7 @@ import struct
 from kt.storage.abstract_index import AbstractIndex, CorruptIndexError
 
 ENTRY = struct.Struct(">qi")
+_pack_entry = ENTRY.pack_into  # bound once: every index entry takes it
 ENTRY_SIZE = ENTRY.size  # 12
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
@@ -80,7 +81,7 @@ class TimeIndex(AbstractIndex):
             if timestamp == last_timestamp:
                 return
             if timestamp > last_timestamp and 0 <= relative <= 0x7FFFFFFF:
-                ENTRY.pack_into(self._mm, entries * ENTRY_SIZE, timestamp, relative)  # type: ignore[arg-type]
+                _pack_entry(self._mm, entries * ENTRY_SIZE, timestamp, relative)  # type: ignore[arg-type]
                 self.entries = entries + 1
                 self.last_entry = (timestamp, offset)
                 return
@@ -99,7 +100,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > last_timestamp:
             if self.entries >= self.max_entries:
                 return  # no slot left at all: the next roll starts a fresh index
-            ENTRY.pack_into(
+            _pack_entry(
                 self.mm, self.entries * ENTRY_SIZE, timestamp, self.relative_offset(offset)
             )
             self.entries += 1
