@@ -119,7 +119,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
             raw_s, log_s, ratio = measure(data, n, args.repeat, d)
         raw, logged = total_mb / raw_s, total_mb / log_s
-        print(f"{len(data):>8} {n:>8} {raw:>10.0f} {logged:>10.0f} {ratio:>6.0%}")
+        print(f"{len(data):>8} {n:>8} {raw:>10.0f} {logged:>10.0f} {ratio:>6.1%}")
 
 
 if __name__ == "__main__":

@@ -161,9 +161,10 @@ class Log(LogRetention):
         Raises KafkaError: CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
         RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
-        view = memoryview(records)
-        if view.readonly:  # headers are patched in place: a copy of a caller's own bytes
-            view = memoryview(bytearray(view))
+        view = records  # the broker's request buffer: a writable memoryview of its own
+        if type(view) is not memoryview or view.readonly:
+            # Headers are patched in place: a copy of a caller's own bytes.
+            view = memoryview(view if type(view) is bytearray else bytearray(view))
         config = self.config
         entries, producer_batches, info = validate_and_assign_offsets(
             view,
