@@ -193,6 +193,12 @@ class LogConfig:
     segment_jitter_ms: int = 0
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
+    # Derived from message_timestamp_type; every append reads it, so it is a plain
+    # attribute (set in __post_init__) rather than a property.
+    log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log_append_time", self.message_timestamp_type == LOG_APPEND_TIME)
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:
@@ -246,10 +252,6 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
-
-    @property
-    def log_append_time(self) -> bool:
-        return self.message_timestamp_type == LOG_APPEND_TIME
 
     @property
     def max_index_size(self) -> int:

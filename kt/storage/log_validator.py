@@ -180,7 +180,9 @@ def validate_and_assign_offsets(
     """
     entries: list = []
     producer_batches: list = []
-    offset, position, end, num_records, codec = first_offset, 0, len(view), 0, 0
+    offset = first_offset
+    position = num_records = codec = 0
+    end = len(view)
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
     while position < end:
         h = _unpack_header(view, position) if end - position >= HEADER_SIZE else None
