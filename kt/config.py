@@ -193,12 +193,17 @@ class LogConfig:
     segment_jitter_ms: int = 0
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
-    # Derived from message_timestamp_type; every append reads it, so it is a plain
-    # attribute (set in __post_init__) rather than a property.
+    # Derived settings that every append reads: plain attributes (set in __post_init__)
+    # rather than properties. bounds_timestamps: a CreateTime topic whose records'
+    # timestamps must lie within message.timestamp.before/after.max.ms of the broker's clock.
     log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
+    bounds_timestamps: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "log_append_time", self.message_timestamp_type == LOG_APPEND_TIME)
+        log_append_time = self.message_timestamp_type == LOG_APPEND_TIME
+        object.__setattr__(self, "log_append_time", log_append_time)
+        bounded = min(self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms)
+        object.__setattr__(self, "bounds_timestamps", not log_append_time and bounded < LONG_MAX)
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:

@@ -39,6 +39,7 @@ from kt.storage.log_validator import (
     analyze_follower_batches,
     validate_and_assign_offsets,
     validate_batches,
+    validate_record_timestamps,
 )
 from kt.storage.producer_state import (
     ORIGIN_CLIENT,
@@ -179,6 +180,15 @@ class Log(LogRetention):
         if not entries:
             return LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
+            )
+        if config.bounds_timestamps and origin == ORIGIN_CLIENT:
+            validate_record_timestamps(
+                view,
+                entries,
+                self.name,
+                self.clock() if now_ms is None else now_ms,
+                config.message_timestamp_before_max_ms,
+                config.message_timestamp_after_max_ms,
             )
         # As Kafka orders an append: the epoch cache first, then the size check and roll.
         if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch() != leader_epoch:

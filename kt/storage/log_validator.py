@@ -24,6 +24,7 @@ from kt.storage.batch_header import (
     TRANSACTIONAL_MASK,
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
+from kt.storage.record_walk import record_timestamps
 
 # baseOffset, batchLength, partitionLeaderEpoch: the header up to magic, which the leader
 # patches in place (the CRC covers neither offset nor epoch).
@@ -241,6 +242,27 @@ def validate_and_assign_offsets(
         codec,
     )
     return entries, producer_batches, info
+
+
+def validate_record_timestamps(
+    view: memoryview, entries: list, name: str, now: int, before_max_ms: int, after_max_ms: int
+) -> None:
+    """Kafka's per-record timestamp rule for a CreateTime topic that bounds timestamps
+    (message.timestamp.before.max.ms, message.timestamp.after.max.ms): INVALID_TIMESTAMP
+    for the first record whose timestamp is more than `before_max_ms` before `now` or
+    `after_max_ms` after it. Records without a timestamp (-1) pass, as in Kafka. Walks
+    the records (decompressing if it must), so the leader runs it only on such topics."""
+    low, high = now - before_max_ms, now + after_max_ms
+    for position, size, _, _ in entries:
+        base_offset = _unpack_header(view, position)[0]
+        for offset, timestamp in record_timestamps(view[position : position + size]):
+            if timestamp != NO_TIMESTAMP and not low <= timestamp <= high:
+                raise KafkaError(
+                    "INVALID_TIMESTAMP",
+                    f"Timestamp {timestamp} of message with offset {offset - base_offset} is "
+                    f"out of range. The timestamp should be within [{low}, {high}] "
+                    f"(append to {name})",
+                )
 
 
 def analyze_follower_batches(

@@ -13,6 +13,7 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import InvalidTimestampError
 
 from tests.integration.roundtrip import (
     CODECS,
@@ -103,3 +104,23 @@ def test_produce_consume_restart(module_broker, codec: str, idempotence: bool) -
     module_broker.restart()
     check_partitions(expected, consume(module_broker.bootstrap, topic, counts(expected)))
     check_stored(module_broker.log_dir, topic, codec, len(sent), idempotence)
+
+
+def test_a_record_outside_the_topics_timestamp_bounds_is_refused(module_broker) -> None:
+    """message.timestamp.before.max.ms: a record an hour old gets INVALID_TIMESTAMP and
+    is not stored; a current one is."""
+    topic = "kafka-python-timestamp-bounds"
+    admin = KafkaAdminClient(bootstrap_servers=module_broker.bootstrap)
+    try:
+        config = {"message.timestamp.before.max.ms": "60000"}
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs=config)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=module_broker.bootstrap, retries=0)
+    try:
+        hour_ago = int(time.time() * 1000) - 3_600_000
+        with pytest.raises(InvalidTimestampError):
+            producer.send(topic, b"old", timestamp_ms=hour_ago).get(timeout=30)
+        assert producer.send(topic, b"now").get(timeout=30).offset == 0
+    finally:
+        producer.close()

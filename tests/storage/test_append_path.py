@@ -105,3 +105,41 @@ def test_append_parts_writes_everything_past_a_short_write(tmp_path, monkeypatch
     records.append_parts([b"k", b"l", b"mn"], 4)
     assert records.size == 21 and records.read(7, 100) == b"abcdefghijklmn"
     records.close()
+
+
+NOW = TS + 3_600_000  # the broker's clock in the timestamp tests: an hour after TS
+
+
+@pytest.mark.parametrize("compression", [0, 1])  # none, gzip: records are walked either way
+def test_timestamp_bounds_refuse_a_record_too_old_or_too_new(tmp_path, compression):
+    config = LogConfig(
+        message_timestamp_before_max_ms=600_000, message_timestamp_after_max_ms=60_000
+    )
+    log = Log(str(tmp_path / "t-0"), config, clock=lambda: NOW)
+    ok = batch(3, ts=NOW - 600_000, ts_step=300_000, compression=compression)  # NOW - 10 min .. NOW
+    info = log.append_as_leader(ok, leader_epoch=0)
+    assert (info.first_offset, info.last_offset) == (0, 2)
+    for bad, offset in (
+        (batch(3, ts=NOW - 600_001, ts_step=1, compression=compression), 0),  # first too old
+        (batch(3, ts=NOW, ts_step=30_001, compression=compression), 2),  # last too new
+    ):
+        with pytest.raises(KafkaError) as refused:
+            log.append_as_leader(bad, leader_epoch=0)
+        assert refused.value.name == "INVALID_TIMESTAMP"
+        assert f"of message with offset {offset} is out of range" in str(refused.value)
+        assert f"[{NOW - 600_000}, {NOW + 60_000}]" in str(refused.value)
+    assert log.log_end_offset == 3 and log.size == len(ok)  # nothing of a refused append
+
+
+def test_timestamp_bounds_skip_records_without_timestamps_and_log_append_time_topics(tmp_path):
+    bounded = LogConfig(message_timestamp_before_max_ms=0, message_timestamp_after_max_ms=0)
+    log = Log(str(tmp_path / "t-0"), bounded, clock=lambda: NOW)
+    log.append_as_leader(batch(2, ts=-1, ts_step=0), leader_epoch=0)  # NO_TIMESTAMP passes
+    appended = Log(
+        str(tmp_path / "u-0"),
+        LogConfig(message_timestamp_before_max_ms=0, message_timestamp_type="LogAppendTime"),
+        clock=lambda: NOW,
+    )
+    appended.append_as_leader(batch(2, ts=TS), leader_epoch=0)  # the broker's time replaces it
+    assert log.log_end_offset == appended.log_end_offset == 2
+    assert not LogConfig().bounds_timestamps  # Kafka's defaults (Long.MAX) walk nothing
