@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kt.errors import KafkaError
+from kt.storage.producer_state import ORIGIN_CLIENT
 
 
 class TopicPartition(NamedTuple):
@@ -104,7 +105,9 @@ class Partition:
         if not self.is_leader:
             raise KafkaError("NOT_LEADER_OR_FOLLOWER")
 
-    def append_records_to_leader(self, records: memoryview, required_acks: int) -> Any:
+    def append_records_to_leader(
+        self, records: memoryview, required_acks: int, origin: str = ORIGIN_CLIENT
+    ) -> Any:
         """Append a produced batch; raises KafkaError with the code the client expects."""
         self.check_leader()
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
@@ -113,7 +116,7 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the "
                 f"min.isr requirement of {self.min_insync_replicas} for partition {self.tp}",
             )
-        info = self.log.append_as_leader(records, leader_epoch=self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin)
         self.maybe_increment_high_watermark()
         return info
 

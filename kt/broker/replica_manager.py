@@ -21,6 +21,7 @@ from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
 from kt.errors import KafkaError
+from kt.storage.producer_state import ORIGIN_CLIENT
 
 log = logging.getLogger(__name__)
 
@@ -156,21 +157,28 @@ class ReplicaManager:
     # -- produce ------------------------------------------------------------------
 
     async def append_records(
-        self, timeout_ms: int, required_acks: int, entries: dict[TopicPartition, Any]
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: dict[TopicPartition, Any],
+        origin: str = ORIGIN_CLIENT,
     ) -> dict[TopicPartition, ProduceResult]:
+        """Append to the local leaders (Kafka's appendRecords). `origin` is the client's
+        for Produce and the coordinator's for the group coordinator's own writes, which
+        skip the rules made for clients (as Kafka's AppendOrigin.COORDINATOR does)."""
         results: dict[TopicPartition, ProduceResult] = {}
         for tp, records in entries.items():
-            results[tp] = self._append_to_leader(tp, records, required_acks)
+            results[tp] = self._append_to_leader(tp, records, required_acks, origin)
         if required_acks == -1:
             await self._wait_for_acks(timeout_ms, results)
         return results
 
     def _append_to_leader(
-        self, tp: TopicPartition, records: Any, required_acks: int
+        self, tp: TopicPartition, records: Any, required_acks: int, origin: str
     ) -> ProduceResult:
         try:
             partition = self.get_partition(tp)
-            info = partition.append_records_to_leader(records, required_acks)
+            info = partition.append_records_to_leader(records, required_acks, origin)
         except KafkaError as e:
             return ProduceResult(e.code, str(e) or None)
         self.fetch_purgatory.check_and_complete(tp)

@@ -39,7 +39,7 @@ from kt.storage.log_validator import (
     analyze_follower_batches,
     validate_and_assign_offsets,
     validate_batches,
-    validate_record_timestamps,
+    validate_records,
 )
 from kt.storage.producer_state import (
     ORIGIN_CLIENT,
@@ -181,15 +181,9 @@ class Log(LogRetention):
             return LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
             )
-        if config.bounds_timestamps and origin == ORIGIN_CLIENT:
-            validate_record_timestamps(
-                view,
-                entries,
-                self.name,
-                self.clock() if now_ms is None else now_ms,
-                config.message_timestamp_before_max_ms,
-                config.message_timestamp_after_max_ms,
-            )
+        if config.validates_records and origin == ORIGIN_CLIENT:
+            now = self.clock() if now_ms is None else now_ms
+            validate_records(view, entries, self.name, config, now)
         # As Kafka orders an append: the epoch cache first, then the size check and roll.
         if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch() != leader_epoch:
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from crc32c_rs import crc32c
 
+from kt.config import LogConfig
 from kt.errors import CorruptRecordError, KafkaError
 from kt.storage.batch_header import (
     ATTRIBUTES_OFFSET,
@@ -24,7 +25,7 @@ from kt.storage.batch_header import (
     TRANSACTIONAL_MASK,
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
-from kt.storage.record_walk import record_timestamps
+from kt.storage.record_walk import walk_records
 
 # baseOffset, batchLength, partitionLeaderEpoch: the header up to magic, which the leader
 # patches in place (the CRC covers neither offset nor epoch).
@@ -244,19 +245,30 @@ def validate_and_assign_offsets(
     return entries, producer_batches, info
 
 
-def validate_record_timestamps(
-    view: memoryview, entries: list, name: str, now: int, before_max_ms: int, after_max_ms: int
+def validate_records(
+    view: memoryview, entries: list, name: str, config: LogConfig, now: int
 ) -> None:
-    """Kafka's per-record timestamp rule for a CreateTime topic that bounds timestamps
-    (message.timestamp.before.max.ms, message.timestamp.after.max.ms): INVALID_TIMESTAMP
-    for the first record whose timestamp is more than `before_max_ms` before `now` or
-    `after_max_ms` after it. Records without a timestamp (-1) pass, as in Kafka. Walks
-    the records (decompressing if it must), so the leader runs it only on such topics."""
-    low, high = now - before_max_ms, now + after_max_ms
+    """The per-record rules of Kafka's LogValidator, which the leader runs on a client's
+    batches only where the topic has them (`config.validates_records`), since they walk
+    every record (decompressing if they must):
+    - a compacted topic takes no record without a key: INVALID_RECORD;
+    - a CreateTime topic that bounds timestamps (message.timestamp.before.max.ms,
+      message.timestamp.after.max.ms) takes no record stamped more than the one before
+      `now` or the other after it: INVALID_TIMESTAMP. Records without a timestamp (-1)
+      pass, as in Kafka.
+    The first record that breaks a rule refuses the whole append."""
+    compact, bounded = config.compact, config.bounds_timestamps
+    low = now - config.message_timestamp_before_max_ms
+    high = now + config.message_timestamp_after_max_ms
     for position, size, _, _ in entries:
         base_offset = _unpack_header(view, position)[0]
-        for offset, timestamp in record_timestamps(view[position : position + size]):
-            if timestamp != NO_TIMESTAMP and not low <= timestamp <= high:
+        for offset, timestamp, key_length in walk_records(view[position : position + size]):
+            if compact and key_length == -1:
+                raise KafkaError(
+                    "INVALID_RECORD",
+                    f"Compacted topic cannot accept message without key in topic partition {name}.",
+                )
+            if bounded and timestamp != NO_TIMESTAMP and not low <= timestamp <= high:
                 raise KafkaError(
                     "INVALID_TIMESTAMP",
                     f"Timestamp {timestamp} of message with offset {offset - base_offset} is "

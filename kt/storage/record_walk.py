@@ -1,10 +1,11 @@
-"""Offsets and timestamps of the records inside one batch, for timestamp lookups.
+"""Offsets, timestamps and key lengths of the records inside one batch.
 
-Only ListOffsets by timestamp needs per-record facts, so this walks just the first
-three fields of each v2 record (decompressing the batch first if it must):
+ListOffsets by timestamp and the leader's per-record rules (timestamp bounds, keys on
+compacted topics) need per-record facts, so this walks just the first fields of each v2
+record (decompressing the batch first if it must):
 
   Record => length: varint, attributes: int8, timestampDelta: varlong,
-            offsetDelta: varint, ... (the rest is skipped using `length`)
+            offsetDelta: varint, keyLength: varint, ... (the rest is skipped using `length`)
 
 A LogAppendTime batch gives every record the batch's maxTimestamp. Legacy (magic 0/1)
 batches are reported as one entry: the wrapper's offset and timestamp.
@@ -34,10 +35,17 @@ def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 def record_timestamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
     """Yield (offset, timestamp) for each record of the whole batch `batch`."""
+    for offset, timestamp, _ in walk_records(batch):
+        yield offset, timestamp
+
+
+def walk_records(batch: bytes | memoryview) -> Iterator[tuple[int, int, int | None]]:
+    """Yield (offset, timestamp, key length, -1 for a null key) for each record of the
+    whole batch `batch`; the key length is None for a legacy batch's one entry."""
     magic = batch[16]
     if magic < 2:
         frame = frame_at(batch, 0, 0, len(batch))
-        yield frame.last_offset, frame.max_timestamp
+        yield frame.last_offset, frame.max_timestamp, None
         return
     h = HEADER.unpack_from(batch, 0)
     base_offset, attributes, base_ts, max_ts, count = h[0], h[5], h[7], h[8], h[12]
@@ -52,6 +60,8 @@ def record_timestamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
     for _ in range(count):
         length, start = _zigzag_varint(body, pos)
         ts_delta, p = _zigzag_varint(body, start + 1)  # skip attributes
-        offset_delta, _ = _zigzag_varint(body, p)
-        yield base_offset + offset_delta, max_ts if log_append_time else base_ts + ts_delta
+        offset_delta, p = _zigzag_varint(body, p)
+        key_length, _ = _zigzag_varint(body, p)
+        timestamp = max_ts if log_append_time else base_ts + ts_delta
+        yield base_offset + offset_delta, timestamp, key_length
         pos = start + length

@@ -100,9 +100,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > last_timestamp:
             if self.entries >= self.max_entries:
                 return  # no slot left at all: the next roll starts a fresh index
-            _pack_entry(
-                self.mm, self.entries * ENTRY_SIZE, timestamp, self.relative_offset(offset)
-            )
+            _pack_entry(self.mm, self.entries * ENTRY_SIZE, timestamp, self.relative_offset(offset))
             self.entries += 1
             self.last_entry = (timestamp, offset)
 

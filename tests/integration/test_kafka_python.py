@@ -13,7 +13,7 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import InvalidTimestampError
+from kafka.errors import InvalidRecordError, InvalidTimestampError
 
 from tests.integration.roundtrip import (
     CODECS,
@@ -106,21 +106,33 @@ def test_produce_consume_restart(module_broker, codec: str, idempotence: bool) -
     check_stored(module_broker.log_dir, topic, codec, len(sent), idempotence)
 
 
-def test_a_record_outside_the_topics_timestamp_bounds_is_refused(module_broker) -> None:
-    """message.timestamp.before.max.ms: a record an hour old gets INVALID_TIMESTAMP and
-    is not stored; a current one is."""
-    topic = "kafka-python-timestamp-bounds"
+def an_hour_ago() -> dict:
+    return {"timestamp_ms": int(time.time() * 1000) - 3_600_000}
+
+
+@pytest.mark.parametrize(
+    ("config", "refused", "error"),
+    [
+        ({"message.timestamp.before.max.ms": "60000"}, an_hour_ago, InvalidTimestampError),
+        ({"cleanup.policy": "compact"}, lambda: {"key": None}, InvalidRecordError),
+    ],
+    ids=["timestamp-bounds", "compacted-no-key"],
+)
+def test_the_leader_refuses_a_record_that_breaks_the_topics_rules(
+    module_broker, config: dict[str, str], refused, error: type
+) -> None:
+    """Kafka's per-record rules reach the client as its error codes, and the refused
+    record is not stored: the next one gets offset 0."""
+    topic = f"kafka-python-refused-{error.__name__}"
     admin = KafkaAdminClient(bootstrap_servers=module_broker.bootstrap)
     try:
-        config = {"message.timestamp.before.max.ms": "60000"}
         admin.create_topics([NewTopic(topic, 1, 1, topic_configs=config)])
     finally:
         admin.close()
     producer = KafkaProducer(bootstrap_servers=module_broker.bootstrap, retries=0)
     try:
-        hour_ago = int(time.time() * 1000) - 3_600_000
-        with pytest.raises(InvalidTimestampError):
-            producer.send(topic, b"old", timestamp_ms=hour_ago).get(timeout=30)
-        assert producer.send(topic, b"now").get(timeout=30).offset == 0
+        with pytest.raises(error):
+            producer.send(topic, b"refused", **{"key": b"k", **refused()}).get(timeout=30)
+        assert producer.send(topic, b"stored", key=b"k").get(timeout=30).offset == 0
     finally:
         producer.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kt.config import LogConfig
 from kt.errors import KafkaError
@@ -143,3 +144,21 @@ def test_timestamp_bounds_skip_records_without_timestamps_and_log_append_time_to
     appended.append_as_leader(batch(2, ts=TS), leader_epoch=0)  # the broker's time replaces it
     assert log.log_end_offset == appended.log_end_offset == 2
     assert not LogConfig().bounds_timestamps  # Kafka's defaults (Long.MAX) walk nothing
+
+
+def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path):
+    log = Log(str(tmp_path / "t-0"), LogConfig(cleanup_policy=("compact",)))
+    keyed = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)
+    keyed.append(0, timestamp=TS, key=b"k", value=b"v", headers=[])
+    keyed.append(1, timestamp=TS, key=None, value=b"v", headers=[])
+    with pytest.raises(KafkaError) as refused:
+        log.append_as_leader(bytes(keyed.build()), leader_epoch=0)
+    assert refused.value.name == "INVALID_RECORD"
+    assert "Compacted topic cannot accept message without key in topic partition t-0" in str(
+        refused.value
+    )
+    assert log.log_end_offset == 0 and log.size == 0
+    with_keys = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)
+    with_keys.append(0, timestamp=TS, key=b"k", value=None, headers=[])  # a tombstone is fine
+    log.append_as_leader(bytes(with_keys.build()), leader_epoch=0)
+    assert log.log_end_offset == 1

@@ -24,6 +24,7 @@ from kt.broker.group import offsets_records as rec
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
 from kt.broker.partition import TopicPartition
+from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
 from kt.storage.records import iter_batches
 
@@ -135,7 +136,9 @@ class GroupMetadataManager:
         tp = TopicPartition(GROUP_METADATA_TOPIC, self.partition_for(group_id))
         ts = self.clock()
         batch = bytearray(build_batch([Record(None, ts, k, v) for k, v in entries]))
-        results = await self.replica_manager.append_records(self.commit_timeout_ms, -1, {tp: batch})
+        results = await self.replica_manager.append_records(
+            self.commit_timeout_ms, -1, {tp: batch}, ORIGIN_COORDINATOR
+        )
         code = results[tp].error_code
         if code:
             from kt.errors import error_for
