@@ -160,7 +160,8 @@ class Log(LogRetention):
         """Validate, assign offsets (patching each header in place) and append.
 
         Raises KafkaError: CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
-        RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER.
+        INVALID_TIMESTAMP, RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH,
+        OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
         view = records  # the broker's request buffer: a writable memoryview of its own
         if type(view) is not memoryview or view.readonly:
