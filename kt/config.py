@@ -194,21 +194,14 @@ class LogConfig:
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
     # Derived settings that every append reads: plain attributes (set in __post_init__)
-    # rather than properties. bounds_timestamps: a CreateTime topic whose records'
-    # timestamps must lie within message.timestamp.before/after.max.ms of the broker's
-    # clock; validates_records: the leader walks a client's records (that, or compaction,
-    # which takes no record without a key).
+    # rather than properties. validates_records: the leader walks a client's records
+    # (bounds_timestamps, or compaction, which takes no record without a key).
     log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
-    bounds_timestamps: bool = dataclasses.field(init=False, repr=False, compare=False)
     validates_records: bool = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        log_append_time = self.message_timestamp_type == LOG_APPEND_TIME
-        bounded = min(self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms)
-        bounds_timestamps = not log_append_time and bounded < LONG_MAX
-        object.__setattr__(self, "log_append_time", log_append_time)
-        object.__setattr__(self, "bounds_timestamps", bounds_timestamps)
-        object.__setattr__(self, "validates_records", bounds_timestamps or self.compact)
+        object.__setattr__(self, "log_append_time", self.message_timestamp_type == LOG_APPEND_TIME)
+        object.__setattr__(self, "validates_records", self.bounds_timestamps or self.compact)
 
     @classmethod
     def from_props(cls, props: Mapping[str, str], defaults: LogConfig | None = None) -> LogConfig:
@@ -262,6 +255,13 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
+
+    @property
+    def bounds_timestamps(self) -> bool:
+        """A CreateTime topic whose records' timestamps must lie within
+        message.timestamp.before/after.max.ms of the broker's clock."""
+        bounded = min(self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms)
+        return not self.log_append_time and bounded < LONG_MAX
 
     @property
     def max_index_size(self) -> int:

@@ -186,6 +186,8 @@ class Log(LogRetention):
             now = self.clock() if now_ms is None else now_ms
             validate_records(view, entries, self.name, config, now)
         # As Kafka orders an append: the epoch cache first, then the size check and roll.
+        # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
+        # inlined for the common case: every append runs it.)
         if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch() != leader_epoch:
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return self._append(view, entries, producer_batches, info, origin)
@@ -203,10 +205,8 @@ class Log(LogRetention):
                 f"Unexpected offset in append to {self.name}. First offset {info.first_offset} "
                 f"is less than the next offset {self.log_end_offset}.",
             )
-        cache = self.leader_epoch_cache
         for epoch, start_offset in epochs:
-            if cache.latest_epoch() != epoch:
-                cache.assign(epoch, start_offset)
+            self.maybe_assign_epoch_start_offset(epoch, start_offset)
         return self._append(view, entries, producer_batches, info, ORIGIN_REPLICATION)
 
     def _append(
@@ -416,6 +416,8 @@ class Log(LogRetention):
         """A new leader epoch starts at `start_offset` (Partition.makeLeader)."""
         self.leader_epoch_cache.assign(leader_epoch, start_offset)
 
+    # Kafka's UnifiedLog.maybeAssignEpochStartOffset: the cache's assign records only an
+    # epoch (or an earlier start offset) it does not have yet.
     maybe_assign_epoch_start_offset = assign_epoch_start_offset
 
     def latest_epoch(self) -> int | None:

@@ -1,6 +1,7 @@
-"""Batch-level validation of an append (the per-batch part of Kafka's LogValidator and
-UnifiedLog.analyzeAndValidateRecords): sizes, magic, CRC, and the rules a client's
-batch must follow. Records are never decoded here.
+"""Validation of an append (Kafka's LogValidator and UnifiedLog.analyzeAndValidateRecords):
+sizes, magic, CRC, and the rules a client's batch must follow, all read from batch
+headers. Records are walked only by `validate_records`, for the per-record rules of the
+topics that have them (timestamp bounds, keys on compacted topics).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from crc32c_rs import crc32c
 
-from kt.errors import KafkaError
+from kt.errors import CorruptRecordError, KafkaError
 from kt.storage import names
 
 log = logging.getLogger(__name__)
@@ -258,18 +258,21 @@ class ProducerAppendInfo:
 
 def parse_end_txn_marker(batch: bytes | memoryview) -> tuple[int, int] | None:
     """(control type, coordinator epoch) of a control batch's first record, or None."""
-    from kt.storage.record_walk import _zigzag_varint
+    from kt.storage.record_batch import read_zigzag_varint
 
     if len(batch) <= 61 or struct.unpack_from(">i", batch, 57)[0] == 0:
         return None
     body = memoryview(batch)[61:]
-    _, pos = _zigzag_varint(body, 0)  # record length
-    _, pos = _zigzag_varint(body, pos + 1)  # timestamp delta (after attributes)
-    _, pos = _zigzag_varint(body, pos)  # offset delta
-    key_length, pos = _zigzag_varint(body, pos)
-    _, control_type = _CONTROL_KEY.unpack_from(body, pos)
-    pos += key_length
-    _, pos = _zigzag_varint(body, pos)  # value length
+    try:
+        _, pos = read_zigzag_varint(body, 0)  # record length
+        _, pos = read_zigzag_varint(body, pos + 1)  # timestamp delta (after attributes)
+        _, pos = read_zigzag_varint(body, pos)  # offset delta
+        key_length, pos = read_zigzag_varint(body, pos)
+        _, control_type = _CONTROL_KEY.unpack_from(body, pos)
+        pos += key_length
+        _, pos = read_zigzag_varint(body, pos)  # value length
+    except IndexError:
+        raise CorruptRecordError("varint runs past the end of the records") from None
     _, coordinator_epoch = _CONTROL_VALUE.unpack_from(body, pos)
     return control_type, coordinator_epoch
 

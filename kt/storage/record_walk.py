@@ -18,19 +18,7 @@ from collections.abc import Iterator
 from kt.errors import CorruptRecordError
 from kt.storage.batch_header import HEADER, RECORDS_OFFSET, TIMESTAMP_TYPE_MASK
 from kt.storage.file_records import frame_at
-
-
-def _zigzag_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise CorruptRecordError("varint runs past the end of the records")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
+from kt.storage.record_batch import read_zigzag_varint
 
 
 def record_timestamps(batch: bytes | memoryview) -> Iterator[tuple[int, int]]:
@@ -58,10 +46,13 @@ def walk_records(batch: bytes | memoryview) -> Iterator[tuple[int, int, int | No
     log_append_time = bool(attributes & TIMESTAMP_TYPE_MASK)
     pos = 0
     for _ in range(count):
-        length, start = _zigzag_varint(body, pos)
-        ts_delta, p = _zigzag_varint(body, start + 1)  # skip attributes
-        offset_delta, p = _zigzag_varint(body, p)
-        key_length, _ = _zigzag_varint(body, p)
+        try:
+            length, start = read_zigzag_varint(body, pos)
+            ts_delta, p = read_zigzag_varint(body, start + 1)  # skip attributes
+            offset_delta, p = read_zigzag_varint(body, p)
+            key_length, _ = read_zigzag_varint(body, p)
+        except IndexError:
+            raise CorruptRecordError("varint runs past the end of the records") from None
         timestamp = max_ts if log_append_time else base_ts + ts_delta
         yield base_offset + offset_delta, timestamp, key_length
         pos = start + length
