@@ -250,7 +250,7 @@ class Log(LogRetention):
             producers = self._check_producers(view, entries, producer_batches, origin)
             if isinstance(producers, LogAppendInfo):
                 return producers  # a retried batch, already in the log
-        segment.append_parts((view,), valid_bytes, entries)
+        segment.append(view, entries)
         self.log_end_offset = end = info.last_offset + 1
         if producers:
             for append_info in producers.values():

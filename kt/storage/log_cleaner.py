@@ -179,7 +179,8 @@ class LogCleaner:
                     entries.append((position, len(kept), batch.last_offset, batch.max_timestamp))
                     parts.append(kept)
                     position += len(kept)
-            cleaned.append_parts(parts, position, entries)
+            if entries:  # one write per source segment, as Kafka's cleaner fills a buffer
+                cleaned.append(b"".join(parts), entries)
             stats.bytes_written += position
         cleaned.on_become_inactive()
         cleaned.flush()

@@ -229,22 +229,11 @@ class LogSegment:
         records: bytes | bytearray | memoryview,
         batches: Sequence[tuple[int, int, int, int]],
     ) -> None:
-        """Append whole batches; `batches` lists (position in records, size, last offset,
-        max timestamp) for each, so the segment indexes without re-reading headers."""
-        self.append_parts((records,), len(records), batches)
-
-    def append_parts(
-        self,
-        parts: Sequence[bytes | bytearray | memoryview],
-        size: int,
-        batches: Sequence[tuple[int, int, int, int]],
-    ) -> None:
-        """`append` of the `size` bytes that `parts` hold back to back (one writev); the
-        positions in `batches` count from the start of the first part."""
-        if not batches:
-            return
-        records = self.log
-        physical = records.size
+        """Append whole batches with one write; `batches` lists (position in records,
+        size, last offset, max timestamp) for each, in offset order, so that the segment
+        indexes them without re-reading headers."""
+        log_file = self.log
+        physical = log_file.size
         largest_offset = batches[-1][2]
         if not 0 <= largest_offset - self.base_offset <= 0x7FFFFFFF:
             raise LogSegmentOffsetOverflowError(
@@ -252,7 +241,7 @@ class LogSegment:
             )
         if not physical:
             self.rolling_based_timestamp = max(b[3] for b in batches)
-        records.append_parts(parts, size)
+        log_file.append(records)
         max_ts, max_ts_offset = self._max_timestamp_and_offset or self.max_timestamp_and_offset()
         since = self.bytes_since_last_index_entry
         for position, batch_size, last_offset, timestamp in batches:

@@ -15,7 +15,6 @@ from kt.config import LogConfig
 from kt.errors import CorruptRecordError, KafkaError
 from kt.storage.batch_header import (
     ATTRIBUTES_OFFSET,
-    CODEC_MASK,
     CONTROL_MASK,
     HEADER,
     HEADER_SIZE,
@@ -35,6 +34,8 @@ assert OFFSET_LENGTH_EPOCH.size == MAGIC_OFFSET
 # Bound once: the leader's append runs them for every batch.
 _unpack_header, _pack_header = HEADER.unpack_from, HEADER.pack
 _patch_prefix = OFFSET_LENGTH_EPOCH.pack_into
+# A client batch without a producer id may be neither transactional nor control.
+_NO_PID_REFUSED = CONTROL_MASK | TRANSACTIONAL_MASK
 
 # A validated batch: (position in the append, size, v2 header tuple or None for legacy).
 ValidBatch = tuple[int, int, tuple | None]
@@ -53,8 +54,6 @@ class LogAppendInfo:
     log_start_offset: int = 0
     valid_bytes: int = 0
     num_records: int = 0
-    last_leader_epoch: int | None = None
-    source_compression: int = 0
     duplicate: bool = False
 
     def account(self, size: int, h: tuple | None, last_offset: int, timestamp: int) -> None:
@@ -65,8 +64,6 @@ class LogAppendInfo:
             self.max_timestamp, self.offset_of_max_timestamp = timestamp, last_offset
         if h is not None:
             self.num_records += h[12]
-            if h[5] & CODEC_MASK:
-                self.source_compression = h[5] & CODEC_MASK
 
 
 def validate_batches(
@@ -184,25 +181,32 @@ def validate_and_assign_offsets(
     entries: list = []
     producer_batches: list = []
     offset = first_offset
-    position = num_records = codec = 0
+    position = num_records = 0
     end = len(view)
     max_ts, max_ts_offset = NO_TIMESTAMP, -1
     while position < end:
-        h = _unpack_header(view, position) if end - position >= HEADER_SIZE else None
-        if h is None or not (
-            h[3] == 2
-            and HEADER_SIZE <= (size := h[1] + LOG_OVERHEAD) <= max_message_bytes
+        if end - position >= HEADER_SIZE:
+            (base_offset, length, _, magic, crc, attributes, delta, base_ts, timestamp,
+             pid, epoch, seq, count) = h = _unpack_header(view, position)  # fmt: skip
+            size = length + LOG_OVERHEAD
+        else:
+            size = 0  # not even a header: _check_batch says what is wrong
+        if not (
+            HEADER_SIZE <= size <= max_message_bytes
+            and magic == 2
             and position + size <= end
-            and crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) == h[4]
+            and crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) == crc
         ):  # anything but a whole, sound v2 batch: raises the precise error
             size, h = _check_batch(view, position, end, name, max_message_bytes, True)
-        (_, length, _, _, crc, attributes, delta, base_ts, timestamp, pid, epoch, seq, count) = h
+            (base_offset, length, _, magic, crc, attributes, delta, base_ts, timestamp,
+             pid, epoch, seq, count) = h  # fmt: skip
         if from_client and (
-            h[0]
-            or attributes & CONTROL_MASK
+            base_offset
             or count != delta + 1
             or delta < 0
-            or (seq < 0 if pid >= 0 else attributes & TRANSACTIONAL_MASK)
+            or (
+                (seq < 0 or attributes & CONTROL_MASK) if pid >= 0 else attributes & _NO_PID_REFUSED
+            )
         ):
             validate_client_batch(h, name)  # the rules one by one, for the message
         last_offset = offset + delta
@@ -227,8 +231,6 @@ def validate_and_assign_offsets(
         num_records += count
         if timestamp > max_ts:
             max_ts, max_ts_offset = timestamp, last_offset
-        if attributes & CODEC_MASK:
-            codec = attributes & CODEC_MASK
         offset = last_offset + 1
         position += size
     info = LogAppendInfo(
@@ -240,8 +242,6 @@ def validate_and_assign_offsets(
         0,
         end,
         num_records,
-        leader_epoch if leader_epoch >= 0 else None,
-        codec,
     )
     return entries, producer_batches, info
 
@@ -302,8 +302,6 @@ def analyze_follower_batches(
         if info.first_offset < 0:
             info.first_offset = frame.base_offset
         info.account(size, h, frame.last_offset, frame.max_timestamp)
-        if frame.partition_leader_epoch >= 0:
-            info.last_leader_epoch = frame.partition_leader_epoch
     return entries, producer_batches, epochs, info
 
 

@@ -85,26 +85,17 @@ def test_an_empty_append_writes_nothing(tmp_path):
     log = Log(str(tmp_path / "t-0"), LogConfig(message_timestamp_type="LogAppendTime"))
     info = log.append_as_leader(b"", leader_epoch=2)
     assert (info.first_offset, info.last_offset, info.log_append_time) == (0, -1, -1)
-    assert info.last_leader_epoch is None and log.leader_epoch_cache.entries == []
+    assert log.leader_epoch_cache.entries == []
     log.close()
 
 
-def test_append_parts_writes_everything_past_a_short_write(tmp_path, monkeypatch):
+def test_append_writes_everything_past_a_short_write(tmp_path, monkeypatch):
     records = FileRecords.open(str(tmp_path / "0.log"))
-    real_write, real_writev = os.write, os.writev
+    real_write = os.write
     monkeypatch.setattr(file_records.os, "write", lambda fd, data: real_write(fd, data[:2]))
-    assert records.append_parts([memoryview(b"0123456")], 7) == 7  # one part: write
-    assert records.read(0, 100) == b"0123456"
-    monkeypatch.undo()
-
-    def first_part_only(fd: int, parts) -> int:
-        return real_writev(fd, parts[:1])
-
-    monkeypatch.setattr(file_records.os, "writev", first_part_only)
-    assert records.append_parts([b"abc", memoryview(b"defgh"), b"ij"], 10) == 10
-    monkeypatch.setattr(file_records, "_IOV_MAX", 2)  # more parts than one writev takes
-    records.append_parts([b"k", b"l", b"mn"], 4)
-    assert records.size == 21 and records.read(7, 100) == b"abcdefghijklmn"
+    assert records.append(memoryview(b"0123456")) == 7
+    assert records.append(b"abc") == 3
+    assert records.size == 10 and records.read(0, 100) == b"0123456abc"
     records.close()
 
 
