@@ -26,7 +26,9 @@ def _escape(text: str) -> str:
 def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
     lines: list[str] = []
     for param in command.get_params(ctx):
-        record = param.get_help_record(ctx)
+        # Options only: arguments are in the synopsis (click 8.5 gives them help records,
+        # 8.4 does not, and the pages must not change with the installed click).
+        record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
         if record is None:
             continue
         names, help_text = record
