@@ -33,6 +33,7 @@ from typing import Any
 
 from kt.storage import names
 from kt.storage.checkpoints import OffsetCheckpointFile
+from kt.storage.file_records import frame_at
 from kt.storage.log_segment import LogSegment
 from kt.storage.record_batch import RecordBatch, build_batch
 from kt.storage.records import iter_batches
@@ -41,6 +42,9 @@ log = logging.getLogger(__name__)
 
 CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 MAX_SEGMENT_OFFSET_SPAN = 0x7FFFFFFF
+# Retained batches are written in chunks of about this size, as Kafka's cleaner fills and
+# writes its write buffer (a share of log.cleaner.io.buffer.size, 512 KiB by default).
+WRITE_BUFFER_BYTES = 512 * 1024
 
 
 @dataclass
@@ -170,21 +174,29 @@ class LogCleaner:
         for segment in group:
             data = segment.log.read(0, segment.size)
             stats.bytes_read += len(data)
-            parts: list[bytes] = []
-            entries: list[tuple[int, int, int, int]] = []
-            position = 0
+            buffer, entries = bytearray(), []
             for batch in iter_batches(data):
                 kept = retained_batch(batch, data, offset_map, now_ms, horizon, stats)
-                if kept:
-                    entries.append((position, len(kept), batch.last_offset, batch.max_timestamp))
-                    parts.append(kept)
-                    position += len(kept)
-            if entries:  # one write per source segment, as Kafka's cleaner fills a buffer
-                cleaned.append(b"".join(parts), entries)
-            stats.bytes_written += position
+                if kept:  # indexed by what is written, as recovery would index it
+                    frame = frame_at(kept, 0, 0, len(kept))
+                    entries.append((len(buffer), len(kept), frame.last_offset, frame.max_timestamp))
+                    buffer += kept
+                    if len(buffer) >= WRITE_BUFFER_BYTES:
+                        buffer, entries = _write_retained(cleaned, buffer, entries, stats)
+            _write_retained(cleaned, buffer, entries, stats)
         cleaned.on_become_inactive()
         cleaned.flush()
         return cleaned
+
+
+def _write_retained(
+    cleaned: LogSegment, buffer: bytearray, entries: list, stats: CleanerStats
+) -> tuple[bytearray, list]:
+    """Append the buffered retained batches to the cleaned segment; a fresh buffer back."""
+    if entries:
+        cleaned.append(buffer, entries)
+        stats.bytes_written += len(buffer)
+    return bytearray(), []
 
 
 def build_offset_map(log_: Any, start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:
@@ -249,6 +261,7 @@ def retained_batch(
         is_transactional=batch.is_transactional,
         partition_leader_epoch=batch.partition_leader_epoch,
         delete_horizon_ms=horizon if stamp else batch_horizon,
+        last_offset=batch.last_offset,
     )
 
 

@@ -182,12 +182,15 @@ def build_batch(
     is_control: bool = False,
     partition_leader_epoch: int = -1,
     delete_horizon_ms: int | None = None,
+    last_offset: int | None = None,
 ) -> bytes:
     """Encode `records` as one v2 batch, the way Kafka's MemoryRecordsBuilder lays it out.
 
     baseTimestamp is the first record's timestamp (or `delete_horizon_ms` when given),
     maxTimestamp the largest record timestamp; offsets default to consecutive from
-    `base_offset`.
+    `base_offset`. `last_offset` keeps the offset range of a batch this one replaces
+    (MemoryRecordsBuilder.overrideLastOffset: the cleaner's rebuilt batches end where
+    the originals did, so a producer's last sequence number stays valid).
     """
     if delete_horizon_ms is not None:
         base_timestamp = delete_horizon_ms
@@ -215,7 +218,8 @@ def build_batch(
     out = bytearray(HEADER_SIZE + len(body))
     HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-        attributes, max(offset_delta, 0), base_timestamp, max_timestamp, producer_id,
+        attributes, max(offset_delta, 0) if last_offset is None else last_offset - base_offset,
+        base_timestamp, max_timestamp, producer_id,
         producer_epoch, base_sequence, len(records),
     )  # fmt: skip
     out[HEADER_SIZE:] = body

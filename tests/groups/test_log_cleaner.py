@@ -4,6 +4,7 @@ after delete.retention.ms, and the swap leaves Kafka's file layout."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from kt.config import LogConfig
 from kt.storage.log import Log
@@ -141,3 +142,35 @@ def test_segments_group_up_to_segment_bytes(tmp_path):
     size = log.segments[0].size
     groups = group_segments_by_size(log.segments[:4], 2 * size)
     assert [[s.base_offset for s in g] for g in groups] == [[0, 1], [2, 3]]
+
+
+def test_retained_batches_past_one_write_buffer_keep_their_index(tmp_path):
+    """More retained bytes than the cleaner's write buffer: the cleaned segment is written
+    in several appends, each rebuilt batch keeps the offset range of the one it replaces
+    (as Kafka's overrideLastOffset), and both indexes are what recovery builds."""
+    clock = Clock()
+    log = compacted_log(tmp_path / "cleaned", clock)
+    value = os.urandom(40_000)
+    for i in range(30):  # ~1.2 MiB of distinct keys: all retained
+        append(log, (b"k%d" % i, value), (b"gone", b"%d" % i))
+    log.roll()
+    LogCleaner(clock).clean_logs([log])
+    assert [(o, k) for o, k, _ in contents(log)] == [
+        *((2 * i, b"k%d" % i) for i in range(30)),
+        (59, b"gone"),
+    ]
+    cleaned = log.segments[0]
+    batches = list(iter_batches(cleaned.log.read(0, cleaned.size)))
+    assert [(b.base_offset, b.last_offset) for b in batches] == [
+        (2 * i, 2 * i + 1) for i in range(30)
+    ]
+    paths = [Path(cleaned.offset_index_path), Path(cleaned.time_index_path)]
+    written = [path.read_bytes() for path in paths]
+    assert cleaned.offset_index.entries > 1
+    log.close()
+
+    for path in paths:
+        path.unlink()  # the next open rebuilds both from the log
+    reopened = Log(log.dir, log.config, clock=clock)
+    assert [path.read_bytes() for path in paths] == written
+    reopened.close()
