@@ -30,6 +30,7 @@ from kt.storage.batch_header import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
 )
+from kt.storage.records import Batch, batch_at
 
 log = logging.getLogger(__name__)
 
@@ -246,6 +247,13 @@ class FileRecords:
         """The BatchFrame of each whole batch from `start`."""
         for buf, rel, position, size in self.scan(start, end, chunk=chunk):
             yield frame_at(buf, rel, position, size)
+
+    def batches(self, start: int = 0) -> Iterator[tuple[Batch, memoryview]]:
+        """Each whole batch from `start` with its bytes (Kafka's FileRecords.batches),
+        read a chunk at a time rather than the file at once."""
+        for buf, rel, _, size in self.scan(start, whole=True):
+            raw = buf[rel : rel + size]
+            yield batch_at(raw), raw
 
     def last_batch_end(self, start: int, end: int) -> int:
         """The end of the last whole batch between `start` (a batch boundary) and `end`."""

@@ -195,7 +195,7 @@ class Log(LogRetention):
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
         view = memoryview(records)
-        batches = validate_batches(view, self.name, None, False, False)
+        batches = validate_batches(view, self.name)
         if not batches:
             return LogAppendInfo(-1, -1, log_start_offset=self.log_start_offset)
         entries, producer_batches, epochs, info = analyze_follower_batches(view, batches, self.name)

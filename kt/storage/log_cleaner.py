@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,6 @@ from kt.storage.checkpoints import OffsetCheckpointFile
 from kt.storage.file_records import frame_at
 from kt.storage.log_segment import LogSegment
 from kt.storage.record_batch import RecordBatch, build_batch
-from kt.storage.records import Batch, batch_at
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +172,7 @@ class LogCleaner:
         cleaned = LogSegment.open(log_.dir, base, log_.config, now_ms, names.CLEANED_FILE_SUFFIX)
         for segment in group:
             buffer, entries = bytearray(), []
-            for batch, raw in segment_batches(segment):
+            for batch, raw in segment.log.batches():
                 stats.bytes_read += len(raw)
                 kept = retained_batch(batch, raw, offset_map, now_ms, horizon, stats)
                 if kept:  # indexed by what is written, as recovery would index it
@@ -198,21 +197,13 @@ def _write_retained(
     return bytearray(), []
 
 
-def segment_batches(segment: LogSegment) -> Iterator[tuple[Batch, memoryview]]:
-    """Each whole batch of `segment` with its bytes, read a chunk at a time (as Kafka's
-    cleaner streams a segment through its read buffer) rather than the segment at once."""
-    for buf, rel, _, size in segment.log.scan(0, whole=True):
-        raw = buf[rel : rel + size]
-        yield batch_at(raw), raw
-
-
 def build_offset_map(log_: Any, start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:
     """Key -> offset of the key's last record in [start, end)."""
     offset_map: dict[bytes, int] = {}
     for segment in log_.segments:
         if segment.base_offset >= end:
             break
-        for batch, _ in segment_batches(segment):
+        for batch, _ in segment.log.batches():
             if batch.last_offset < start or getattr(batch, "is_control", False):
                 continue
             if batch.base_offset >= end:

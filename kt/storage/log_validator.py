@@ -66,21 +66,15 @@ class LogAppendInfo:
             self.num_records += h[12]
 
 
-def validate_batches(
-    buf: bytes | bytearray | memoryview,
-    name: str,
-    max_message_bytes: int | None,
-    leader: bool,
-    from_client: bool,
-) -> list[ValidBatch]:
-    """Check every batch of an append; raise KafkaError with the code a client expects.
+def validate_batches(buf: bytes | bytearray | memoryview, name: str) -> list[ValidBatch]:
+    """Check every batch a follower fetched from its leader: framing, size and CRC (no
+    size limit and no client rules: the follower copies what the leader took, legacy
+    batches included); raise KafkaError with Kafka's code.
 
-    `max_message_bytes` None skips the size limit (followers copy what the leader took).
-    A whole v2 batch that passes every check costs one header unpack and one CRC-32C
-    call; anything else takes `_check_batch`, which raises the precise error.
+    A whole v2 batch that passes costs one header unpack and one CRC-32C call; anything
+    else takes `_check_batch`, which raises the precise error.
     """
     view, out, position, end = memoryview(buf), [], 0, len(buf)
-    limit = end if max_message_bytes is None else max_message_bytes
     unpack, append = HEADER.unpack_from, out.append
     while position < end:
         if end - position >= HEADER_SIZE and view[position + MAGIC_OFFSET] == 2:
@@ -88,25 +82,14 @@ def validate_batches(
             size = h[1] + LOG_OVERHEAD
             next_position = position + size
             if (
-                HEADER_SIZE <= size <= limit
+                size >= HEADER_SIZE
                 and next_position <= end
                 and crc32c(view[position + ATTRIBUTES_OFFSET : next_position]) == h[4]
             ):
-                # The rules of validate_client_batch, all at once for the common case.
-                if from_client and (
-                    h[0]
-                    or h[5] & CONTROL_MASK
-                    or h[12] != h[6] + 1
-                    or h[6] < 0
-                    or (h[11] < 0 if h[9] >= 0 else h[5] & TRANSACTIONAL_MASK)
-                ):
-                    validate_client_batch(h, name)
                 append((position, size, h))
                 position = next_position
                 continue
-        size, h = _check_batch(view, position, end, name, max_message_bytes, leader)
-        if h is not None and from_client:
-            validate_client_batch(h, name)
+        size, h = _check_batch(view, position, end, name, None, False)
         append((position, size, h))
         position += size
     return out
@@ -165,10 +148,11 @@ def validate_and_assign_offsets(
     leader_epoch: int,
     log_append_time: int | None,
 ) -> tuple[list, list, LogAppendInfo]:
-    """The leader's append: `validate_batches`, then give each batch its offsets, leader
-    epoch and, on a LogAppendTime topic, the timestamp `log_append_time` (None for
-    CreateTime), in one pass (Kafka's validateMessagesAndAssignOffsets, on the batch
-    level).
+    """The leader's append: check each batch as `validate_batches` does, and also against
+    `max_message_bytes` and (`from_client`) the rules for a client's batch; then give it
+    its offsets, leader epoch and, on a LogAppendTime topic, the timestamp
+    `log_append_time` (None for CreateTime); all in one pass (Kafka's
+    validateMessagesAndAssignOffsets, on the batch level).
 
     Each batch header is patched in place in `view`, which must be writable (the
     broker's request buffer, which the request owns, as Kafka patches its request
@@ -196,10 +180,9 @@ def validate_and_assign_offsets(
             and magic == 2
             and position + size <= end
             and crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) == crc
-        ):  # anything but a whole, sound v2 batch: raises the precise error
-            size, h = _check_batch(view, position, end, name, max_message_bytes, True)
-            (base_offset, length, _, magic, crc, attributes, delta, base_ts, timestamp,
-             pid, epoch, seq, count) = h  # fmt: skip
+        ):  # anything but a whole, sound v2 batch: _check_batch raises the precise error
+            _check_batch(view, position, end, name, max_message_bytes, True)
+            raise AssertionError(f"batch at {position} refused, yet _check_batch passed it")
         if from_client and (
             base_offset
             or count != delta + 1
