@@ -156,7 +156,7 @@ TOPIC_CONFIGS: tuple[ConfigKey, ...] = (
 TOPIC_CONFIGS_BY_NAME: dict[str, ConfigKey] = {key.name: key for key in TOPIC_CONFIGS}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogConfig:
     """A topic's log settings, every field typed and within Kafka's bounds.
 

@@ -24,21 +24,21 @@ class LeaderEpochFileCache:
 
     Invariants: epochs and start offsets both strictly increase from one entry to the
     next; assigning an entry removes any later entries that would break that.
+    `latest_epoch` is the last entry's epoch (None when empty), kept by every change:
+    the leader compares it on each append.
     """
 
     def __init__(self, checkpoint: LeaderEpochCheckpointFile) -> None:
         self.checkpoint = checkpoint
         self._epochs: list[int] = []
         self._offsets: list[int] = []
+        self.latest_epoch: int | None = None
         for epoch, offset in checkpoint.read():
             self._assign(epoch, offset)
 
     @property
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._epochs, self._offsets, strict=True))
-
-    def latest_epoch(self) -> int | None:
-        return self._epochs[-1] if self._epochs else None
 
     def latest_entry(self) -> tuple[int, int] | None:
         return (self._epochs[-1], self._offsets[-1]) if self._epochs else None
@@ -69,6 +69,7 @@ class LeaderEpochFileCache:
             )
         self._epochs.append(epoch)
         self._offsets.append(start_offset)
+        self.latest_epoch = epoch
         return True
 
     def assign(self, epoch: int, start_offset: int) -> None:
@@ -101,6 +102,7 @@ class LeaderEpochFileCache:
         while self._offsets and self._offsets[-1] >= end_offset:
             self._epochs.pop()
             self._offsets.pop()
+        self.latest_epoch = self._epochs[-1] if self._epochs else None
         self.flush()
 
     def truncate_from_start(self, start_offset: int) -> None:
@@ -117,6 +119,7 @@ class LeaderEpochFileCache:
     def clear_and_flush(self) -> None:
         self._epochs.clear()
         self._offsets.clear()
+        self.latest_epoch = None
         self.flush()
 
     def flush(self) -> None:

@@ -188,7 +188,7 @@ class Log(LogRetention):
         # As Kafka orders an append: the epoch cache first, then the size check and roll.
         # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
         # inlined for the common case: every append runs it.)
-        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch() != leader_epoch:
+        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
             self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
         return self._append(view, entries, producer_batches, info, origin)
 
@@ -398,7 +398,7 @@ class Log(LogRetention):
             return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, epoch)
         if target == LATEST_TIMESTAMP:
             return TimestampAndOffset(
-                NO_TIMESTAMP, self.log_end_offset, self.leader_epoch_cache.latest_epoch()
+                NO_TIMESTAMP, self.log_end_offset, self.leader_epoch_cache.latest_epoch
             )
         if target == MAX_TIMESTAMP:
             segment = max(self.segments, key=lambda s: s.max_timestamp_so_far)
@@ -421,7 +421,7 @@ class Log(LogRetention):
     maybe_assign_epoch_start_offset = assign_epoch_start_offset
 
     def latest_epoch(self) -> int | None:
-        return self.leader_epoch_cache.latest_epoch()
+        return self.leader_epoch_cache.latest_epoch
 
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
         """(epoch, end offset) answering OffsetForLeaderEpoch, or None if undefined."""

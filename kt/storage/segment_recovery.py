@@ -221,7 +221,7 @@ def _slow_step(
 def _latest_epoch(leader_epoch_cache) -> int:  # type: ignore[no-untyped-def]
     if leader_epoch_cache is None:
         return _NO_EPOCH_CACHE
-    latest = leader_epoch_cache.latest_epoch()
+    latest = leader_epoch_cache.latest_epoch
     return -1 if latest is None else latest
 
 
