@@ -10,14 +10,19 @@ of raw for 64 KiB batches).
 Fair by construction: both sides write the same bytes (checked: equal file sizes) in
 the same batch sizes to a new file in the same directory, with the page cache in the
 same state; neither fsyncs (the log's flush policy is left at its default, never, and
-its leader epoch is set before timing, as on becoming leader). Both sides write from
-one buffer, the one the log gets as the broker hands it a batch: a writable memoryview
-of a request buffer of its own, which the log patches in place (offsets, leader epoch).
-Before every write, on both sides, the loop puts the client's baseOffset 0 back, as the
-next request would bring it: the same 60 ns on each side, so that this step of the
-harness is not counted as the log's work. The two sides run in alternating blocks of
-8 MiB, so that both see the same load on a shared machine; a run's ratio compares its
-two sums. After one untimed warm-up, the figures are the medians of `--repeat` runs.
+its leader epoch is set before timing, as on becoming leader). Both sides write from one
+buffer, given as the broker gives the log a batch: a writable memoryview of a request
+buffer of its own, which the log patches in place (offsets, leader epoch).
+
+Each batch is a producer's next one: before every write, on both sides and untimed,
+`restamp` makes the buffer the next request (baseOffset 0, timestamps after the last
+batch's, a new CRC), which also leaves it in the cache as a request just received
+would be. Rising timestamps matter: they give each append its time index entry, as in
+production, where one batch sent over and over would add none after the first. Each
+write is timed on its own (the clock's ~0.1 us per write is on both sides); the two
+sides take turns in blocks of 1 MiB, so that both see the same load on a shared
+machine, and a run's ratio compares the two sums. After one untimed warm-up, the
+figures are the medians of `--repeat` runs.
 """
 
 from __future__ import annotations
@@ -26,15 +31,22 @@ import argparse
 import os
 import platform
 import statistics
+import struct
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from crc32c_rs import crc32c  # noqa: E402
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
 from kt.config import LogConfig  # noqa: E402
+from kt.storage.batch_header import (  # noqa: E402
+    ATTRIBUTES_OFFSET,
+    BASE_TIMESTAMP_OFFSET,
+    CRC_OFFSET,
+)
 from kt.storage.log import Log  # noqa: E402
 
 
@@ -50,12 +62,29 @@ def make_batch(batch_bytes: int, record_bytes: int = 512) -> bytes:
 
 
 CLIENT_BASE_OFFSET = bytes(8)  # a client's batch starts at baseOffset 0
-BLOCK_BYTES = 8 << 20  # bytes per timed block; the two sides alternate block by block
+BLOCK_BYTES = 1 << 20  # bytes per block; the two sides take turns block by block
+TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp: adjacent in the header
+CRC = struct.Struct(">I")
+
+
+def batches_per_block(data: bytes) -> int:
+    return max(1, BLOCK_BYTES // len(data))
+
+
+def restamp(records: memoryview, timestamp: int) -> int:
+    """Make `records` the next batch a producer sends: baseOffset 0, timestamps from
+    `timestamp` on (the batch's own spread kept), and the CRC over them. Returns the
+    timestamp after the batch's last."""
+    base, last = TIMESTAMPS.unpack_from(records, BASE_TIMESTAMP_OFFSET)
+    records[:8] = CLIENT_BASE_OFFSET
+    TIMESTAMPS.pack_into(records, BASE_TIMESTAMP_OFFSET, timestamp, timestamp + last - base)
+    CRC.pack_into(records, CRC_OFFSET, crc32c(records[ATTRIBUTES_OFFSET:]))
+    return timestamp + last - base + 1
 
 
 def run_pair(directory: str, data: bytes, n: int) -> tuple[float, float]:
-    """(seconds raw, seconds log) to append `n` copies of `data`, timed in alternating
-    blocks of BLOCK_BYTES so that both sides see the same machine load."""
+    """(seconds raw, seconds log) to append `n` batches like `data` (rounded down to
+    whole blocks), the two sides taking turns block by block, in either order by turns."""
     raw_path = os.path.join(directory, "raw.bin")
     fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     log = Log(os.path.join(directory, "bench-0"), LogConfig())
@@ -66,31 +95,23 @@ def run_pair(directory: str, data: bytes, n: int) -> tuple[float, float]:
         log.append_as_leader,
         time.perf_counter,
     )
-    raw = logged = 0.0
-    block_batches = max(1, BLOCK_BYTES // len(data))
-    for block in range(n // block_batches):
-        if block % 2:
-            start = clock()
-            for _ in range(block_batches):
-                records[:8] = CLIENT_BASE_OFFSET
-                append(records, 0)
-            middle = clock()
-            for _ in range(block_batches):
-                records[:8] = CLIENT_BASE_OFFSET
-                write(fd, records)
-            logged, raw = logged + middle - start, raw + clock() - middle
-        else:
-            start = clock()
-            for _ in range(block_batches):
-                records[:8] = CLIENT_BASE_OFFSET
-                write(fd, records)
-            middle = clock()
-            for _ in range(block_batches):
-                records[:8] = CLIENT_BASE_OFFSET
-                append(records, 0)
-            raw, logged = raw + middle - start, logged + clock() - middle
+    timestamp, raw, logged = 1_700_000_000_000, 0.0, 0.0
+    per_block = batches_per_block(data)
+    blocks = n // per_block
+    for block in range(blocks):
+        for log_turn in (block % 2 == 0, block % 2 == 1):
+            for _ in range(per_block):
+                timestamp = restamp(records, timestamp)  # untimed: the client's work
+                if log_turn:
+                    start = clock()
+                    append(records, 0)
+                    logged += clock() - start
+                else:
+                    start = clock()
+                    write(fd, records)
+                    raw += clock() - start
     records_per_batch = int.from_bytes(data[57:61], "big")
-    assert log.log_end_offset == n // block_batches * block_batches * records_per_batch
+    assert log.log_end_offset == blocks * per_block * records_per_batch
     assert os.path.getsize(raw_path) == log.size  # the same bytes on both sides
     os.close(fd)
     os.unlink(raw_path)
@@ -120,8 +141,8 @@ def main() -> None:
     print(f"{'batch':>8} {'batches':>8} {'raw MB/s':>10} {'log MB/s':>10} {'ratio':>7}")
     for batch_bytes, record_bytes in ((1024, 100), (64 * 1024, 512)):
         data = make_batch(batch_bytes, record_bytes)
-        block_batches = max(1, BLOCK_BYTES // len(data))
-        n = args.mib * 1024 * 1024 // len(data) // block_batches * block_batches
+        per_block = batches_per_block(data)
+        n = args.mib * 1024 * 1024 // len(data) // per_block * per_block
         total_mb = n * len(data) / 1e6
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
             raw_s, log_s, ratio = measure(data, n, args.repeat, d)
