@@ -248,8 +248,15 @@ class LogSegment:
             if timestamp > max_ts:
                 max_ts, max_ts_offset = timestamp, last_offset
             if since > self.index_interval_bytes:
-                (self._offset_index or self.offset_index).append(last_offset, physical + position)
-                (self._time_index or self.time_index).maybe_append(max_ts, max_ts_offset)
+                # An index filled by an earlier batch of this append takes no more entries
+                # (the index is sparse, and the segment rolls before the next append);
+                # recovery's IndexRebuild skips the same ones.
+                offset_index = self._offset_index or self.offset_index
+                time_index = self._time_index or self.time_index
+                if offset_index.entries < offset_index.max_entries:
+                    offset_index.append(last_offset, physical + position)
+                if not time_index.is_full():
+                    time_index.maybe_append(max_ts, max_ts_offset)
                 since = 0
             since += batch_size
         self.bytes_since_last_index_entry = since

@@ -96,8 +96,10 @@ class IndexRebuild:
 
     Invariant: the pending entries are ones `OffsetIndex.append` and
     `TimeIndex.maybe_append` would accept in order after the indexes' own entries; an
-    entry they might refuse goes through them at once (after the pending ones), so a
-    refusal raises the same error at the same batch as appending one by one would.
+    entry they might refuse, or one for an index without room, goes through
+    `add_slowly` (after the pending ones), so a refusal raises the same error at the same
+    batch as appending one by one would, and a full index skips what LogSegment.append
+    skips.
     """
 
     def __init__(self, offset_index, time_index) -> None:  # type: ignore[no-untyped-def]
@@ -111,10 +113,13 @@ class IndexRebuild:
         self.last_time = time_index.last_entry  # (timestamp, offset)
 
     def add_slowly(self, offset: int, position: int, max_ts: int, max_ts_offset: int) -> None:
-        """One index point through the indexes' own checks."""
+        """One index point through the indexes' own checks; a full index takes none, as
+        in LogSegment.append."""
         self.flush()
-        self.offset_index.append(offset, position)
-        self.time_index.maybe_append(max_ts, max_ts_offset)
+        if not self.offset_index.is_full():
+            self.offset_index.append(offset, position)
+        if not self.time_index.is_full():
+            self.time_index.maybe_append(max_ts, max_ts_offset)
         self.offset_room = self.offset_index.max_entries - self.offset_index.entries
         self.time_room = self.time_index.max_entries - 1 - self.time_index.entries
         self.last_offset, self.last_time = offset, self.time_index.last_entry

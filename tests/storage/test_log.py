@@ -198,6 +198,32 @@ def test_rolls_when_an_index_is_full(tmp_path, clock):
     log.close()
 
 
+def test_an_append_that_fills_an_index_midway_is_kept_whole(tmp_path, clock):
+    # 24-byte indexes hold three offset entries, and one time entry plus the roll slot.
+    # With an entry due for every batch, one append of five batches fills them early:
+    # the later batches go unindexed (an index is sparse), and the next append rolls.
+    log = open_log(tmp_path, clock, segment_index_bytes=24, index_interval_bytes=1)
+    log.append_as_leader(batch(1), leader_epoch=0)
+    info = log.append_as_leader(b"".join(batch(1, ts=TS + i) for i in range(1, 6)), 0)
+    assert (info.first_offset, info.last_offset, log.log_end_offset) == (1, 5, 6)
+    first = log.active_segment
+    assert (first.offset_index.entries, first.time_index.entries) == (3, 1)
+    log.append_as_leader(batch(1, ts=TS + 9), leader_epoch=0)
+    assert [s.base_offset for s in log.segments] == [0, 6]
+    assert [log.read(offset, 1000).records.read_bytes()[:8] for offset in range(7)] == [
+        offset.to_bytes(8, "big") for offset in range(7)
+    ]
+    index_path = first.offset_index.path
+    log.close()
+    with open(index_path, "rb") as f:
+        written = f.read()
+    os.unlink(index_path)
+    log = open_log(tmp_path, clock, segment_index_bytes=24, index_interval_bytes=1)
+    with open(index_path, "rb") as f:
+        assert f.read() == written  # recovery skips the same entries
+    log.close()
+
+
 def test_rolls_before_relative_offsets_overflow(tmp_path, clock):
     leader = open_log(tmp_path / "a", clock)
     leader.append_as_leader(batch(1), leader_epoch=0)
