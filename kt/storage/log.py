@@ -37,6 +37,7 @@ from kt.storage.log_segment import (
 from kt.storage.log_validator import (
     LogAppendInfo,
     analyze_follower_batches,
+    assign_offsets_to_client_batch,
     validate_and_assign_offsets,
     validate_batches,
     validate_records,
@@ -159,6 +160,13 @@ class Log(LogRetention):
     ) -> LogAppendInfo:
         """Validate, assign offsets (patching each header in place) and append.
 
+        The common case, one plain client batch that the active segment takes without a
+        roll, goes in one pass (assign_offsets_to_client_batch, LogSegment.append_batch):
+        for large batches the Python calls and list passes of the general way
+        (validate_and_assign_offsets, _append) are a sizeable part of an append's time.
+        Everything else goes the general way, which tests/storage/test_log_fast_append.py
+        holds the one pass to: both give the same log, byte for byte.
+
         Raises KafkaError: CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD,
         INVALID_TIMESTAMP, RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH,
         OUT_OF_ORDER_SEQUENCE_NUMBER.
@@ -167,6 +175,40 @@ class Log(LogRetention):
         if type(view) is not memoryview or view.readonly:
             # Headers are patched in place: a copy of a caller's own bytes.
             view = memoryview(view if type(view) is bytearray else bytearray(view))
+        config = self.config
+        info = None
+        if origin == ORIGIN_CLIENT and not (config.log_append_time or config.validates_records):
+            # The common case, one plain client batch, checked and patched in one pass.
+            info = assign_offsets_to_client_batch(
+                view, config.max_message_bytes, self.log_end_offset, leader_epoch
+            )
+        if info is None:
+            entries, producer_batches, info = self._validate(view, leader_epoch, origin, now_ms)
+            if not entries:
+                return info
+        else:
+            entries = producer_batches = None
+        # As Kafka orders an append: the epoch cache first, then the size check and roll.
+        # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
+        # inlined for the common case: every append runs it.)
+        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
+            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+        if entries is None:
+            # One batch, which the active segment takes in one call unless it must roll.
+            if self.segments[-1].append_batch(
+                view, info.last_offset, info.max_timestamp, config.segment_ms, config.segment_bytes
+            ):
+                return self._appended(info, None)
+            entries = [(0, info.valid_bytes, info.last_offset, info.max_timestamp)]
+            producer_batches = []
+        return self._append(view, entries, producer_batches, info, origin)
+
+    def _validate(
+        self, view: memoryview, leader_epoch: int, origin: str, now_ms: int | None
+    ) -> tuple[list, list, LogAppendInfo]:
+        """The leader's checks and offset assignment for any append (entries, producer
+        batches, info, as validate_and_assign_offsets gives them), with the per-record
+        rules of a topic that has them; no entries for an empty append."""
         config = self.config
         entries, producer_batches, info = validate_and_assign_offsets(
             view,
@@ -179,18 +221,13 @@ class Log(LogRetention):
             (self.clock() if now_ms is None else now_ms) if config.log_append_time else None,
         )
         if not entries:
-            return LogAppendInfo(
+            info = LogAppendInfo(
                 self.log_end_offset, self.log_end_offset - 1, log_start_offset=self.log_start_offset
             )
-        if config.validates_records and origin == ORIGIN_CLIENT:
+        elif config.validates_records and origin == ORIGIN_CLIENT:
             now = self.clock() if now_ms is None else now_ms
             validate_records(view, entries, self.name, config, now)
-        # As Kafka orders an append: the epoch cache first, then the size check and roll.
-        # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
-        # inlined for the common case: every append runs it.)
-        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
-        return self._append(view, entries, producer_batches, info, origin)
+        return entries, producer_batches, info
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
@@ -251,13 +288,19 @@ class Log(LogRetention):
             if isinstance(producers, LogAppendInfo):
                 return producers  # a retried batch, already in the log
         segment.append(view, entries)
+        return self._appended(info, producers)
+
+    def _appended(
+        self, info: LogAppendInfo, producers: dict[int, ProducerAppendInfo] | None
+    ) -> LogAppendInfo:
+        """The log's state after a write: log end offset, producer state, flush policy."""
         self.log_end_offset = end = info.last_offset + 1
         if producers:
             for append_info in producers.values():
                 self.producer_state.update(append_info)
         self.producer_state.map_end_offset = end
         info.log_start_offset = self.log_start_offset
-        if end - self.recovery_point >= config.flush_messages:
+        if end - self.recovery_point >= self.config.flush_messages:
             self.flush()
         return info
 

@@ -262,6 +262,52 @@ class LogSegment:
         self.bytes_since_last_index_entry = since
         self._max_timestamp_and_offset = (max_ts, max_ts_offset)
 
+    def append_batch(
+        self,
+        records: memoryview,
+        last_offset: int,
+        max_timestamp: int,
+        max_segment_ms: int,
+        max_segment_bytes: int,
+    ) -> bool:
+        """`records`, one whole batch, appended as `append` appends it, if this segment
+        takes it without a roll; False, with nothing written, if it might not. The
+        leader's common case in one call (Log.append_as_leader); a False sends it the
+        general way (`needs_roll`, then `append`).
+
+        The roll test is `needs_roll`'s for a segment in its steady state: both indexes
+        loaded, a batch already in it, the first batch's timestamp known. In any other
+        state it answers False rather than load or look anything up."""
+        log_file = self.log
+        physical = log_file.size
+        size = len(records)
+        offset_index, time_index = self._offset_index, self._time_index
+        first = self.rolling_based_timestamp
+        if (
+            offset_index is None
+            or time_index is None
+            or not physical
+            or first is None
+            or first < 0
+            or physical > max_segment_bytes - size
+            or max_timestamp - first > max_segment_ms - self.roll_jitter_ms
+            or offset_index.entries >= offset_index.max_entries
+            or time_index.entries >= time_index.max_entries - 1
+            or not 0 <= last_offset - self.base_offset <= 0x7FFFFFFF
+        ):
+            return False
+        log_file.append(records)
+        max_ts, max_ts_offset = self._max_timestamp_and_offset or self.max_timestamp_and_offset()
+        if max_timestamp > max_ts:
+            max_ts, max_ts_offset = self._max_timestamp_and_offset = (max_timestamp, last_offset)
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
+            offset_index.append(last_offset, physical)
+            time_index.maybe_append(max_ts, max_ts_offset)
+            since = 0
+        self.bytes_since_last_index_entry = since + size
+        return True
+
     # -- read -----------------------------------------------------------------------
 
     def translate_offset(
