@@ -56,15 +56,17 @@ class AbstractIndex:
         return self.entry_size * (size // self.entry_size)
 
     def _map(self, length: int) -> mmap.mmap | None:
-        """Map the file's first `length` bytes. Readahead is off where the file has room
-        past its entries (a new or regrown index, preallocated and sparse): the first
-        write there would read up to read_ahead_kb of holes into the page cache, which
-        with an 8 MiB setting stalls every new segment's first append for milliseconds."""
+        """Map the file's first `length` bytes, with readahead off. Lookups are binary
+        searches; appends write past the entries of a sparse, preallocated file; and an
+        index left by a crash is opened at its preallocated length, its last entry read
+        from a hole. With readahead each first touch reads up to read_ahead_kb around it
+        into the page cache (holes, in the last two cases): with an 8 MiB setting that
+        stalled every new segment's first append, and every crashed segment's opening,
+        for milliseconds."""
         if length <= 0:
             return None
         mapped = mmap.mmap(self._fd, length)
-        if self.entries * self.entry_size < length:
-            mapped.madvise(mmap.MADV_RANDOM)
+        mapped.madvise(mmap.MADV_RANDOM)
         return mapped
 
     @property
