@@ -253,7 +253,7 @@ class LogSegment:
                 # recovery's IndexRebuild skips the same ones.
                 offset_index = self._offset_index or self.offset_index
                 time_index = self._time_index or self.time_index
-                if offset_index.entries < offset_index.max_entries:
+                if not offset_index.is_full():
                     offset_index.append(last_offset, physical + position)
                 if not time_index.is_full():
                     time_index.maybe_append(max_ts, max_ts_offset)
