@@ -151,13 +151,14 @@ def walk_segment(
     unpack = HEADER.unpack_from
     while True:
         h = unpack(view, pos) if pos + HEADER_SIZE <= avail else _NO_HEADER
-        end = pos + h[1] + LOG_OVERHEAD
+        first, length, epoch, magic, crc, attributes, delta, _, timestamp, pid, _, _, _ = h
+        end = pos + length + LOG_OVERHEAD
         if (
-            h[3] == 2
+            magic == 2
             and pos + HEADER_SIZE <= end <= avail
-            and crc32c(view[pos + ATTRIBUTES_OFFSET : end]) == h[4]
+            and crc32c(view[pos + ATTRIBUTES_OFFSET : end]) == crc
         ):
-            last_offset, timestamp = h[0] + h[6], h[8]  # a whole, sound v2 batch
+            last_offset = first + delta  # a whole, sound v2 batch
         else:
             step = _slow_step(view, pos, avail, base, size)
             if step is None:
@@ -167,7 +168,7 @@ def walk_segment(
                 view, base, avail, pos = reader.view, reader.base, reader.avail, 0
                 continue
             _, end, last_offset, timestamp = step
-            h = _NO_HEADER  # a legacy batch
+            h, epoch, pid, attributes = _NO_HEADER, -1, -1, 0  # a legacy batch
         if last_offset > limit:
             break
         if timestamp > max_ts:
@@ -190,7 +191,7 @@ def walk_segment(
                 index.add_slowly(last_offset, last_index_entry, max_ts, max_ts_offset)
                 offsets, times = index.offsets, index.times
         next_offset = last_offset + 1
-        if h[2] > latest_epoch or h[9] >= 0 or h[5] & CONTROL_MASK:
+        if epoch > latest_epoch or pid >= 0 or attributes & CONTROL_MASK:
             batch = view[pos:end]
             latest_epoch = _replay(h, batch, latest_epoch, producer_state, leader_epoch_cache)
         pos = end
