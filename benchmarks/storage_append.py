@@ -46,6 +46,8 @@ from kt.storage.batch_header import (  # noqa: E402
     ATTRIBUTES_OFFSET,
     BASE_TIMESTAMP_OFFSET,
     CRC_OFFSET,
+    BatchHeader,
+    set_base_offset,
 )
 from kt.storage.log import Log  # noqa: E402
 
@@ -61,7 +63,6 @@ def make_batch(batch_bytes: int, record_bytes: int = 512) -> bytes:
     return bytes(builder.build())
 
 
-CLIENT_BASE_OFFSET = bytes(8)  # a client's batch starts at baseOffset 0
 BLOCK_BYTES = 1 << 20  # bytes per block; the two sides take turns block by block
 TIMESTAMPS = struct.Struct(">qq")  # baseTimestamp, maxTimestamp: adjacent in the header
 CRC = struct.Struct(">I")
@@ -76,7 +77,7 @@ def restamp(records: memoryview, timestamp: int) -> int:
     `timestamp` on (the batch's own spread kept), and the CRC over them. Returns the
     timestamp after the batch's last."""
     base, last = TIMESTAMPS.unpack_from(records, BASE_TIMESTAMP_OFFSET)
-    records[:8] = CLIENT_BASE_OFFSET
+    set_base_offset(records, 0, 0)  # a client's batch starts at baseOffset 0
     TIMESTAMPS.pack_into(records, BASE_TIMESTAMP_OFFSET, timestamp, timestamp + last - base)
     CRC.pack_into(records, CRC_OFFSET, crc32c(records[ATTRIBUTES_OFFSET:]))
     return timestamp + last - base + 1
@@ -110,8 +111,7 @@ def run_pair(directory: str, data: bytes, n: int) -> tuple[float, float]:
                     start = clock()
                     write(fd, records)
                     raw += clock() - start
-    records_per_batch = int.from_bytes(data[57:61], "big")
-    assert log.log_end_offset == blocks * per_block * records_per_batch
+    assert log.log_end_offset == blocks * per_block * BatchHeader(data, 0).records_count
     assert os.path.getsize(raw_path) == log.size  # the same bytes on both sides
     os.close(fd)
     os.unlink(raw_path)

@@ -180,7 +180,7 @@ class LogCleaner:
                     entries.append((len(buffer), len(kept), frame.last_offset, frame.max_timestamp))
                     buffer += kept
                     if len(buffer) >= WRITE_BUFFER_BYTES:
-                        buffer, entries = _write_retained(cleaned, buffer, entries, stats)
+                        _write_retained(cleaned, buffer, entries, stats)
             _write_retained(cleaned, buffer, entries, stats)
         cleaned.on_become_inactive()
         cleaned.flush()
@@ -189,12 +189,13 @@ class LogCleaner:
 
 def _write_retained(
     cleaned: LogSegment, buffer: bytearray, entries: list, stats: CleanerStats
-) -> tuple[bytearray, list]:
-    """Append the buffered retained batches to the cleaned segment; a fresh buffer back."""
+) -> None:
+    """Append the buffered retained batches to the cleaned segment and empty the buffer."""
     if entries:
         cleaned.append(buffer, entries)
         stats.bytes_written += len(buffer)
-    return bytearray(), []
+        buffer.clear()
+        entries.clear()
 
 
 def build_offset_map(log_: Any, start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:

@@ -291,6 +291,7 @@ class LogSegment:
             or first < 0
             or physical > max_segment_bytes - size
             or max_timestamp - first > max_segment_ms - self.roll_jitter_ms
+            # is_full() of each index, written out as in needs_roll
             or offset_index.entries >= offset_index.max_entries
             or time_index.entries >= time_index.max_entries - 1
             or not 0 <= last_offset - self.base_offset <= 0x7FFFFFFF

@@ -25,11 +25,12 @@ def _escape(text: str) -> str:
 
 def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
     lines: list[str] = []
-    for param in command.get_params(ctx):
-        # Options only: arguments are in the synopsis (click 8.5 gives them help records,
-        # 8.4 does not, and the pages must not change with the installed click).
-        record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
-        if record is None:
+    # Options only: arguments are in the synopsis (click 8.5 gives them help records, 8.4
+    # does not, and the pages must not change with the installed click).
+    options = [p for p in command.get_params(ctx) if isinstance(p, click.Option)]
+    for option in options:
+        record = option.get_help_record(ctx)
+        if record is None:  # a hidden option
             continue
         names, help_text = record
         lines += [".TP", f"\\fB{_escape(names)}\\fR", _escape(help_text) or "(no description)"]

@@ -1,5 +1,5 @@
-"""Build v2 record batches for storage tests with kafka-python's builder (an independent
-implementation of the format)."""
+"""Helpers for storage tests: v2 record batches built with kafka-python's builder (an
+independent implementation of the format), and a clock the test sets."""
 
 from __future__ import annotations
 
@@ -7,6 +7,16 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 TS = 1_700_000_000_000
+
+
+class Clock:
+    """A log's clock (milliseconds) that stands still until the test moves `now`."""
+
+    def __init__(self, now: int = TS) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
 
 
 def batch(

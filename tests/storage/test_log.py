@@ -12,15 +12,7 @@ from kt.errors import KafkaError
 from kt.storage.batch_header import BatchHeader, iter_headers
 from kt.storage.file_records import FileSlice
 from kt.storage.log import Log
-from tests.storage._batches import TS, batch, legacy_message_set
-
-
-class Clock:
-    def __init__(self, now: int = TS) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
+from tests.storage._batches import TS, Clock, batch, legacy_message_set
 
 
 @pytest.fixture

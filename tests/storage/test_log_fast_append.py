@@ -15,32 +15,10 @@ from hypothesis import strategies as st
 import kt.storage.log
 from kt.config import LogConfig
 from kt.errors import KafkaError
+from kt.storage.control_records import COMMIT, EndTransactionMarker, build_end_txn_marker_batch
 from kt.storage.log import Log
 from kt.storage.log_segment import LogSegment
-from kt.storage.record_batch import Record, build_batch
-from tests.storage._batches import TS
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = TS
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def client_batch(
-    count: int, value_size: int, ts: int, pid: int = -1, seq: int = -1, control: bool = False
-) -> bytes:
-    """A batch as a client sends it (baseOffset 0, no leader epoch)."""
-    records = [Record(None, ts + i, None, b"v" * value_size) for i in range(count)]
-    return build_batch(
-        records,
-        producer_id=pid,
-        producer_epoch=0 if pid >= 0 else -1,
-        base_sequence=seq,
-        is_control=control,
-    )
+from tests.storage._batches import TS, Clock, batch
 
 
 def corrupt(data: bytes) -> bytes:
@@ -84,17 +62,18 @@ def requests(draw) -> tuple[bytes, int]:  # type: ignore[no-untyped-def]
         )
     )
     if kind == "two batches":
-        data = client_batch(count, value_size, ts) + client_batch(1, value_size, ts + 5)
+        data = batch(count, ts, value_size) + batch(1, ts + 5, value_size)
     elif kind == "idempotent":
-        data = client_batch(count, value_size, ts, pid=7, seq=draw(st.integers(0, 3)))
+        data = batch(count, ts, value_size, pid=7, epoch=0, seq=draw(st.integers(0, 3)))
     elif kind == "control":
-        data = client_batch(1, 0, ts, pid=7, seq=0, control=True)
+        marker = EndTransactionMarker(COMMIT, 0)
+        data = build_end_txn_marker_batch(marker, producer_id=7, producer_epoch=0, timestamp=ts)
     elif kind == "corrupt":
-        data = corrupt(client_batch(count, value_size, ts))
+        data = corrupt(batch(count, ts, value_size))
     elif kind == "no timestamp":
-        data = client_batch(count, value_size, -1)
+        data = batch(count, -1, value_size, ts_step=0)
     else:
-        data = client_batch(count, value_size, ts)
+        data = batch(count, ts, value_size)
     return data, draw(st.sampled_from([0, 0, 0, 1, 2]))
 
 
@@ -138,7 +117,7 @@ def test_a_plain_client_batch_takes_the_one_pass_append(tmp_path, monkeypatch):
     monkeypatch.setattr(LogSegment, "append_batch", spy)
     log = Log(str(tmp_path / "t-0"), LogConfig(index_interval_bytes=1), clock=Clock())
     for i in range(4):
-        log.append_as_leader(bytearray(client_batch(3, 20, TS + 10 * i)), leader_epoch=0)
+        log.append_as_leader(bytearray(batch(3, TS + 10 * i, 20)), leader_epoch=0)
     # The first batch goes the general way (an empty segment: its first timestamp is
     # set there); the others take one pass, and each adds its index entries.
     assert taken == [False, True, True, True]
