@@ -15,10 +15,12 @@ from hypothesis import strategies as st
 import kt.storage.log
 from kt.config import LogConfig
 from kt.errors import KafkaError
+from kt.storage.batch_header import set_base_offset, set_log_append_time
 from kt.storage.control_records import COMMIT, EndTransactionMarker, build_end_txn_marker_batch
 from kt.storage.log import Log
 from kt.storage.log_segment import LogSegment
-from tests.storage._batches import TS, Clock, batch
+from kt.storage.record_batch import Record, build_batch
+from tests.storage._batches import TS, Clock, batch, legacy_message_set
 
 
 def corrupt(data: bytes) -> bytes:
@@ -52,13 +54,15 @@ def files(log: Log) -> dict[str, bytes]:
 @st.composite
 def requests(draw) -> tuple[bytes, int]:  # type: ignore[no-untyped-def]
     """(produce request data, leader epoch): mostly plain batches, and the cases that must
-    take the general path."""
+    take the general path, which refuses some (a corrupt batch, the client rules, magic 1)."""
     ts = TS + draw(st.integers(-3_000, 30_000))
     count = draw(st.integers(1, 6))
     value_size = draw(st.integers(0, 400))
     kind = draw(
         st.sampled_from(
-            ["plain"] * 6 + ["two batches", "idempotent", "control", "corrupt", "no timestamp"]
+            ["plain"] * 8
+            + ["two batches", "idempotent", "control", "corrupt", "no timestamp"]
+            + ["base offset", "transactional", "offset range", "no records", "legacy"]
         )
     )
     if kind == "two batches":
@@ -72,6 +76,19 @@ def requests(draw) -> tuple[bytes, int]:  # type: ignore[no-untyped-def]
         data = corrupt(batch(count, ts, value_size))
     elif kind == "no timestamp":
         data = batch(count, -1, value_size, ts_step=0)
+    elif kind == "base offset":
+        data = bytearray(batch(count, ts, value_size))
+        set_base_offset(data, 0, 5)
+    elif kind == "transactional":  # without a producer id
+        data = batch(count, ts, value_size, transactional=True)
+    elif kind == "offset range":  # a last offset delta that is not the record count's
+        records = [Record(None, ts + i, None, b"v" * value_size) for i in range(count)]
+        data = build_batch(records, last_offset=draw(st.sampled_from([-1, count, count + 3])))
+    elif kind == "no records":  # lastOffsetDelta -1, yet a timestamp and a sound CRC
+        data = bytearray(build_batch([], last_offset=-1))
+        set_log_append_time(data, 0, ts)
+    elif kind == "legacy":  # magic 1: refused by a leader
+        data = legacy_message_set(1, count, 0)
     else:
         data = batch(count, ts, value_size)
     return data, draw(st.sampled_from([0, 0, 0, 1, 2]))
@@ -124,3 +141,53 @@ def test_a_plain_client_batch_takes_the_one_pass_append(tmp_path, monkeypatch):
     segment = log.active_segment
     assert (segment.offset_index.entries, segment.time_index.entries) == (3, 3)
     assert log.log_end_offset == 12
+
+
+def append_both_ways(tmp_path, config: LogConfig, appends: list[bytes]) -> list[int]:
+    """Append `appends` through both ways, require the same outcomes and files, and return
+    the segments' base offsets."""
+    clock = Clock()
+    one_pass = Log(str(tmp_path / "a-0"), config, clock=clock)
+    general = Log(str(tmp_path / "b-0"), config, clock=clock)
+    for data in appends:
+        assert outcome(one_pass, data, 0) == general_outcome(general, data, 0)
+    bases = [s.base_offset for s in one_pass.segments]
+    assert bases == [s.base_offset for s in general.segments]
+    assert files(one_pass) == files(general)
+    one_pass.close()
+    general.close()
+    return bases
+
+
+# Random appends seldom land exactly on a roll's threshold; these put one on each side.
+
+
+@pytest.mark.parametrize(("slack", "bases"), [(-1, [0, 2, 4]), (0, [0, 3]), (1, [0, 3])])
+def test_the_one_pass_rolls_at_segment_bytes_where_the_general_way_does(tmp_path, slack, bases):
+    size = len(batch(1, TS, 100))
+    config = LogConfig(segment_bytes=3 * size + slack)
+    assert append_both_ways(tmp_path, config, [batch(1, TS + i, 100) for i in range(5)]) == bases
+
+
+@pytest.mark.parametrize(("slack", "bases"), [(-1, [0]), (0, [0]), (1, [0, 1])])
+def test_the_one_pass_rolls_at_segment_ms_where_the_general_way_does(tmp_path, slack, bases):
+    appends = [batch(1, TS), batch(1, TS + 10_000 + slack)]
+    assert append_both_ways(tmp_path, LogConfig(segment_ms=10_000), appends) == bases
+
+
+@pytest.mark.parametrize("index_bytes", [24, 36, 48])
+@pytest.mark.parametrize("step", [1, 0])  # one timestamp for all: only the offset index fills
+def test_the_one_pass_rolls_on_a_full_index_where_the_general_way_does(tmp_path, index_bytes, step):
+    config = LogConfig(segment_index_bytes=index_bytes, index_interval_bytes=1)
+    bases = append_both_ways(tmp_path, config, [batch(1, TS + step * i) for i in range(10)])
+    assert len(bases) > 1
+
+
+@pytest.mark.parametrize("batches_per_interval", [1, 2])
+def test_the_one_pass_indexes_at_the_interval_where_the_general_way_does(
+    tmp_path, batches_per_interval
+):
+    # An entry comes after *more* than index.interval.bytes: here exactly that many.
+    size = len(batch(1, TS, 100))
+    config = LogConfig(index_interval_bytes=batches_per_interval * size)
+    append_both_ways(tmp_path, config, [batch(1, TS + i, 100) for i in range(8)])
