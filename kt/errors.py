@@ -355,6 +355,13 @@ class CorruptRecordError(KafkaError):
         super().__init__("CORRUPT_MESSAGE", message)
 
 
+class KafkaStorageError(KafkaError):
+    """An I/O error in a log dir, which is offline from then on (KAFKA_STORAGE_ERROR)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("KAFKA_STORAGE_ERROR", message)
+
+
 class InvalidTopicError(KafkaError):
     """A topic name that Kafka would refuse (INVALID_TOPIC_EXCEPTION)."""
 

@@ -20,7 +20,7 @@ from typing import Any
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
-from kt.errors import KafkaError
+from kt.errors import KafkaError, KafkaStorageError
 from kt.storage.producer_state import ORIGIN_CLIENT
 
 log = logging.getLogger(__name__)
@@ -82,18 +82,42 @@ class ReplicaManager:
     leadership_listeners: list[Callable[[list[Partition], list[TopicPartition]], None]] = field(
         default_factory=list
     )
+    # Partitions whose log dir failed (Kafka's HostedPartition.Offline), until a restart.
+    offline_partitions: set[TopicPartition] = field(default_factory=set)
 
     # -- partitions ---------------------------------------------------------------
 
     def get_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if tp in self.offline_partitions:
+                raise _offline(tp)
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION")
         return partition
+
+    def handle_log_dir_failure(self, log_dir: str) -> None:
+        """A log dir failed: its partitions go offline (ReplicaManager.handleLogDirFailure).
+        Their waiting produces and fetches are woken, and find the partition offline."""
+        offline = [tp for tp, p in self.partitions.items() if p.log.parent_dir == log_dir]
+        for tp in offline:
+            del self.partitions[tp]
+            self.offline_partitions.add(tp)
+        log.error(
+            "Broker %d stopped serving replicas in dir %s: %s",
+            self.broker_id,
+            log_dir,
+            ", ".join(map(str, offline)) or "none",
+        )
+        for listener in self.leadership_listeners:
+            listener([], offline)
+        for tp in offline:
+            self.wake(tp)
 
     def get_or_create_partition(self, tp: TopicPartition) -> Partition:
         partition = self.partitions.get(tp)
         if partition is None:
+            if tp in self.offline_partitions:
+                raise _offline(tp)
             config = self.log_config_for(tp.topic)
             log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, config)
             partition = Partition(tp, self.broker_id, log_)
@@ -117,7 +141,11 @@ class ReplicaManager:
             if self.broker_id not in state.replicas:
                 errors[tp] = KafkaError("UNKNOWN_TOPIC_OR_PARTITION").code
                 continue
-            partition = self.get_or_create_partition(tp)
+            try:
+                partition = self.get_or_create_partition(tp)
+            except KafkaError as e:  # KAFKA_STORAGE_ERROR: its log dir is offline
+                errors[tp] = e.code
+                continue
             if state.leader == self.broker_id:
                 applied = partition.make_leader(
                     state.leader_epoch, state.isr, state.replicas, controller_epoch
@@ -199,7 +227,9 @@ class ReplicaManager:
                 if result.error_code:
                     continue
                 partition = self.partitions.get(tp)
-                if partition is None or not partition.is_leader:
+                if tp in self.offline_partitions:
+                    result.error_code = KafkaError("KAFKA_STORAGE_ERROR").code
+                elif partition is None or not partition.is_leader:
                     result.error_code = KafkaError("NOT_LEADER_OR_FOLLOWER").code
                 elif not partition.acks_satisfied(result.last_offset + 1):
                     pending.append(tp)
@@ -296,3 +326,7 @@ class ReplicaManager:
         """The partition changed (append, HW move, role change): re-check its waiters."""
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+
+
+def _offline(tp: TopicPartition) -> KafkaStorageError:
+    return KafkaStorageError(f"Partition {tp} is in an offline log directory")

@@ -22,6 +22,10 @@ from kt.metadata.embedded import EmbeddedStore
 log = logging.getLogger(__name__)
 
 
+class BrokerHaltedError(Exception):
+    """The brokers stopped by themselves, not on a signal: `kt server-start` exits 1."""
+
+
 def open_store(configs: list[KafkaConfig]) -> EmbeddedStore:
     """The metadata store the brokers of this process share."""
     if any(c["zookeeper.connect"] for c in configs):
@@ -58,12 +62,29 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    # The embedded store failed (its journal met an I/O error): every broker stops.
+    store.on_failure = lambda reason: loop.call_soon_threadsafe(stop.set)
     try:
         servers = await start_brokers(configs, store)
         on_ready(servers, time.monotonic() - started)
-        await stop.wait()
-        log.info("stop signal received: shutting down")
+        signalled = asyncio.create_task(stop.wait())
+        all_stopped = asyncio.create_task(_all_stopped(servers))
+        await asyncio.wait((signalled, all_stopped), return_when=asyncio.FIRST_COMPLETED)
+        signalled.cancel()
+        all_stopped.cancel()
+        if stop.is_set():
+            log.info("stop signal received: shutting down")
         for server in reversed(servers):
             await server.shutdown()
     finally:
         store.close()
+    halted = [s.halt_reason for s in servers if s.halt_reason is not None]
+    if store.failure is not None:
+        halted.insert(0, f"Shutdown broker because the metadata store failed: {store.failure}")
+    if halted:
+        raise BrokerHaltedError(halted[0])
+
+
+async def _all_stopped(servers: list[KafkaServer]) -> None:
+    """Returns when every broker has stopped by itself (each of its log dirs failed)."""
+    await asyncio.gather(*(s.wait_stopped() for s in servers))

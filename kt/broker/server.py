@@ -31,6 +31,7 @@ from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
+from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,11 @@ class KafkaServer:
         self.apis: KafkaApis | None = None
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
+        self.failure_channel = LogDirFailureChannel()
+        # Why the broker stopped itself (every log dir failed); None while it runs.
+        self.halt_reason: str | None = None
+        self._halt_task: asyncio.Task | None = None
+        self._shutting_down = False
 
     def _create_group_coordinator(self) -> GroupCoordinator:
         """The group coordinator with this broker's group.* and offsets.* settings; it loads
@@ -120,8 +126,14 @@ class KafkaServer:
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
         topic_configs = {t: self.topic_config(t) for t in self.zk.get_all_topics()}
-        self.log_manager = LogManager(cfg.log_dirs, self.topic_defaults, topic_configs)
+        self.log_manager = LogManager(
+            cfg.log_dirs, self.topic_defaults, topic_configs, failure_channel=self.failure_channel
+        )
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
+        self.failure_channel.listeners += [
+            self.replica_manager.handle_log_dir_failure,
+            self._halt_if_no_log_dir_left,
+        ]
         self.admin_manager = AdminManager(self)
         self.group_coordinator = self._create_group_coordinator()
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
@@ -187,7 +199,24 @@ class KafkaServer:
         for task in self._tasks:
             task.start()
 
+    def _halt_if_no_log_dir_left(self, failed_dir: str) -> None:
+        """Every log dir failed: the broker stops (Kafka halts with exit status 1). It runs
+        after the request that met the error has its answer, KAFKA_STORAGE_ERROR."""
+        assert self.log_manager is not None
+        if self.log_manager.live_log_dirs or self.halt_reason is not None:
+            return
+        self.halt_reason = (
+            f"Shutdown broker because all log dirs in {', '.join(self.log_manager.log_dirs)} "
+            "have failed"
+        )
+        log.critical("[KafkaServer id=%s] %s", self.broker_id, self.halt_reason)
+        self._halt_task = asyncio.get_running_loop().create_task(self.shutdown(), name="halt")
+
     async def shutdown(self) -> None:
+        if self._shutting_down:
+            await self._stopped.wait()
+            return
+        self._shutting_down = True
         log.info("[KafkaServer id=%s] shutting down", self.broker_id)
         for task in self._tasks:
             if task.task is not None:

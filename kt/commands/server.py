@@ -40,7 +40,7 @@ def server_start(
     With no file the broker listens on 127.0.0.1:9092 with its data under /tmp/kt-logs.
     It prints one line when ready and stops cleanly on SIGTERM or SIGINT.
     """
-    from kt.broker.runner import serve
+    from kt.broker.runner import BrokerHaltedError, serve
     from kt.config import InvalidConfigError, KafkaConfig
 
     try:
@@ -78,6 +78,8 @@ def server_start(
         fail(f"cannot start the broker: {e.strerror or e}")
     except (InvalidConfigError, LogDirLockedError, MetadataStoreError) as e:
         fail(f"cannot start the broker: {e}")
+    except BrokerHaltedError as e:
+        fail(str(e))
 
 
 def _daemonize() -> None:

@@ -41,6 +41,7 @@ from kt.metadata.store import (
     DeleteOp,
     EventType,
     MetadataStore,
+    MetadataStoreError,
     NoNodeError,
     Op,
     Session,
@@ -87,6 +88,9 @@ class EmbeddedStore(MetadataStore):
         self._tree = self._log.recover() if self._log is not None else DataTree()
         self._compact_bytes = compact_bytes
         self._sessions: dict[int, EmbeddedSession] = {}
+        self.failure: str | None = None  # why the store went offline (an I/O error)
+        # Told, on the thread that met it, when an I/O error takes the store offline.
+        self.on_failure: Callable[[str], None] | None = None
         # ZooKeeper session ids are 64-bit and never reused; start from the clock.
         self._session_ids = itertools.count((time.time_ns() // 1_000_000) << 12 | 1)
         self._closed = False
@@ -112,8 +116,14 @@ class EmbeddedStore(MetadataStore):
             session.close()
         with self._lock:
             self._closed = True
-            if self._log is not None:
-                self._log.write_snapshot(self._tree)
+            if self._log is None:
+                return
+            try:
+                if self.failure is None:
+                    self._log.write_snapshot(self._tree)
+            except OSError as e:  # the journal still holds every write
+                log.error("metadata snapshot not written at close: %s", e)
+            finally:
                 self._log.close()
 
     def __enter__(self) -> EmbeddedStore:
@@ -125,14 +135,28 @@ class EmbeddedStore(MetadataStore):
     # -- called by sessions, under _lock ------------------------------------------------
 
     def _commit(self, session_id: int, ops: Sequence[Op], is_multi: bool = False) -> list[Any]:
+        if self.failure is not None:
+            raise ConnectionClosedError(f"the metadata store is offline: {self.failure}")
         now = time.time_ns() // 1_000_000
         results, events, primitives = self._tree.apply(ops, session_id, now, is_multi)
-        if self._log is not None:
-            self._log.append(self._tree.zxid, now, primitives)
-            if self._log.journal_bytes > self._compact_bytes:
-                self._log.write_snapshot(self._tree)
+        if self._log is not None and primitives:
+            try:
+                self._log.append(self._tree.zxid, now, primitives)
+                if self._log.journal_bytes > self._compact_bytes:
+                    self._log.write_snapshot(self._tree)
+            except OSError as e:
+                # The tree holds a write that its files do not: it serves nothing more.
+                self._fail(e)
+                raise MetadataStoreError(f"the metadata store is offline: {e}") from e
         self._trigger(events)
         return results
+
+    def _fail(self, error: OSError) -> None:
+        """An I/O error on the store's files: every later read and write is refused, close
+        writes no snapshot, and `on_failure` is told (the broker process stops)."""
+        self.failure = f"I/O error on {self._log.directory if self._log else 'its files'}: {error}"
+        if self.on_failure is not None:
+            self.on_failure(self.failure)
 
     def _trigger(self, events: list[Event]) -> None:
         for session in self._sessions.values():
@@ -167,6 +191,8 @@ class EmbeddedSession(Session):
     def _open_tree(self) -> DataTree:
         if self._state is SessionState.LOST:
             raise ConnectionClosedError(f"session {self.name} is closed")
+        if self._store.failure is not None:
+            raise ConnectionClosedError(f"the metadata store is offline: {self._store.failure}")
         return self._store._tree
 
     # -- reads -----------------------------------------------------------------------
@@ -287,7 +313,8 @@ class EmbeddedSession(Session):
         self._child_watches.clear()
         del store._sessions[self._session_id]
         owned = sorted(store._tree.ephemerals.get(self._session_id, ()))
-        if owned:  # one write, as ZooKeeper's closeSession is one transaction
+        # One write, as ZooKeeper's closeSession is one transaction (none on a failed store).
+        if owned and store.failure is None:
             store._commit(self._session_id, [DeleteOp(path) for path in owned])
         store._tree.ephemerals.pop(self._session_id, None)
 

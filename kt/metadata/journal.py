@@ -23,6 +23,10 @@ Recovery: load the snapshot, replay journal records whose zxid is above the snap
 behind), stop at the first record that is short or fails its CRC (a torn tail), cut the
 file there, then compact: write a fresh snapshot and empty the journal. Ephemeral nodes
 are never written, so a reopened store has none.
+
+An I/O error (a full disk) while appending cuts the journal back to its last whole
+record and leaves the log failed: every later write is refused, and no snapshot is
+written, so the files keep exactly the writes that returned.
 """
 
 from __future__ import annotations
@@ -115,6 +119,7 @@ class MetadataLog:
             raise MetadataDirLockedError(f"{self.directory} is in use by another store") from None
         self._journal: BinaryIO | None = None
         self.journal_bytes = 0
+        self.failure: OSError | None = None  # the I/O error that took the log offline
 
     def recover(self) -> DataTree:
         """Load snapshot + journal into a new tree, then compact to a fresh snapshot."""
@@ -147,8 +152,17 @@ class MetadataLog:
             tree.restore(path, node)
         tree.zxid = doc["zxid"]
 
+    def _check_not_failed(self) -> None:
+        if self.failure is not None:
+            raise MetadataStoreError(
+                f"the metadata log in {self.directory} is offline after an I/O error: "
+                f"{self.failure}"
+            )
+
     def write_snapshot(self, tree: DataTree) -> None:
-        """Atomically replace the snapshot with `tree`'s persistent nodes; empty the journal."""
+        """Atomically replace the snapshot with `tree`'s persistent nodes; empty the journal.
+        Raises OSError if the snapshot cannot be written; the journal is then untouched."""
+        self._check_not_failed()
         nodes = [
             [path, n.czxid, n.mzxid, n.ctime, n.mtime, n.version, n.cversion, n.pzxid,
              encode_data(n.data)]
@@ -156,17 +170,22 @@ class MetadataLog:
         ]  # fmt: skip
         doc = {"format": SNAPSHOT_FORMAT, "zxid": tree.zxid, "nodes": nodes}
         tmp = self.directory / (SNAPSHOT_FILE + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-            f.flush()
-            if self.sync:
-                os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                f.write(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode())
+                f.flush()
+                if self.sync:
+                    os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.directory / SNAPSHOT_FILE)
         if self.sync:
             _fsync_dir(self.directory)
         if self._journal is not None:
             self._journal.close()
-        self._journal = open(self.directory / JOURNAL_FILE, "wb")  # noqa: SIM115
+        # Unbuffered: `append` knows what reached the file, and cuts off a torn record.
+        self._journal = open(self.directory / JOURNAL_FILE, "wb", buffering=0)  # noqa: SIM115
         if self.sync:
             os.fsync(self._journal.fileno())
         self.journal_bytes = 0
@@ -175,12 +194,23 @@ class MetadataLog:
         """Make one multi's persistent effects durable (fsync'ed when `sync`)."""
         if not primitives:
             return
+        self._check_not_failed()
         assert self._journal is not None, "recover() first"
-        record = encode_record(zxid, time_ms, primitives)
-        self._journal.write(record)
-        self._journal.flush()
-        if self.sync:
-            os.fsync(self._journal.fileno())
+        record = memoryview(encode_record(zxid, time_ms, primitives))
+        try:
+            written = 0
+            while written < len(record):
+                written += self._journal.write(record[written:]) or 0
+            if self.sync:
+                os.fsync(self._journal.fileno())
+        except OSError as e:
+            self.failure = e
+            log.error("metadata journal %s failed, the store is offline: %s", self.directory, e)
+            try:
+                os.ftruncate(self._journal.fileno(), self.journal_bytes)
+            except OSError as cut:  # recovery cuts the torn tail at the next start
+                log.error("could not cut the metadata journal back: %s", cut)
+            raise
         self.journal_bytes += len(record)
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ being active.
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -14,6 +15,8 @@ log = logging.getLogger(__name__)
 
 # Lookups start in the last 8 KiB of entries, the pages appends keep warm (KAFKA-6432).
 WARM_SECTION_BYTES = 8192
+# Disk blocks are reserved for the entries ahead of the map's writes this much at a time.
+RESERVE_STEP_BYTES = 64 * 1024
 
 
 class CorruptIndexError(Exception):
@@ -31,7 +34,8 @@ class AbstractIndex:
     entries; the first `entries` entries are valid and the rest is unwritten; an index
     opened from disk is taken to be full of valid entries up to its length (the loader
     sanity-checks it, and trimming on close makes that true); `max_entries` is the file
-    length over the entry size.
+    length over the entry size; the file's first `_reserved` bytes have disk blocks, and
+    no entry is written through the map past them.
     """
 
     entry_size = 8
@@ -50,6 +54,7 @@ class AbstractIndex:
         self.length = os.fstat(self._fd).st_size
         self.max_entries = self.length // self.entry_size
         self.entries = 0 if newly_created else self.max_entries
+        self._reserved = self.entries * self.entry_size
         self._mm: mmap.mmap | None = self._map(self.length)
 
     def _round(self, size: int) -> int:
@@ -68,6 +73,21 @@ class AbstractIndex:
         mapped = mmap.mmap(self._fd, length)
         mapped.madvise(mmap.MADV_RANDOM)
         return mapped
+
+    def _reserve(self, end: int) -> None:
+        """Give the file disk blocks up to `end` (and on to the next step) before entries
+        are written there. The preallocated file is sparse, and a write through the map
+        into a hole that the file system cannot fill (a full disk) is a SIGBUS, which
+        kills the broker; posix_fallocate answers ENOSPC instead, an OSError that takes
+        the log dir offline like any failed append."""
+        stop = min(self.length, max(end, self._reserved + RESERVE_STEP_BYTES))
+        try:
+            os.posix_fallocate(self._fd, self._reserved, stop - self._reserved)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            stop = self.length  # a file system that cannot reserve: the map writes as it is
+        self._reserved = stop
 
     @property
     def mm(self) -> mmap.mmap:
@@ -98,6 +118,7 @@ class AbstractIndex:
             self._mm.close()
         os.ftruncate(self._fd, rounded)
         self.length = rounded
+        self._reserved = min(self._reserved, rounded)
         self._mm = self._map(rounded)
         self.max_entries = rounded // self.entry_size
         self.entries = min(self.entries, self.max_entries)

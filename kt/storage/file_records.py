@@ -145,14 +145,34 @@ class FileRecords:
         return self._file
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write `data` at the end of the file (one write, unless the kernel takes less)."""
-        written = os.write(self.fd, data)
-        if written < len(data):
-            view = memoryview(data)
-            while written < len(view):
-                written += os.write(self.fd, view[written:])
+        """Write `data` at the end of the file (one write, unless the kernel takes less).
+
+        All or nothing: a write that fails partway (ENOSPC, EIO) is cut off again, so that
+        the file ends at `size`, after the last whole batch, and the error is raised.
+        """
+        try:
+            written = os.write(self.fd, data)
+            if written < len(data):
+                view = memoryview(data)
+                while written < len(view):
+                    written += os.write(self.fd, view[written:])
+        except OSError:
+            self.cut_back()
+            raise
         self.size += written
         return written
+
+    def cut_back(self, size: int | None = None) -> None:
+        """Cut the file back to `size` (default: the bytes of whole batches it had) after
+        an append that failed. Freeing blocks works on a full disk; if even that fails,
+        recovery cuts the torn tail at the next start (the log dir is offline by then, so
+        nothing is appended behind it)."""
+        if size is not None:
+            self.size = size
+        try:
+            os.ftruncate(self.fd, self.size)
+        except OSError as e:
+            log.error("Could not cut %s back to %d bytes: %s", self.path, self.size, e)
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self.fd, max(0, min(size, self.size - position)), position)

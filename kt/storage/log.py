@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from kt.config import LogConfig
-from kt.errors import KafkaError
+from kt.errors import KafkaError, KafkaStorageError
 from kt.storage import names
 from kt.storage.batch_header import (
     CONTROL_MASK,
@@ -26,6 +26,7 @@ from kt.storage.batch_header import (
 from kt.storage.checkpoints import LeaderEpochCheckpointFile
 from kt.storage.file_records import NO_TIMESTAMP
 from kt.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from kt.storage.log_dir_failure_channel import LogDirFailureChannel, maybe_handle_io_exception
 from kt.storage.log_loader import LogLoader, rebuild_producer_state
 from kt.storage.log_retention import LogRetention
 from kt.storage.log_segment import (
@@ -78,9 +79,11 @@ class Log(LogRetention):
         high_watermark: int = 0,
         had_clean_shutdown: bool = False,
         clock: Callable[[], int] = wall_clock_ms,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         os.makedirs(directory, exist_ok=True)
         self.dir = directory
+        self.failure_channel = failure_channel
         self.config = config
         self.clock = clock
         self.name = os.path.basename(directory)
@@ -171,37 +174,49 @@ class Log(LogRetention):
         INVALID_TIMESTAMP, RECORD_LIST_TOO_LARGE, INVALID_PRODUCER_EPOCH,
         OUT_OF_ORDER_SEQUENCE_NUMBER.
         """
-        view = records  # the broker's request buffer: a writable memoryview of its own
-        if type(view) is not memoryview or view.readonly:
-            # Headers are patched in place: a copy of a caller's own bytes.
-            view = memoryview(view if type(view) is bytearray else bytearray(view))
-        config = self.config
-        info = None
-        if origin == ORIGIN_CLIENT and not (config.log_append_time or config.validates_records):
-            # The common case, one plain client batch, checked and patched in one pass.
-            info = assign_offsets_to_client_batch(
-                view, config.max_message_bytes, self.log_end_offset, leader_epoch
-            )
-        if info is None:
-            entries, producer_batches, info = self._validate(view, leader_epoch, origin, now_ms)
-            if not entries:
-                return info
-        else:
-            entries = producer_batches = None
-        # As Kafka orders an append: the epoch cache first, then the size check and roll.
-        # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
-        # inlined for the common case: every append runs it.)
-        if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
-            self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
-        if entries is None:
-            # One batch, which the active segment takes in one call unless it must roll.
-            if self.segments[-1].append_batch(
-                view, info.last_offset, info.max_timestamp, config.segment_ms, config.segment_bytes
-            ):
-                return self._appended(info, None)
-            entries = [(0, info.valid_bytes, info.last_offset, info.max_timestamp)]
-            producer_batches = []
-        return self._append(view, entries, producer_batches, info, origin)
+        if self._closed:
+            raise self._offline_error()
+        try:
+            view = records  # the broker's request buffer: a writable memoryview of its own
+            if type(view) is not memoryview or view.readonly:
+                # Headers are patched in place: a copy of a caller's own bytes.
+                view = memoryview(view if type(view) is bytearray else bytearray(view))
+            config = self.config
+            info = None
+            plain = not (config.log_append_time or config.validates_records)
+            if origin == ORIGIN_CLIENT and plain:
+                # The common case, one plain client batch, checked and patched in one pass.
+                info = assign_offsets_to_client_batch(
+                    view, config.max_message_bytes, self.log_end_offset, leader_epoch
+                )
+            if info is None:
+                entries, producer_batches, info = self._validate(
+                    view, leader_epoch, origin, now_ms
+                )
+                if not entries:
+                    return info
+            else:
+                entries = producer_batches = None
+            # As Kafka orders an append: the epoch cache first, then the size check and roll.
+            # (maybe_assign_epoch_start_offset, with the cache's own "update needed" test
+            # inlined for the common case: every append runs it.)
+            if leader_epoch >= 0 and self.leader_epoch_cache.latest_epoch != leader_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, info.first_offset)
+            if entries is None:
+                # One batch, which the active segment takes in one call unless it must roll.
+                if self.segments[-1].append_batch(
+                    view,
+                    info.last_offset,
+                    info.max_timestamp,
+                    config.segment_ms,
+                    config.segment_bytes,
+                ):
+                    return self._appended(info, None)
+                entries = [(0, info.valid_bytes, info.last_offset, info.max_timestamp)]
+                producer_batches = []
+            return self._append(view, entries, producer_batches, info, origin)
+        except OSError as e:
+            raise self.storage_error(e, f"appending records to {self.name}") from e
 
     def _validate(
         self, view: memoryview, leader_epoch: int, origin: str, now_ms: int | None
@@ -229,8 +244,11 @@ class Log(LogRetention):
             validate_records(view, entries, self.name, config, now)
         return entries, producer_batches, info
 
+    @maybe_handle_io_exception("appending records as a follower to")
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
+        if self._closed:
+            raise self._offline_error()
         view = memoryview(records)
         batches = validate_batches(view, self.name)
         if not batches:
@@ -338,6 +356,7 @@ class Log(LogRetention):
 
     # -- rolling ------------------------------------------------------------------------
 
+    @maybe_handle_io_exception("rolling a new segment of")
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Start a new active segment at max(expected_next_offset, log end offset)."""
         new_offset = max(expected_next_offset or 0, self.log_end_offset)
@@ -405,15 +424,20 @@ class Log(LogRetention):
         limit = end if max_offset is None else min(max_offset, end)
         if start_offset >= limit:
             return FetchDataInfo(LogOffsetMetadata(start_offset), b"")
+        if self._closed:
+            raise self._offline_error()
         i = max(0, self._floor_index(start_offset))
-        while i < len(self.segments):
-            segment = self.segments[i]
-            info = segment.read(
-                start_offset, max_bytes, self._max_position_in(segment, limit), min_one_message
-            )
-            if info is not None:
-                return info
-            i += 1
+        try:
+            while i < len(self.segments):
+                segment = self.segments[i]
+                info = segment.read(
+                    start_offset, max_bytes, self._max_position_in(segment, limit), min_one_message
+                )
+                if info is not None:
+                    return info
+                i += 1
+        except OSError as e:
+            raise self.storage_error(e, f"reading {self.name}") from e
         return FetchDataInfo(LogOffsetMetadata(end), b"")
 
     def _max_position_in(self, segment: LogSegment, max_offset: int) -> int | None:
@@ -473,6 +497,7 @@ class Log(LogRetention):
 
     # -- flush ------------------------------------------------------------------------
 
+    @maybe_handle_io_exception("flushing")
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery point, offset) and move the
         recovery point to `offset` (default: the log end offset)."""
@@ -487,6 +512,7 @@ class Log(LogRetention):
         self.recovery_point = offset
         self.last_flush_time = self.clock()
 
+    @maybe_handle_io_exception("flushing")
     def flush_dirty(self, now_ms: int | None = None) -> None:
         """The periodic flush: a rolled segment awaiting its flush, and `flush.ms`."""
         now = self.clock() if now_ms is None else now_ms
@@ -498,6 +524,7 @@ class Log(LogRetention):
 
     # -- truncation -------------------------------------------------------------------
 
+    @maybe_handle_io_exception("truncating")
     def truncate_to(self, target_offset: int) -> bool:
         """Drop every offset >= target_offset (a follower diverged). True if anything went."""
         if target_offset < 0:
@@ -521,6 +548,7 @@ class Log(LogRetention):
         self._reindex()
         return True
 
+    @maybe_handle_io_exception("truncating")
     def truncate_fully_and_start_at(
         self, new_offset: int, log_start_offset: int | None = None
     ) -> None:  # noqa: E501
@@ -545,6 +573,23 @@ class Log(LogRetention):
             False,
             self.clock(),
         )
+
+    # -- I/O errors -------------------------------------------------------------------
+
+    @property
+    def parent_dir(self) -> str:
+        """The log dir that holds this log's directory."""
+        return os.path.dirname(self.dir)
+
+    def storage_error(self, error: OSError, action: str) -> KafkaStorageError:
+        """KAFKA_STORAGE_ERROR for an I/O error while `action`; the log dir goes offline."""
+        message = f"Error while {action} in dir {self.parent_dir}"
+        if self.failure_channel is not None:
+            self.failure_channel.maybe_add_offline_log_dir(self.parent_dir, message, error)
+        return KafkaStorageError(message)
+
+    def _offline_error(self) -> KafkaStorageError:
+        return KafkaStorageError(f"The log of {self.name} in dir {self.parent_dir} is closed")
 
     # -- life cycle -------------------------------------------------------------------
 

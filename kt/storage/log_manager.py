@@ -10,7 +10,9 @@ Each log dir holds, besides the `<topic>-<partition>` directories:
   replication-offset-checkpoint       per log: its high watermark
 
 The broker calls `cleanup_logs`, `flush_dirty_logs` and `checkpoint_all` periodically;
-storage starts no threads of its own.
+storage starts no threads of its own. An I/O error in a log dir takes the dir offline
+(log_dir_failure_channel.py): its logs are closed and left out of everything after, and
+nothing more is written there, not even at shutdown.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 
 from kt.config import LogConfig
+from kt.errors import KafkaStorageError
 from kt.storage import names
 from kt.storage.checkpoints import CheckpointError, OffsetCheckpointFile, write_atomically
 from kt.storage.log import Log, wall_clock_ms
+from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,8 @@ class LogManager:
 
     Invariants: each log dir is locked for the manager's lifetime; each partition has
     at most one log, in exactly one dir; directory names come only from validated topic
-    names and non-negative partitions, so they never leave their log dir.
+    names and non-negative partitions, so they never leave their log dir; `logs` holds
+    only logs of live dirs, and `live_log_dirs` only dirs that have not failed.
     """
 
     def __init__(
@@ -55,9 +60,12 @@ class LogManager:
         default_config: LogConfig,
         topic_configs: Mapping[str, LogConfig] | None = None,
         clock: Callable[[], int] = wall_clock_ms,
+        failure_channel: LogDirFailureChannel | None = None,
     ) -> None:
         dirs = [log_dirs] if isinstance(log_dirs, str) else list(log_dirs)
         self.log_dirs = [os.path.abspath(d) for d in dirs]
+        self.failure_channel = failure_channel or LogDirFailureChannel()
+        self.failure_channel.listeners.append(self.handle_log_dir_failure)
         self.default_config = default_config
         self.topic_configs = dict(topic_configs or {})
         self.clock = clock
@@ -143,6 +151,7 @@ class LogManager:
                 high_watermark=high_watermarks.get(key, 0),
                 had_clean_shutdown=had_clean_shutdown,
                 clock=self.clock,
+                failure_channel=self.failure_channel,
             )
             self._dir_of[key] = directory
 
@@ -175,12 +184,23 @@ class LogManager:
         dir_name = names.log_dir_name(topic, partition)  # validates topic and partition
         if config is not None:
             self.topic_configs.setdefault(topic, config)
-        directory = min(
-            self.log_dirs, key=lambda d: sum(1 for v in self._dir_of.values() if v == d)
-        )
-        created = Log(
-            os.path.join(directory, dir_name), config or self.config_for(topic), clock=self.clock
-        )
+        live = self.live_log_dirs
+        if not live:
+            raise KafkaStorageError(
+                f"Can not create log for {topic}-{partition} because all log dirs are offline"
+            )
+        directory = min(live, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        try:
+            created = Log(
+                os.path.join(directory, dir_name),
+                config or self.config_for(topic),
+                clock=self.clock,
+                failure_channel=self.failure_channel,
+            )
+        except OSError as e:
+            message = f"Error while creating log for {topic}-{partition} in dir {directory}"
+            self.failure_channel.maybe_add_offline_log_dir(directory, message, e)
+            raise KafkaStorageError(message) from e
         self.logs[key] = created
         self._dir_of[key] = directory
         log.info("Created log for partition %s-%d in %s", topic, partition, created.dir)
@@ -200,6 +220,24 @@ class LogManager:
         shutil.rmtree(doomed, ignore_errors=True)
         log.info("Deleted log for partition %s-%d in %s", topic, partition, directory)
 
+    # -- failed log dirs ---------------------------------------------------------------
+
+    @property
+    def live_log_dirs(self) -> list[str]:
+        return [d for d in self.log_dirs if not self.failure_channel.has_offline_log_dir(d)]
+
+    def handle_log_dir_failure(self, directory: str) -> None:
+        """Close the logs of a dir that failed and forget them (LogManager.handleLogDirFailure);
+        the dir's lock is kept, so that no other broker takes it up before a restart."""
+        offline = [k for k, d in self._dir_of.items() if d == directory]
+        for key in offline:
+            self._dir_of.pop(key)
+            self.logs.pop(key).close_handlers()
+        names_ = ", ".join(f"{t}-{p}" for t, p in offline) or "none"
+        log.error(
+            "Logs for partitions %s are offline due to failure on log dir %s", names_, directory
+        )
+
     # -- periodic work ----------------------------------------------------------------
 
     def cleanup_logs(self, now_ms: int | None = None) -> int:
@@ -208,24 +246,36 @@ class LogManager:
         total = 0
         for log_ in list(self.logs.values()):
             # A compacted log only loses segments below its log start offset here.
-            total += log_.delete_old_segments(now)
+            try:
+                total += log_.delete_old_segments(now)
+            except KafkaStorageError:
+                continue  # logged, and the log's dir is offline with its logs
             log_.producer_state.remove_expired_producers(now)
         return total
 
     def flush_dirty_logs(self, now_ms: int | None = None) -> None:
+        """The periodic flush of every log; a log that fails takes its dir offline."""
         now = self.clock() if now_ms is None else now_ms
         for log_ in list(self.logs.values()):
             try:
                 log_.flush_dirty(now)
-            except OSError:
-                log.exception("Error flushing %s", log_.name)
+            except KafkaStorageError:
+                continue  # logged, and the log's dir is offline with its logs
 
     def checkpoint_all(self) -> None:
-        """Write the three offset checkpoints of every log dir."""
-        for directory in self.log_dirs:
+        """Write the three offset checkpoints of every live log dir."""
+        for directory in self.live_log_dirs:
             self._checkpoint_dir(directory)
 
     def _checkpoint_dir(self, directory: str) -> None:
+        try:
+            self._write_checkpoints(directory)
+        except OSError as e:
+            self.failure_channel.maybe_add_offline_log_dir(
+                directory, f"Disk error while writing checkpoints to {directory}", e
+            )
+
+    def _write_checkpoints(self, directory: str) -> None:
         logs = {k: v for k, v in self.logs.items() if self._dir_of.get(k) == directory}
         self._checkpoint(directory, names.RECOVERY_POINT_CHECKPOINT_FILE).write(
             {k: v.recovery_point for k, v in logs.items()}
@@ -245,17 +295,29 @@ class LogManager:
         """Flush and close every log, checkpoint, mark each dir cleanly shut down, unlock."""
         log.info("Shutting down.")
         try:
-            for log_ in self.logs.values():
-                log_.flush()
-                log_.close()
-            for directory in self.log_dirs:
+            for log_ in list(self.logs.values()):
+                try:
+                    log_.flush()
+                    log_.close()
+                except KafkaStorageError:
+                    continue  # logged, and the log's dir is offline with its logs
+                except OSError as e:  # close() writes the producer snapshot
+                    log_.storage_error(e, f"closing {log_.name}")
+            for directory in self.live_log_dirs:
                 self._checkpoint_dir(directory)
+                if self.failure_channel.has_offline_log_dir(directory):
+                    continue  # recovered at the next start, like any unclean shutdown
                 marker = json.dumps(
                     {"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")
                 )
-                write_atomically(
-                    os.path.join(directory, names.CLEAN_SHUTDOWN_FILE_NAME), marker.encode()
-                )
+                try:
+                    write_atomically(
+                        os.path.join(directory, names.CLEAN_SHUTDOWN_FILE_NAME), marker.encode()
+                    )
+                except OSError as e:
+                    self.failure_channel.maybe_add_offline_log_dir(
+                        directory, f"Disk error while marking {directory} cleanly shut down", e
+                    )
         finally:
             self._release_locks()
         log.info("Shutdown complete.")

@@ -17,6 +17,7 @@ from kt.config import LogConfig
 from kt.errors import KafkaError
 from kt.storage import names
 from kt.storage.leader_epoch import LeaderEpochFileCache
+from kt.storage.log_dir_failure_channel import maybe_handle_io_exception
 from kt.storage.log_segment import LogSegment
 from kt.storage.producer_state import ProducerStateManager
 
@@ -52,6 +53,7 @@ class LogRetention:
 
         def _reindex(self) -> None: ...
 
+    @maybe_handle_io_exception("incrementing the log start offset of")
     def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
         """DeleteRecords: move the log start offset up (never past the high watermark)."""
         if new_log_start_offset > self._high_watermark:
@@ -69,6 +71,7 @@ class LogRetention:
         self.producer_state.on_log_start_offset_incremented(new_log_start_offset)
         return True
 
+    @maybe_handle_io_exception("deleting segments of")
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Retention: segments before the log start offset, then (cleanup.policy=delete)
         beyond retention.bytes and older than retention.ms. Returns segments deleted."""
@@ -150,6 +153,7 @@ class LogRetention:
         self._reindex()
         self.delete_pending_segments(self.clock())
 
+    @maybe_handle_io_exception("deleting segments of")
     def delete_pending_segments(self, now_ms: int) -> None:
         keep = []
         for due, segment in self._pending_deletes:

@@ -244,21 +244,25 @@ class LogSegment:
         log_file.append(records)
         max_ts, max_ts_offset = self._max_timestamp_and_offset or self.max_timestamp_and_offset()
         since = self.bytes_since_last_index_entry
-        for position, batch_size, last_offset, timestamp in batches:
-            if timestamp > max_ts:
-                max_ts, max_ts_offset = timestamp, last_offset
-            if since > self.index_interval_bytes:
-                # An index filled by an earlier batch of this append takes no more entries
-                # (the index is sparse, and the segment rolls before the next append);
-                # recovery's IndexRebuild skips the same ones.
-                offset_index = self._offset_index or self.offset_index
-                time_index = self._time_index or self.time_index
-                if not offset_index.is_full():
-                    offset_index.append(last_offset, physical + position)
-                if not time_index.is_full():
-                    time_index.maybe_append(max_ts, max_ts_offset)
-                since = 0
-            since += batch_size
+        try:
+            for position, batch_size, last_offset, timestamp in batches:
+                if timestamp > max_ts:
+                    max_ts, max_ts_offset = timestamp, last_offset
+                if since > self.index_interval_bytes:
+                    # An index filled by an earlier batch of this append takes no more
+                    # entries (the index is sparse, and the segment rolls before the next
+                    # append); recovery's IndexRebuild skips the same ones.
+                    offset_index = self._offset_index or self.offset_index
+                    time_index = self._time_index or self.time_index
+                    if not offset_index.is_full():
+                        offset_index.append(last_offset, physical + position)
+                    if not time_index.is_full():
+                        time_index.maybe_append(max_ts, max_ts_offset)
+                    since = 0
+                since += batch_size
+        except OSError:
+            log_file.cut_back(physical)  # an append that cannot be indexed is not kept
+            raise
         self.bytes_since_last_index_entry = since
         self._max_timestamp_and_offset = (max_ts, max_ts_offset)
 
@@ -303,8 +307,12 @@ class LogSegment:
             max_ts, max_ts_offset = self._max_timestamp_and_offset = (max_timestamp, last_offset)
         since = self.bytes_since_last_index_entry
         if since > self.index_interval_bytes:
-            offset_index.append(last_offset, physical)
-            time_index.maybe_append(max_ts, max_ts_offset)
+            try:
+                offset_index.append(last_offset, physical)
+                time_index.maybe_append(max_ts, max_ts_offset)
+            except OSError:
+                log_file.cut_back(physical)  # an append that cannot be indexed is not kept
+                raise
             since = 0
         self.bytes_since_last_index_entry = since + size
         return True

@@ -79,7 +79,10 @@ class OffsetIndex(AbstractIndex):
             or not 0 <= relative <= 0x7FFFFFFF
         ):
             self._refuse(offset)
-        _pack_entry(self._mm, entries * ENTRY_SIZE, relative, position)  # type: ignore[arg-type]
+        at = entries * ENTRY_SIZE
+        if at + ENTRY_SIZE > self._reserved:
+            self._reserve(at + ENTRY_SIZE)
+        _pack_entry(self._mm, at, relative, position)  # type: ignore[arg-type]
         self.entries = entries + 1
         self.last_offset = offset
 
@@ -102,6 +105,9 @@ class OffsetIndex(AbstractIndex):
         else:
             count = len(entries)
             if self.entries + count <= self.max_entries and flat[0] >= 0 and flat[-2] <= 0x7FFFFFFF:
+                end = (self.entries + count) * ENTRY_SIZE
+                if end > self._reserved:
+                    self._reserve(end)
                 struct.pack_into(f">{2 * count}i", self._mm, self.entries * ENTRY_SIZE, *flat)  # type: ignore[arg-type]
                 self.entries += count
                 self.last_offset = last

@@ -81,7 +81,10 @@ class TimeIndex(AbstractIndex):
             if timestamp == last_timestamp:
                 return
             if timestamp > last_timestamp and 0 <= relative <= 0x7FFFFFFF:
-                _pack_entry(self._mm, entries * ENTRY_SIZE, timestamp, relative)  # type: ignore[arg-type]
+                at = entries * ENTRY_SIZE
+                if at + ENTRY_SIZE > self._reserved:
+                    self._reserve(at + ENTRY_SIZE)
+                _pack_entry(self._mm, at, timestamp, relative)  # type: ignore[arg-type]
                 self.entries = entries + 1
                 self.last_entry = (timestamp, offset)
                 return
@@ -100,7 +103,10 @@ class TimeIndex(AbstractIndex):
         if timestamp > last_timestamp:
             if self.entries >= self.max_entries:
                 return  # no slot left at all: the next roll starts a fresh index
-            _pack_entry(self.mm, self.entries * ENTRY_SIZE, timestamp, self.relative_offset(offset))
+            at = self.entries * ENTRY_SIZE
+            if at + ENTRY_SIZE > self._reserved:
+                self._reserve(at + ENTRY_SIZE)
+            _pack_entry(self.mm, at, timestamp, self.relative_offset(offset))
             self.entries += 1
             self.last_entry = (timestamp, offset)
 
@@ -121,6 +127,9 @@ class TimeIndex(AbstractIndex):
         else:
             count = len(entries)
             if self.entries + count < self.max_entries and flat[1] >= 0 and flat[-1] <= 0x7FFFFFFF:
+                end = (self.entries + count) * ENTRY_SIZE
+                if end > self._reserved:
+                    self._reserve(end)
                 struct.pack_into(">" + "qi" * count, self._mm, self.entries * ENTRY_SIZE, *flat)  # type: ignore[arg-type]
                 self.entries += count
                 self.last_entry = (last_timestamp, last_offset)
