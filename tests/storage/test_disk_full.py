@@ -16,8 +16,10 @@ import pytest
 
 from kt.config import LogConfig
 from kt.errors import KafkaStorageError
+from kt.storage import names
 from kt.storage.log import Log
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel
+from kt.storage.log_manager import LogManager
 from tests.storage._batches import Clock, batch
 
 PAGE = 4096
@@ -31,9 +33,7 @@ def fill(fs, leave: int) -> None:
 
 
 def open_log(directory, channel: LogDirFailureChannel | None = None, **config) -> Log:
-    return Log(
-        str(directory), LogConfig(**config), clock=Clock(), failure_channel=channel
-    )
+    return Log(str(directory), LogConfig(**config), clock=Clock(), failure_channel=channel)
 
 
 def test_append_on_a_full_disk_is_refused_whole_and_the_log_recovers_exactly(small_fs) -> None:
@@ -99,3 +99,30 @@ def test_an_index_on_a_full_disk_raises_enospc_instead_of_crashing(small_fs) -> 
     )
     result = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
     assert (result.returncode, result.stdout.strip()) == (3, str(errno.ENOSPC)), result.stderr
+
+
+def test_a_failed_log_dir_goes_offline_and_the_others_carry_on(small_fs, tmp_path) -> None:
+    fs = small_fs(1 << 20)
+    healthy = tmp_path / "healthy"
+    manager = LogManager([str(fs.path), str(healthy)], LogConfig(), clock=Clock())
+    small = manager.get_or_create_log("t", 0)  # the least used dir: the first
+    other = manager.get_or_create_log("t", 1)
+    assert (small.parent_dir, other.parent_dir) == (str(fs.path), str(healthy))
+    with pytest.raises(KafkaStorageError):
+        for _ in range(1000):
+            small.append_as_leader(batch(count=10, value_size=1100), leader_epoch=0)
+
+    assert manager.live_log_dirs == [str(healthy)]
+    assert manager.get_log("t", 0) is None
+    with pytest.raises(KafkaStorageError, match="is closed"):
+        small.append_as_leader(batch(), leader_epoch=0)
+    assert other.append_as_leader(batch(), leader_epoch=0).first_offset == 0
+    assert manager.get_or_create_log("t", 2).parent_dir == str(healthy)
+
+    fs.grow(4 << 20)  # room again: still nothing is written to the offline dir
+    offline_files = sorted(p.name for p in fs.path.iterdir())
+    manager.checkpoint_all()
+    manager.shutdown()
+    assert sorted(p.name for p in fs.path.iterdir()) == offline_files
+    assert (healthy / names.CLEAN_SHUTDOWN_FILE_NAME).exists()
+    assert not (fs.path / names.CLEAN_SHUTDOWN_FILE_NAME).exists()
