@@ -54,10 +54,14 @@ class CheckpointFile(Generic[T]):
 
     def read(self) -> list[T]:
         try:
-            with open(self.path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
+            with open(self.path, "rb") as f:
+                lines = f.read().decode("utf-8").splitlines()
         except FileNotFoundError:
             return []
+        except UnicodeDecodeError as e:
+            raise CheckpointError(
+                f"Checkpoint file [{self.path}] is not text: {e.reason} at byte {e.start}"
+            ) from None
         if not lines:
             return []
         version = self._int(lines[0])

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import bisect
 import logging
+from collections.abc import Iterable
 
-from kt.storage.checkpoints import LeaderEpochCheckpointFile
+from kt.storage.checkpoints import CheckpointError, LeaderEpochCheckpointFile
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,14 @@ class LeaderEpochFileCache:
         self._epochs: list[int] = []
         self._offsets: list[int] = []
         self.latest_epoch: int | None = None
-        for epoch, offset in checkpoint.read():
+        # A checkpoint that cannot be read: the log rebuilds the cache from its batches.
+        self.corrupt_checkpoint: CheckpointError | None = None
+        try:
+            entries = checkpoint.read()
+        except CheckpointError as e:
+            self.corrupt_checkpoint = e
+            entries = []
+        for epoch, offset in entries:
             self._assign(epoch, offset)
 
     @property
@@ -114,6 +122,18 @@ class LeaderEpochFileCache:
         del self._epochs[:i], self._offsets[:i]
         self._epochs.insert(0, epoch)
         self._offsets.insert(0, start_offset)
+        self.flush()
+
+    def rebuild(self, epochs: Iterable[tuple[int, int]]) -> None:
+        """Replace every entry with the (epoch, first offset) of each batch, in offset
+        order (the epochs the batches of a log carry), and persist the result."""
+        self._epochs.clear()
+        self._offsets.clear()
+        self.latest_epoch = None
+        for epoch, start_offset in epochs:
+            if epoch >= 0:
+                self._assign(epoch, start_offset)
+        self.corrupt_checkpoint = None
         self.flush()
 
     def clear_and_flush(self) -> None:

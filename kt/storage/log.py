@@ -105,6 +105,8 @@ class Log(LogRetention):
         self.segments: list[LogSegment] = loaded.segments
         self._bases = [s.base_offset for s in self.segments]
         self.log_start_offset = loaded.log_start_offset
+        if self.leader_epoch_cache.corrupt_checkpoint is not None:
+            self._rebuild_leader_epoch_cache()
         self.recovery_point = loaded.recovery_point
         self.log_end_offset = loaded.next_offset
         self.last_flush_time = clock()
@@ -486,6 +488,20 @@ class Log(LogRetention):
     # Kafka's UnifiedLog.maybeAssignEpochStartOffset: the cache's assign records only an
     # epoch (or an earlier start offset) it does not have yet.
     maybe_assign_epoch_start_offset = assign_epoch_start_offset
+
+    def _rebuild_leader_epoch_cache(self) -> None:
+        """The leader epoch checkpoint was unreadable: read each batch's epoch instead."""
+        log.warning(
+            "%s; rebuilding the leader epoch cache of %s from its batches",
+            self.leader_epoch_cache.corrupt_checkpoint,
+            self.name,
+        )
+        self.leader_epoch_cache.rebuild(
+            (frame.partition_leader_epoch, frame.base_offset)
+            for segment in self.segments
+            for frame in segment.log.frames()
+            if frame.magic >= 2 and frame.last_offset >= self.log_start_offset
+        )
 
     def latest_epoch(self) -> int | None:
         return self.leader_epoch_cache.latest_epoch

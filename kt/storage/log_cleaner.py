@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt.storage import names
-from kt.storage.checkpoints import OffsetCheckpointFile
+from kt.storage.checkpoints import CheckpointError, OffsetCheckpointFile
 from kt.storage.file_records import frame_at
 from kt.storage.log_segment import LogSegment
 from kt.storage.record_batch import RecordBatch, build_batch
@@ -88,16 +88,26 @@ class LogCleaner:
         path = os.path.join(os.path.dirname(log_.dir), CLEANER_CHECKPOINT_FILE)
         return OffsetCheckpointFile(path), names.parse_topic_partition_name(log_.name)
 
+    @staticmethod
+    def _read(checkpoint: OffsetCheckpointFile) -> dict[tuple[str, int], int]:
+        """The cleaned offsets; an unreadable checkpoint is none (every log is cleaned from
+        its start again, which gives the same result)."""
+        try:
+            return checkpoint.read()
+        except CheckpointError as e:
+            log.warning("Ignoring the cleaner checkpoint: %s", e)
+            return {}
+
     def first_dirty_offset(self, log_: Any) -> int:
         checkpoint, tp = self._checkpoint(log_)
-        offset = checkpoint.read().get(tp, log_.log_start_offset)
+        offset = self._read(checkpoint).get(tp, log_.log_start_offset)
         if not log_.log_start_offset <= offset <= log_.log_end_offset:
             offset = log_.log_start_offset  # stale checkpoint: clean from the start
         return offset
 
     def _write_checkpoint(self, log_: Any, offset: int) -> None:
         checkpoint, tp = self._checkpoint(log_)
-        entries = checkpoint.read()
+        entries = self._read(checkpoint)
         entries[tp] = offset
         checkpoint.write(entries)
 
