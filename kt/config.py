@@ -463,6 +463,16 @@ def _coerce(name: str, kind: str, raw: str) -> object:
         raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {e}") from None
 
 
+# What Kafka's shipped config/server.properties sets for a one-broker installation, and
+# kt's defaults when `kt server-start` is given no properties file: internal topics with
+# one replica (Kafka's built-in defaults of 3 suit a cluster, whose files set them).
+SINGLE_BROKER_DEFAULTS = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
+
 class KafkaConfig:
     """The broker's configuration: server.properties, then overrides, over Kafka's defaults.
 

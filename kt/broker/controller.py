@@ -151,6 +151,7 @@ class KafkaController:
         self.ctx.live_brokers = set(self.zk.get_broker_ids(self._watch_brokers()))
         await self._load_topics()
         self._watch_deletions()
+        await self._on_isr_change()
         offline = [
             tp for tp, st in self.ctx.states.items() if st.leader not in self.ctx.live_brokers
         ]
@@ -184,15 +185,42 @@ class KafkaController:
             tp = TopicPartition(topic, p)
             stored = self.zk.get_partition_state(topic, p)
             if stored is not None:
-                self.ctx.states[tp] = PartitionState(
-                    topic, p, stored.leader, stored.leader_epoch, list(assignment.partitions[p]),
-                    list(stored.isr), controller_epoch=stored.controller_epoch,
-                )  # fmt: skip
+                self.ctx.states[tp] = self._state_from(tp, stored)
             elif p not in known:
                 new.append(tp)
         return new
 
+    def _state_from(self, tp: TopicPartition, stored: Any) -> PartitionState:
+        """The context's state of `tp` from its state znode (a kt.metadata LeaderAndIsr)."""
+        return PartitionState(
+            tp.topic, tp.partition, stored.leader, stored.leader_epoch, list(self.ctx.replicas(tp)),
+            list(stored.isr), controller_epoch=stored.controller_epoch,
+            zk_version=stored.zk_version,
+        )  # fmt: skip
+
     # -- event handlers ---------------------------------------------------------------
+
+    async def _on_isr_change(self) -> None:
+        """Leaders changed ISRs (IsrChangeNotificationHandler): re-read those partitions'
+        states and tell every live broker."""
+        if not self.is_active:
+            return
+        names = self.zk.get_isr_change_notifications(
+            self.watcher("IsrChangeNotification", self._on_isr_change)
+        )
+        if not names:
+            return
+        changed: list[TopicPartition] = []
+        for name in names:
+            for topic, partition in self.zk.read_isr_change_notification(name):
+                tp = TopicPartition(topic, partition)
+                stored = self.zk.get_partition_state(topic, partition)
+                if stored is not None and tp in self.ctx.states and tp not in changed:
+                    self.ctx.states[tp] = self._state_from(tp, stored)
+                    changed.append(tp)
+        self.zk.delete_isr_change_notifications(names)
+        if changed:
+            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
 
     async def _on_broker_change(self) -> None:
         if not self.is_active:
@@ -241,7 +269,7 @@ class KafkaController:
             leader = live[0] if live else NO_LEADER
             state = PartitionState(
                 tp.topic, tp.partition, leader, 0, replicas, live,
-                controller_epoch=self.ctx.epoch,
+                controller_epoch=self.ctx.epoch, zk_version=0,
             )  # fmt: skip
             states.append(state)
         self.zk.create_partition_states(states)
@@ -277,29 +305,39 @@ class KafkaController:
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
         changed = []
         for tp in partitions:
-            state = self.ctx.states.get(tp)
-            if state is None:
+            if tp not in self.ctx.states:
                 continue
+            new = self._elect_leader(tp)
+            if new is not None:
+                self.ctx.states[tp] = new
+                changed.append(tp)
+        if changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
+
+    def _elect_leader(self, tp: TopicPartition) -> PartitionState | None:
+        """Elect from the state znode as it is now (a leader may have changed the ISR
+        since the controller last read it), written conditionally on its version; None
+        if nothing changes."""
+        while True:
+            stored = self.zk.get_partition_state(tp.topic, tp.partition)
+            state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
             unclean = self.zk.unclean_leader_election_enabled(tp.topic)
             leader, isr = elect_leader(
                 self.ctx.replicas(tp), state.isr, self.ctx.live_brokers, unclean
             )
             if leader == state.leader and isr == state.isr:
-                continue
-            if leader == NO_LEADER:
-                isr = state.isr[:1] if state.isr else []
+                self.ctx.states[tp] = state
+                return None
             new = PartitionState(
                 tp.topic, tp.partition, leader, state.leader_epoch + 1, self.ctx.replicas(tp),
-                isr or [leader], controller_epoch=self.ctx.epoch,
+                isr if leader != NO_LEADER else state.isr, controller_epoch=self.ctx.epoch,
             )  # fmt: skip
-            if leader == NO_LEADER:
-                new.isr = state.isr
-            self.zk.update_partition_state(new)
-            self.ctx.states[tp] = new
-            changed.append(tp)
-        if changed:
-            await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
+            version = self.zk.conditional_update_partition_state(new, state.zk_version)
+            if version is not None:
+                new.zk_version = version
+                return new
+            log.info("partition %s changed while electing its leader; reading it again", tp)
 
     async def _send_leader_and_isr(self, partitions: list[TopicPartition], is_new=False) -> None:
         by_broker: dict[int, list[PartitionState]] = {}

@@ -33,6 +33,7 @@ class PartitionState:
     isr: list[int]
     offline_replicas: list[int] = field(default_factory=list)
     controller_epoch: int = 0
+    zk_version: int = -1  # the state znode's version this state was read or written at
 
 
 @dataclass

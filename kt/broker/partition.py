@@ -9,12 +9,16 @@ Invariants:
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kt.errors import KafkaError
 from kt.storage.producer_state import ORIGIN_CLIENT
+
+log = logging.getLogger(__name__)
 
 
 class TopicPartition(NamedTuple):
@@ -27,11 +31,30 @@ class TopicPartition(NamedTuple):
 
 @dataclass
 class ReplicaState:
-    """What the leader knows of one follower: its log end offset and when it caught up."""
+    """What the leader knows of one follower (Kafka's Replica): its log end offset, when
+    it was last caught up, and the leader's log end offset at its previous fetch."""
 
     log_end_offset: int = 0
     last_caught_up_ms: int = 0
     last_fetch_ms: int = 0
+    last_fetch_leader_log_end_offset: int = 0
+
+    def update_fetch_state(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
+        """Replica.updateFetchState: a follower that fetches from the leader's log end is
+        caught up now; one that fetches from where the leader's log ended at its previous
+        fetch was caught up then."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_ms = now_ms
+
+
+# Writes a new ISR for a partition this broker leads to the metadata store, conditionally
+# on the state znode's version; returns the new version, or None if the write lost.
+IsrWriter = Callable[["Partition", list[int]], "int | None"]
 
 
 @dataclass
@@ -48,6 +71,9 @@ class Partition:
     isr: list[int] = field(default_factory=list)
     min_insync_replicas: int = 1
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
+    zk_version: int = -1  # the state znode's version, for the leader's ISR writes
+    leader_epoch_start_offset: int = 0
+    isr_writer: IsrWriter | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -62,8 +88,9 @@ class Partition:
         return self.log.log_end_offset
 
     def make_leader(
-        self, leader_epoch: int, isr: list[int], replicas: list[int], controller_epoch: int
-    ) -> bool:
+        self, leader_epoch: int, isr: list[int], replicas: list[int], controller_epoch: int,
+        zk_version: int = -1,
+    ) -> bool:  # fmt: skip
         """Become leader (LeaderAndIsr). Returns False if the request's epoch is stale."""
         if leader_epoch < self.leader_epoch:
             return False
@@ -71,18 +98,21 @@ class Partition:
         self.leader_id = self.local_broker_id
         self.leader_epoch = leader_epoch
         self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
         self.replicas = list(replicas)
         self.isr = list(isr)
+        # Every follower starts as caught up now: the lag clock starts with the new leader.
         self.remote_replicas = {
             r: ReplicaState(last_caught_up_ms=now) for r in replicas if r != self.local_broker_id
         }
+        self.leader_epoch_start_offset = self.log.log_end_offset
         self.log.assign_epoch_start_offset(leader_epoch, self.log.log_end_offset)
         self.maybe_increment_high_watermark()
         return True
 
     def make_follower(
         self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int],
-        controller_epoch: int,
+        controller_epoch: int, zk_version: int = -1,
     ) -> bool:  # fmt: skip
         """Become a follower of `leader_id`. Returns False if the request's epoch is stale."""
         if leader_epoch < self.leader_epoch:
@@ -90,6 +120,7 @@ class Partition:
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
         self.replicas = list(replicas)
         self.isr = list(isr)
         self.remote_replicas = {}
@@ -139,14 +170,56 @@ class Partition:
         return self.log.high_watermark >= required_offset
 
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetched from `fetch_offset`: it has everything before it."""
+        """A follower fetched from `fetch_offset`: it has everything before it. It joins the
+        ISR once caught up; True if the high watermark moved."""
+        if replica_id not in self.replicas or not self.is_leader:
+            return False
         state = self.remote_replicas.setdefault(replica_id, ReplicaState())
-        now = _now_ms()
-        state.log_end_offset = fetch_offset
-        state.last_fetch_ms = now
-        if fetch_offset >= self.log.log_end_offset:
-            state.last_caught_up_ms = now
+        state.update_fetch_state(fetch_offset, self.log.log_end_offset, _now_ms())
+        self.maybe_expand_isr(replica_id)
         return self.maybe_increment_high_watermark()
+
+    def maybe_expand_isr(self, replica_id: int) -> None:
+        """A follower outside the ISR that has reached the high watermark, and the start of
+        the leader's epoch, rejoins it (Partition.maybeExpandIsr)."""
+        if replica_id in self.isr:
+            return
+        state = self.remote_replicas[replica_id]
+        if (
+            state.log_end_offset >= self.log.high_watermark
+            and state.log_end_offset >= self.leader_epoch_start_offset
+        ):
+            self._write_isr([*self.isr, replica_id], f"replica {replica_id} caught up")
+
+    def maybe_shrink_isr(self, replica_lag_time_max_ms: int, now_ms: int | None = None) -> bool:
+        """Followers not caught up within `replica_lag_time_max_ms` leave the ISR
+        (Partition.maybeShrinkIsr); True if the high watermark moved."""
+        if not self.is_leader:
+            return False
+        now = _now_ms() if now_ms is None else now_ms
+        out_of_sync = [
+            r for r in self.isr
+            if r != self.local_broker_id
+            and now - self.remote_replicas.setdefault(r, ReplicaState(last_caught_up_ms=now))
+            .last_caught_up_ms > replica_lag_time_max_ms
+        ]  # fmt: skip
+        if not out_of_sync:
+            return False
+        isr = [r for r in self.isr if r not in out_of_sync]
+        lag = f"lag over {replica_lag_time_max_ms} ms"
+        self._write_isr(isr, f"out of sync replicas {out_of_sync} ({lag})")
+        return self.maybe_increment_high_watermark()
+
+    def _write_isr(self, isr: list[int], reason: str) -> None:
+        """Make `isr` the ISR if the metadata store takes it (a controller's newer state wins)."""
+        if self.isr_writer is not None:
+            version = self.isr_writer(self, isr)
+            if version is None:
+                return
+            self.zk_version = version
+        log.info("[Partition %s broker=%s] ISR updated from %s to %s: %s",
+                 self.tp, self.local_broker_id, self.isr, isr, reason)  # fmt: skip
+        self.isr = isr
 
 
 def _now_ms() -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.metadata_cache import PartitionState
-from kt.broker.partition import Partition, TopicPartition
+from kt.broker.partition import IsrWriter, Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
 from kt.errors import KafkaError, KafkaStorageError
 from kt.storage.producer_state import ORIGIN_CLIENT
@@ -84,6 +84,11 @@ class ReplicaManager:
     )
     # Partitions whose log dir failed (Kafka's HostedPartition.Offline), until a restart.
     offline_partitions: set[TopicPartition] = field(default_factory=set)
+    # The followers' fetchers (kt.broker.replica_fetcher), and the leader's ISR writes to
+    # the metadata store; None where a test drives one broker without them.
+    fetcher_manager: Any = None
+    isr_writer: IsrWriter | None = None
+    replica_lag_time_max_ms: int = 30_000
 
     # -- partitions ---------------------------------------------------------------
 
@@ -99,6 +104,8 @@ class ReplicaManager:
         """A log dir failed: its partitions go offline (ReplicaManager.handleLogDirFailure).
         Their waiting produces and fetches are woken, and find the partition offline."""
         offline = [tp for tp, p in self.partitions.items() if p.log.parent_dir == log_dir]
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions(offline)
         for tp in offline:
             del self.partitions[tp]
             self.offline_partitions.add(tp)
@@ -120,7 +127,7 @@ class ReplicaManager:
                 raise _offline(tp)
             config = self.log_config_for(tp.topic)
             log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, config)
-            partition = Partition(tp, self.broker_id, log_)
+            partition = Partition(tp, self.broker_id, log_, isr_writer=self.isr_writer)
             partition.min_insync_replicas = config.min_insync_replicas
             self.partitions[tp] = partition
         return partition
@@ -136,6 +143,7 @@ class ReplicaManager:
         errors: dict[TopicPartition, int] = {}
         leaders: list[Partition] = []
         resigned: list[TopicPartition] = []
+        followers: dict[TopicPartition, tuple[int, int]] = {}
         for state in states:
             tp = TopicPartition(state.topic, state.partition)
             if self.broker_id not in state.replicas:
@@ -148,18 +156,28 @@ class ReplicaManager:
                 continue
             if state.leader == self.broker_id:
                 applied = partition.make_leader(
-                    state.leader_epoch, state.isr, state.replicas, controller_epoch
-                )
+                    state.leader_epoch, state.isr, state.replicas, controller_epoch,
+                    state.zk_version,
+                )  # fmt: skip
             else:
                 applied = partition.make_follower(
-                    state.leader, state.leader_epoch, state.isr, state.replicas, controller_epoch
-                )
+                    state.leader, state.leader_epoch, state.isr, state.replicas,
+                    controller_epoch, state.zk_version,
+                )  # fmt: skip
             errors[tp] = 0 if applied else KafkaError("STALE_CONTROLLER_EPOCH").code
             if applied and partition.is_leader:
                 leaders.append(partition)
             elif applied:
                 resigned.append(tp)
+                if state.leader >= 0:
+                    followers[tp] = (state.leader, state.leader_epoch)
             self.wake(tp)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions([p.tp for p in leaders])
+            self.fetcher_manager.remove_fetcher_for_partitions(
+                [tp for tp in resigned if tp not in followers]
+            )
+            self.fetcher_manager.add_fetcher_for_partitions(followers)
         for listener in self.leadership_listeners:
             listener(leaders, resigned)
         return errors
@@ -168,6 +186,8 @@ class ReplicaManager:
         self.wake(TopicPartition(topic, partition))
 
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_fetcher_for_partitions([tp])
         partition = self.partitions.pop(tp, None)
         for listener in self.leadership_listeners:
             listener([], [tp])
@@ -181,6 +201,12 @@ class ReplicaManager:
 
     def leader_partitions(self) -> Iterable[Partition]:
         return (p for p in self.partitions.values() if p.is_leader)
+
+    def maybe_shrink_isr(self) -> None:
+        """The periodic ISR check of every partition this broker leads (isr-expiration)."""
+        for partition in list(self.leader_partitions()):
+            if partition.maybe_shrink_isr(self.replica_lag_time_max_ms):
+                self.wake(partition.tp)
 
     # -- produce ------------------------------------------------------------------
 
@@ -233,6 +259,9 @@ class ReplicaManager:
                     result.error_code = KafkaError("NOT_LEADER_OR_FOLLOWER").code
                 elif not partition.acks_satisfied(result.last_offset + 1):
                     pending.append(tp)
+                elif len(partition.isr) < partition.min_insync_replicas:
+                    # The ISR shrank below min.insync.replicas while the batch waited.
+                    result.error_code = KafkaError("NOT_ENOUGH_REPLICAS_AFTER_APPEND").code
             if not pending:
                 return
             remaining = deadline - time.monotonic()

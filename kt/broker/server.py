@@ -23,9 +23,10 @@ from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.kafka_apis import KafkaApis
 from kt.broker.meta_properties import check_meta_properties
-from kt.broker.metadata_cache import MetadataCache
+from kt.broker.metadata_cache import MetadataCache, PartitionState
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
+from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
@@ -69,6 +70,7 @@ class KafkaServer:
     def __post_init__(self) -> None:
         self.broker_id = self.config.broker_id
         self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
         self.zk: KafkaZkClient | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
         self.socket_server: SocketServer | None = None
@@ -129,7 +131,18 @@ class KafkaServer:
         self.log_manager = LogManager(
             cfg.log_dirs, self.topic_defaults, topic_configs, failure_channel=self.failure_channel
         )
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.topic_config)
+        self.replica_manager = ReplicaManager(
+            self.broker_id,
+            self.log_manager,
+            self.topic_config,
+            isr_writer=self._write_isr,
+            replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
+        )
+        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
+            self.replica_manager,
+            FetcherConfig.from_broker_config(self.broker_id, cfg),
+            self._broker_endpoint,
+        )
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
@@ -156,6 +169,35 @@ class KafkaServer:
         self._start_background_tasks()
         log.info("[KafkaServer id=%s] started", self.broker_id)
 
+    def _write_isr(self, partition: Any, isr: list[int]) -> int | None:
+        """A leader's ISR change: the state znode, conditionally on the version the
+        controller last gave, then an ISR change notification for the controller."""
+        assert self.zk is not None
+        state = PartitionState(
+            partition.tp.topic, partition.tp.partition, self.broker_id, partition.leader_epoch,
+            partition.replicas, isr, controller_epoch=partition.controller_epoch,
+        )  # fmt: skip
+        version = self.zk.conditional_update_partition_state(state, partition.zk_version)
+        if version is None:
+            log.info(
+                "[Partition %s broker=%s] Cached zkVersion %s not equal to that in zookeeper, "
+                "skip updating ISR", partition.tp, self.broker_id, partition.zk_version,
+            )  # fmt: skip
+            return None
+        self.zk.propagate_isr_changes([partition.tp])
+        state.zk_version = version
+        self.metadata_cache.update_partition(state, self.metadata_cache.topic_ids.get(state.topic))
+        return version
+
+    def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """Where a live broker listens: the metadata cache, or its registration."""
+        endpoint = self.metadata_cache.alive_broker(broker_id)
+        if endpoint is not None:
+            return endpoint.host, endpoint.port
+        assert self.zk is not None
+        registration = self.zk.get_broker(broker_id)
+        return None if registration is None else (registration.host, registration.port)
+
     @property
     def advertised_endpoints(self) -> list[Any]:
         endpoints = self.config.advertised_listeners
@@ -174,6 +216,11 @@ class KafkaServer:
                 lambda: lm.cleanup_logs(),
             ),
             BackgroundTask("kafka-log-flusher", 1.0, lambda: lm.flush_dirty_logs()),
+            BackgroundTask(
+                "isr-expiration",
+                cfg["replica.lag.time.max.ms"] / 2000,
+                self.replica_manager.maybe_shrink_isr,
+            ),
             BackgroundTask(
                 "delete-expired-group-metadata",
                 cfg["offsets.retention.check.interval.ms"] / 1000,
@@ -221,6 +268,8 @@ class KafkaServer:
         for task in self._tasks:
             if task.task is not None:
                 task.task.cancel()
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager:
+            await self.replica_manager.fetcher_manager.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.apis is not None:

@@ -41,12 +41,12 @@ def server_start(
     It prints one line when ready and stops cleanly on SIGTERM or SIGINT.
     """
     from kt.broker.runner import BrokerHaltedError, serve
-    from kt.config import InvalidConfigError, KafkaConfig
+    from kt.config import SINGLE_BROKER_DEFAULTS, InvalidConfigError, KafkaConfig
 
     try:
         extra = parse_key_values(overrides, "--override")
         configs = [KafkaConfig.from_files([p], extra) for p in properties] or [
-            KafkaConfig.from_files([], extra)
+            KafkaConfig.from_files([], {**SINGLE_BROKER_DEFAULTS, **extra})
         ]
     except InvalidConfigError as e:
         fail(str(e))

@@ -268,6 +268,41 @@ class KafkaZkClient:
             self.session.create(path, _state(state), make_parents=True)
             return 0
 
+    def conditional_update_partition_state(
+        self, state: PartitionStateLike, expected_version: int
+    ) -> int | None:
+        """A leader's ISR change: written only if the state znode is still at
+        `expected_version` (no controller wrote since); the new version, or None."""
+        try:
+            return self.update_partition_state(state, expected_version)
+        except BadVersionError:
+            return None
+
+    # -- ISR change notifications (the ZooKeeper-mode leader -> controller path) ---------
+
+    def propagate_isr_changes(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """/isr_change_notification/isr_change_<seq>: tells the controller to re-read
+        these partitions' states (ReplicaManager.maybePropagateIsrChanges)."""
+        path = f"{z.ISR_CHANGE_NOTIFICATION}/{z.ISR_CHANGE_PREFIX}"
+        self.session.create(path, z.encode_partitions(partitions), sequential=True)
+
+    def get_isr_change_notifications(self, watch: WatchCallback | None = None) -> list[str]:
+        return sorted(self.session.get_children(z.ISR_CHANGE_NOTIFICATION, watch))
+
+    def read_isr_change_notification(self, name: str) -> list[tuple[str, int]]:
+        try:
+            data, _ = self.session.get(f"{z.ISR_CHANGE_NOTIFICATION}/{name}")
+        except NoNodeError:
+            return []
+        return z.decode_partitions(data)
+
+    def delete_isr_change_notifications(self, names: Iterable[str]) -> None:
+        for name in names:
+            try:
+                self.session.delete(f"{z.ISR_CHANGE_NOTIFICATION}/{name}")
+            except NoNodeError:
+                pass
+
     # -- deletion ------------------------------------------------------------------------
 
     def mark_topic_for_deletion(self, topic: str) -> None:

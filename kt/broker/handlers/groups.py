@@ -8,6 +8,7 @@ COORDINATOR_NOT_AVAILABLE until its leaders are elected.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin_manager import NewTopic
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+log = logging.getLogger(__name__)
 
 
 def code(name: str) -> int:
@@ -76,23 +79,30 @@ def _coordinator_for(server: KafkaServer, key: str, key_type: int) -> tuple[str,
 
 
 def _create_internal_topic(server: KafkaServer, topic: str) -> None:
-    """AutoTopicCreationManager for the internal topics: compacted, RF capped by the
-    live brokers."""
+    """AutoTopicCreationManager for the internal topics: compacted, with their configured
+    replication factor. Until that many brokers are alive the topic is not created, and
+    FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11."""
     cfg = server.config
     live = len(server.admin_manager.live_brokers())
     if topic == GROUP_METADATA_TOPIC:
         partitions = cfg["offsets.topic.num.partitions"]
-        rf = min(cfg["offsets.topic.replication.factor"], live)
+        rf = cfg["offsets.topic.replication.factor"]
         configs = {"cleanup.policy": "compact", "compression.type": "producer",
                    "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
     else:
         partitions = cfg["transaction.state.log.num.partitions"]
-        rf = min(cfg["transaction.state.log.replication.factor"], live)
+        rf = cfg["transaction.state.log.replication.factor"]
         configs = {"cleanup.policy": "compact", "unclean.leader.election.enable": "false",
-                   "min.insync.replicas": str(min(cfg["transaction.state.log.min.isr"], rf)),
+                   "min.insync.replicas": str(cfg["transaction.state.log.min.isr"]),
                    "segment.bytes": str(cfg["transaction.state.log.segment.bytes"])}  # fmt: skip
+    if live < rf:
+        log.info(
+            "Not creating %s: %d live brokers, fewer than its replication factor %d",
+            topic, live, rf,
+        )  # fmt: skip
+        return
     server.admin_manager.create_topic(
-        NewTopic(topic, partitions, max(rf, 1), configs=configs), validate_only=False
+        NewTopic(topic, partitions, rf, configs=configs), validate_only=False
     )
 
 
