@@ -1,5 +1,7 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package: a small file system to fill (tests/_tmpfs.py)
+and kt.testing's kt_cluster, as a user of kt.testing would have it."""
 
+from kt.testing import kt_cluster
 from tests._tmpfs import small_fs
 
-__all__ = ["small_fs"]
+__all__ = ["kt_cluster", "small_fs"]

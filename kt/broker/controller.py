@@ -101,6 +101,14 @@ class KafkaController:
             self.zk.resign_controller(self.broker_id)
         self.is_active = False
 
+    async def abandon(self) -> None:
+        """Stop processing events without a word to the store (the broker died); its
+        /controller znode goes with its session."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self.is_active = False
+
     def post(self, name: str, action: Callable[[], Any]) -> None:
         """Queue an event; safe from any thread (store watches fire on their own thread)."""
         assert self._loop is not None

@@ -32,6 +32,12 @@ class ControllerChannel:
         self.server = server
         LOCAL_BROKERS[server.broker_id] = server
 
+    @staticmethod
+    def forget(server: KafkaServer) -> None:
+        """A broker of this process stopped: nothing is delivered to it any more."""
+        if LOCAL_BROKERS.get(server.broker_id) is server:
+            del LOCAL_BROKERS[server.broker_id]
+
     def _target(self, broker_id: int) -> KafkaServer | None:
         target = LOCAL_BROKERS.get(broker_id)
         if target is None:

@@ -12,6 +12,8 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 
+from kt.broker.purgatory import wait_event
+
 
 @dataclass(frozen=True)
 class BrokerEndpoint:
@@ -56,11 +58,7 @@ class MetadataCache:
         """Wait for the next update, at most `timeout_s`; True if one came."""
         if self._changed is None:
             self._changed = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
-            return True
-        except TimeoutError:
-            return False
+        return await wait_event(self._changed, timeout_s)
 
     def update_brokers(self, brokers: list[BrokerEndpoint], controller_id: int) -> None:
         self.brokers = {b.broker_id: b for b in brokers}

@@ -32,10 +32,11 @@ class DelayedOperationPurgatory:
         for key in keys:
             self._watchers.setdefault(key, set()).add(future)
         try:
-            await asyncio.wait_for(future, timeout_s)
-            return True
-        except TimeoutError:
-            return False
+            # asyncio.wait, not wait_for: on Python 3.11 wait_for drops a cancellation that
+            # arrives as the future completes, and a cancelled request (a broker stopping)
+            # then waited out its whole timeout.
+            done, _ = await asyncio.wait((future,), timeout=timeout_s)
+            return bool(done)
         finally:
             for key in keys:
                 waiters = self._watchers.get(key)
@@ -56,3 +57,14 @@ class DelayedOperationPurgatory:
 
     def watched(self) -> int:
         return sum(len(w) for w in self._watchers.values())
+
+
+async def wait_event(event: asyncio.Event, timeout_s: float | None) -> bool:
+    """Wait until `event` is set (True) or `timeout_s` passes (False), and let a
+    cancellation through, which asyncio.wait_for on Python 3.11 may drop."""
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        done, _ = await asyncio.wait((waiter,), timeout=timeout_s)
+        return bool(done)
+    finally:
+        waiter.cancel()

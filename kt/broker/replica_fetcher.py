@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt.broker.partition import TopicPartition
+from kt.broker.purgatory import wait_event
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.errors import KafkaError, KafkaStorageError, ProtocolError
 from kt.protocol import ApiKey
@@ -140,10 +141,7 @@ class ReplicaFetcher:
                 self._wakeup.clear()
                 delays = [s.delayed_until - now for s in self.partitions.values()]
                 timeout = min(delays) if delays else None
-                try:
-                    await asyncio.wait_for(self._wakeup.wait(), timeout)
-                except TimeoutError:
-                    pass
+                await wait_event(self._wakeup, timeout)
                 continue
             try:
                 connection = await self._connect()
@@ -427,9 +425,12 @@ class ReplicaFetcherManager:
         self.config = config
         self.endpoint_for = endpoint_for
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._shut_down = False
 
     def add_fetcher_for_partitions(self, partitions: dict[TopicPartition, tuple[int, int]]) -> None:
         """Follow each partition (tp -> (leader id, leader epoch)) from its leader."""
+        if self._shut_down:
+            return  # the broker is stopping: a late LeaderAndIsr starts nothing
         self.remove_fetcher_for_partitions(list(partitions))
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, (leader, epoch) in partitions.items():
@@ -451,6 +452,7 @@ class ReplicaFetcherManager:
             fetcher.remove_partitions(tps)
 
     async def shutdown(self) -> None:
+        self._shut_down = True
         fetchers, self.fetchers = list(self.fetchers.values()), {}
         for fetcher in fetchers:
             await fetcher.shutdown()

@@ -265,6 +265,7 @@ class KafkaServer:
             return
         self._shutting_down = True
         log.info("[KafkaServer id=%s] shutting down", self.broker_id)
+        ControllerChannel.forget(self)
         for task in self._tasks:
             if task.task is not None:
                 task.task.cancel()
@@ -282,6 +283,30 @@ class KafkaServer:
             self.zk.close()
         self._stopped.set()
         log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
+
+    async def crash(self) -> None:
+        """Stop as a broker killed with SIGKILL stops, for tests of a cluster in one
+        process: connections drop, the store session ends (its ephemeral znodes go, so
+        the controller sees the broker leave), and no log is flushed or checkpointed."""
+        self._shutting_down = True
+        log.info("[KafkaServer id=%s] crashing (test)", self.broker_id)
+        ControllerChannel.forget(self)
+        for task in self._tasks:
+            if task.task is not None:
+                task.task.cancel()
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager:
+            await self.replica_manager.fetcher_manager.shutdown()
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if self.apis is not None:
+            self.group_coordinator.shutdown()
+        if self.controller is not None:
+            await self.controller.abandon()
+        if self.log_manager is not None:
+            self.log_manager.abandon()
+        if self.zk is not None:
+            self.zk.close()
+        self._stopped.set()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

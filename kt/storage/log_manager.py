@@ -291,6 +291,13 @@ class LogManager:
             {k: v.high_watermark for k, v in logs.items()}
         )
 
+    def abandon(self) -> None:
+        """Let go of every log as a process that dies would: files closed, locks dropped,
+        nothing flushed or written (a restart recovers, as after kill -9)."""
+        for log_ in self.logs.values():
+            log_.close_handlers()
+        self._release_locks()
+
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and close every log, checkpoint, mark each dir cleanly shut down, unlock."""
         log.info("Shutting down.")

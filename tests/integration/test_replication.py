@@ -1,0 +1,180 @@
+"""Replication and failover on an embedded cluster (kt.testing.KtCluster), driven by
+librdkafka: leaders killed under load, followers that diverged, too few replicas.
+
+A killed broker stops as SIGKILL stops it (no flush, no checkpoint, its metadata session
+ends); its restart recovers its logs and rejoins the ISR.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.testing import KtCluster
+from tests.integration.conftest import kt_ok
+
+pytestmark = pytest.mark.slow
+
+FAST_FAILOVER = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
+
+
+def create_topic(cluster: KtCluster, topic: str, partitions: int = 1, **config: str) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, partitions, 3, config=config)])[topic].result(30)
+    for p in range(partitions):
+        cluster.wait_until(lambda p=p: cluster.leader_of(topic, p) >= 0, what="a leader")
+
+
+def isr(cluster: KtCluster, topic: str, partition: int = 0) -> list[int]:
+    return list(cluster.partition_state(topic, partition).isr)
+
+
+def read_partition(bootstrap: str, topic: str, partition: int = 0) -> list[bytes]:
+    """Every record up to the high watermark, in offset order."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "kt-replication-reader",
+         "enable.partition.eof": True, "enable.auto.commit": False}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+    values: list[bytes] = []
+    try:
+        while True:
+            msg = consumer.poll(30)
+            assert msg is not None, "no end of partition within 30 s"
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                return values
+            values.append(msg.value())
+    finally:
+        consumer.close()
+
+
+def under_replicated(cluster: KtCluster, topic: str) -> list[str]:
+    """`kt topics --describe --under-replicated-partitions`: the lines of `topic`."""
+    lines = kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                  "--under-replicated-partitions")  # fmt: skip
+    return [line.strip() for line in lines if line.strip().startswith(f"Topic: {topic}\t")]
+
+
+class Deliveries:
+    """Delivery reports of one producer: acknowledged values in order, errors by name."""
+
+    def __init__(self) -> None:
+        self.acked: list[bytes] = []
+        self.errors: dict[str, int] = {}
+
+    def __call__(self, err, msg) -> None:  # type: ignore[no-untyped-def]
+        if err is None:
+            self.acked.append(msg.value())
+        else:
+            self.errors[err.name()] = self.errors.get(err.name(), 0) + 1
+
+
+def test_killing_the_leader_twenty_times_loses_and_duplicates_nothing(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+    create_topic(cluster, "failover", **{"min.insync.replicas": "2"})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+         "enable.idempotence": True, "linger.ms": 2, "message.timeout.ms": 120_000}
+    )  # fmt: skip
+    deliveries = Deliveries()
+    sent = 0
+
+    def produce(count: int) -> None:
+        nonlocal sent
+        for _ in range(count):
+            producer.produce("failover", b"%08d" % sent, on_delivery=deliveries)
+            sent += 1
+            producer.poll(0)
+
+    for _ in range(20):
+        produce(200)
+        leader = cluster.leader_of("failover", 0)
+        cluster.kill_broker(leader)
+        produce(200)  # on its way while the controller elects a new leader
+        cluster.wait_until(
+            lambda leader=leader: cluster.leader_of("failover", 0) not in (-1, leader),
+            what="a new leader",
+        )
+        assert leader not in isr(cluster, "failover")
+        cluster.start_broker(leader)
+        cluster.wait_until(lambda: len(isr(cluster, "failover")) == 3, what="the ISR back to 3")
+    assert producer.flush(120) == 0
+    assert deliveries.errors == {}
+    assert deliveries.acked == [b"%08d" % i for i in range(sent)]
+    assert read_partition(cluster.bootstrap_servers, "failover") == deliveries.acked
+
+
+def test_a_follower_that_diverged_truncates_and_rejoins_the_isr(kt_cluster) -> None:
+    """The leader, alone in the ISR, took writes with acks=1; it died, and an unclean
+    election made a replica that never had them leader, which took other writes at the
+    same offsets. Back as a follower, the old leader cuts its own at the point of
+    divergence (the end of its epoch on the new leader) and copies the new leader's log.
+    (The followers leave the ISR through the controller, or through the leader after
+    replica.lag.time.max.ms when the controller was among them.)"""
+    cluster = kt_cluster(3, overrides={**FAST_FAILOVER, "replica.lag.time.max.ms": "1000"})
+    create_topic(cluster, "diverge", **{"unclean.leader.election.enable": "true"})
+    bootstrap = cluster.bootstrap_servers
+    first = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(100):
+        first.produce("diverge", b"committed-%d" % i)
+    assert first.flush(30) == 0
+
+    old_leader = cluster.leader_of("diverge", 0)
+    followers = [b for b in range(3) if b != old_leader]
+    for broker in followers:
+        cluster.kill_broker(broker)
+    cluster.wait_until(lambda: isr(cluster, "diverge") == [old_leader], what="ISR = leader")
+    lonely = Producer({"bootstrap.servers": bootstrap, "acks": 1})
+    for i in range(50):
+        lonely.produce("diverge", b"uncommitted-%d" % i)
+    assert lonely.flush(30) == 0
+    cluster.kill_broker(old_leader)
+
+    for broker in followers:
+        cluster.start_broker(broker)
+    cluster.wait_until(lambda: cluster.leader_of("diverge", 0) in followers, what="a new leader")
+    second = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(30):
+        second.produce("diverge", b"new-leader-%d" % i)
+    assert second.flush(30) == 0
+    under = under_replicated(cluster, "diverge")
+    assert len(under) == 1 and "Partition: 0" in under[0]
+    assert sorted(re.search(r"Isr: ([\d,]+)", under[0]).group(1).split(",")) == [
+        str(b) for b in followers
+    ]
+
+    cluster.start_broker(old_leader)
+    cluster.wait_until(lambda: len(isr(cluster, "diverge")) == 3, what="the old leader in the ISR")
+    assert under_replicated(cluster, "diverge") == []
+    expected = [b"committed-%d" % i for i in range(100)] + [b"new-leader-%d" % i for i in range(30)]
+    assert read_partition(cluster.bootstrap_servers, "diverge") == expected
+    segments = [
+        (cluster.log_dir(b) / "diverge-0" / "00000000000000000000.log").read_bytes()
+        for b in range(3)
+    ]
+    assert segments[0] == segments[1] == segments[2]
+
+
+def test_acks_all_is_refused_when_too_few_replicas_are_in_sync(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides={**FAST_FAILOVER, "replica.lag.time.max.ms": "1000"})
+    create_topic(cluster, "few", **{"min.insync.replicas": "2"})
+    leader = cluster.leader_of("few", 0)
+    for broker in range(3):
+        if broker != leader:
+            cluster.kill_broker(broker)
+    cluster.wait_until(lambda: isr(cluster, "few") == [leader], what="the ISR down to the leader")
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "retries": 0}
+    )
+    deliveries = Deliveries()
+    producer.produce("few", b"refused", on_delivery=deliveries)
+    assert producer.flush(30) == 0
+    assert deliveries.acked == [] and deliveries.errors == {"NOT_ENOUGH_REPLICAS": 1}
+    ones = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": 1})
+    ones.produce("few", b"taken")
+    assert ones.flush(30) == 0
+    assert read_partition(cluster.bootstrap_servers, "few") == [b"taken"]
