@@ -8,11 +8,13 @@ ends); its restart recovers its logs and rejoins the ISR.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kt.broker.group.group_metadata_manager import partition_for
 from kt.testing import KtCluster
 from tests.integration.conftest import kt_ok
 
@@ -21,9 +23,11 @@ pytestmark = pytest.mark.slow
 FAST_FAILOVER = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
 
 
-def create_topic(cluster: KtCluster, topic: str, partitions: int = 1, **config: str) -> None:
+def create_topic(
+    cluster: KtCluster, topic: str, partitions: int = 1, replicas: int = 3, **config: str
+) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, partitions, 3, config=config)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, replicas, config=config)])[topic].result(30)
     for p in range(partitions):
         cluster.wait_until(lambda p=p: cluster.leader_of(topic, p) >= 0, what="a leader")
 
@@ -57,6 +61,11 @@ def under_replicated(cluster: KtCluster, topic: str) -> list[str]:
     lines = kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
                   "--under-replicated-partitions")  # fmt: skip
     return [line.strip() for line in lines if line.strip().startswith(f"Topic: {topic}\t")]
+
+
+def coordinator_partition(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition of a group (Utils.abs(groupId.hashCode) % n)."""
+    return partition_for(group, partitions)
 
 
 class Deliveries:
@@ -178,3 +187,60 @@ def test_acks_all_is_refused_when_too_few_replicas_are_in_sync(kt_cluster) -> No
     ones.produce("few", b"taken")
     assert ones.flush(30) == 0
     assert read_partition(cluster.bootstrap_servers, "few") == [b"taken"]
+
+
+def test_a_group_moves_with_its_coordinator_and_keeps_its_offsets(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides={**FAST_FAILOVER, "offsets.topic.num.partitions": "3"})
+    create_topic(cluster, "grouped", partitions=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(300):
+        producer.produce("grouped", b"%d" % i, partition=i % 3)
+    assert producer.flush(30) == 0
+
+    def consume(count: int) -> tuple[list[bytes], int]:
+        """Read `count` records as group "movers" and commit; (values, offsets committed)."""
+        consumer = Consumer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "movers",
+             "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        )  # fmt: skip
+        consumer.subscribe(["grouped"])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+        consumer.commit(asynchronous=False)
+        committed = consumer.committed([TopicPartition("grouped", p) for p in range(3)], 30)
+        consumer.close()
+        return values, sum(max(tp.offset, 0) for tp in committed)
+
+    first, committed = consume(150)
+    assert committed == 150
+    offsets_partition = coordinator_partition("movers", 3)
+    coordinator = cluster.leader_of("__consumer_offsets", offsets_partition)
+    cluster.kill_broker(coordinator)
+    cluster.wait_until(
+        lambda: cluster.leader_of("__consumer_offsets", offsets_partition) not in (-1, coordinator),
+        what="a new coordinator",
+    )
+    rest, committed = consume(150)  # from the offsets the first consumer committed
+    assert committed == 300
+    assert sorted(first + rest, key=int) == [b"%d" % i for i in range(300)]
+
+
+def test_another_broker_takes_over_from_a_controller_that_died(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+    controller = cluster.controller_id()
+    cluster.kill_broker(controller)
+    cluster.wait_until(
+        lambda: cluster.controller_id() not in (-1, controller), what="a new controller"
+    )
+    create_topic(cluster, "after-failover", partitions=2, replicas=2)
+    for partition in range(2):
+        state = cluster.partition_state("after-failover", partition)
+        assert controller not in state.isr and len(state.isr) == 2
+    cluster.start_broker(controller)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    producer.produce("after-failover", b"x", partition=0)
+    assert producer.flush(30) == 0
