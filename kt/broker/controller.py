@@ -305,7 +305,9 @@ class KafkaController:
             self.ctx.topic_ids.pop(topic, None)
             self.zk.delete_topic(topic)
             self.ctx.topics_to_delete.discard(topic)
-            await self.channel.remove_topic(sorted(self.ctx.live_brokers), self, topic)
+            await self.channel.remove_topic(
+                sorted(self.ctx.live_brokers), self, topic, [tp.partition for tp in partitions]
+            )
             log.info("deleted topic %s", topic)
 
     # -- elections and propagation -------------------------------------------------

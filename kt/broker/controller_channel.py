@@ -1,18 +1,25 @@
 """How the controller's requests reach brokers (ControllerChannelManager).
 
-For the broker that hosts the controller, and for every broker started in the same
-process, requests are delivered by direct call to that broker's handlers; brokers in
-other processes get the same requests over the wire (LeaderAndIsr, UpdateMetadata,
-StopReplica) through kt.client. Either way the receiving broker runs the same code:
-ReplicaManager.become_leader_or_follower, MetadataCache updates, stop_replica.
+For every broker started in the controller's process (the embedded cluster), requests
+are direct calls of kt.broker.handlers.controller's `apply_*` functions; brokers in other
+processes get the same requests over the wire (LeaderAndIsr, UpdateMetadata,
+StopReplica), through one connection each, and run the same functions in their
+handlers. A broker that cannot be reached is logged and skipped: when it comes back, the
+controller sends it its whole state (KafkaController._send_full_state).
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.handlers import controller as requests
 from kt.broker.metadata_cache import BrokerEndpoint, PartitionState
+from kt.client.async_connection import AsyncBrokerConnection
+from kt.errors import KafkaError
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
 
 if TYPE_CHECKING:
     from kt.broker.controller import KafkaController
@@ -21,15 +28,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NULL_TOPIC_ID = uuid.UUID(int=0)
 # Brokers of this process, by id: the embedded cluster shares one store and one loop.
 LOCAL_BROKERS: dict[int, KafkaServer] = {}
 
 
 class ControllerChannel:
-    """Delivers controller requests; `server` is the broker hosting this controller."""
+    """Delivers controller requests; `server` is the broker hosting this controller.
+
+    Invariant: at most one connection per remote broker, dropped after any error (the
+    next request reconnects to the broker's registered endpoint)."""
 
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
+        self._connections: dict[int, AsyncBrokerConnection] = {}
         LOCAL_BROKERS[server.broker_id] = server
 
     @staticmethod
@@ -38,11 +50,12 @@ class ControllerChannel:
         if LOCAL_BROKERS.get(server.broker_id) is server:
             del LOCAL_BROKERS[server.broker_id]
 
-    def _target(self, broker_id: int) -> KafkaServer | None:
-        target = LOCAL_BROKERS.get(broker_id)
-        if target is None:
-            log.warning("no channel to broker %s yet", broker_id)
-        return target
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections = {}
+
+    # -- the three requests ------------------------------------------------------------
 
     async def leader_and_isr(
         self,
@@ -52,11 +65,46 @@ class ControllerChannel:
         topic_ids: dict[str, Any],
         is_new: bool,
     ) -> None:
-        target = self._target(broker_id)
-        if target is not None:
-            target.replica_manager.become_leader_or_follower(
-                controller.broker_id, controller.ctx.epoch, states, topic_ids
+        local = LOCAL_BROKERS.get(broker_id)
+        if local is not None:
+            requests.apply_leader_and_isr(
+                local, controller.broker_id, controller.ctx.epoch, states, topic_ids
             )
+            return
+        R = m.LeaderAndIsrRequest
+        by_topic: dict[str, list[Any]] = {}
+        for s in states:
+            by_topic.setdefault(s.topic, []).append(
+                R.LeaderAndIsrPartitionState(
+                    topic_name=s.topic,
+                    partition_index=s.partition,
+                    controller_epoch=s.controller_epoch,
+                    leader=s.leader,
+                    leader_epoch=s.leader_epoch,
+                    isr=list(s.isr),
+                    partition_epoch=s.zk_version,
+                    replicas=list(s.replicas),
+                    is_new=is_new,
+                )  # fmt: skip
+            )
+        leaders = {s.leader for s in states}
+        request = R(
+            controller_id=controller.broker_id,
+            controller_epoch=controller.ctx.epoch,
+            ungrouped_partition_states=[p for ps in by_topic.values() for p in ps],
+            topic_states=[
+                R.LeaderAndIsrTopicState(
+                    topic_name=t, topic_id=topic_ids.get(t) or NULL_TOPIC_ID, partition_states=ps
+                )
+                for t, ps in by_topic.items()
+            ],
+            live_leaders=[
+                R.LeaderAndIsrLiveLeader(broker_id=e.broker_id, host_name=e.host, port=e.port)
+                for e in (self._endpoint(b) for b in sorted(leaders))
+                if e is not None
+            ],
+        )
+        await self._send(broker_id, ApiKey.LEADER_AND_ISR, request)
 
     async def update_metadata(
         self,
@@ -65,23 +113,19 @@ class ControllerChannel:
         states: list[PartitionState],
         topic_ids: dict[str, Any],
     ) -> None:
-        target = self._target(broker_id)
-        if target is None:
-            return
         live = [self._endpoint(b) for b in sorted(controller.ctx.live_brokers)]
-        cache = target.metadata_cache
-        cache.update_brokers([e for e in live if e is not None], controller.broker_id)
-        for state in states:
-            cache.update_partition(state, topic_ids.get(state.topic))
-        for state in states:
-            target.replica_manager.wake_partition(state.topic, state.partition)
-        cache.notify_changed()
-
-    def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
-        registration = self.server.zk.get_broker(broker_id)
-        if registration is None:
-            return None
-        return BrokerEndpoint(broker_id, registration.host, registration.port, registration.rack)
+        endpoints = [e for e in live if e is not None]
+        local = LOCAL_BROKERS.get(broker_id)
+        if local is not None:
+            requests.apply_update_metadata(
+                local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
+            )
+            return
+        await self._send(
+            broker_id,
+            ApiKey.UPDATE_METADATA,
+            _update_metadata_request(controller, endpoints, states, topic_ids),
+        )
 
     async def stop_replica(
         self,
@@ -90,16 +134,133 @@ class ControllerChannel:
         partitions: list[TopicPartition],
         delete: bool,
     ) -> None:
-        target = self._target(broker_id)
-        if target is not None:
-            for tp in partitions:
-                target.replica_manager.stop_replica(tp, delete)
+        local = LOCAL_BROKERS.get(broker_id)
+        if local is not None:
+            requests.apply_stop_replica(local, controller.ctx.epoch, partitions, delete)
+            return
+        R = m.StopReplicaRequest
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        request = R(
+            controller_id=controller.broker_id,
+            controller_epoch=controller.ctx.epoch,
+            delete_partitions=delete,
+            ungrouped_partitions=[
+                R.StopReplicaPartitionV0(topic_name=tp.topic, partition_index=tp.partition)
+                for tp in partitions
+            ],
+            topics=[
+                R.StopReplicaTopicV1(name=t, partition_indexes=ps) for t, ps in by_topic.items()
+            ],
+            topic_states=[
+                R.StopReplicaTopicState(
+                    topic_name=t,
+                    partition_states=[
+                        R.StopReplicaPartitionState(partition_index=p, delete_partition=delete)
+                        for p in ps
+                    ],
+                )
+                for t, ps in by_topic.items()
+            ],
+        )
+        await self._send(broker_id, ApiKey.STOP_REPLICA, request)
 
     async def remove_topic(
-        self, brokers: list[int], controller: KafkaController, topic: str
+        self, brokers: list[int], controller: KafkaController, topic: str, partitions: list[int]
     ) -> None:
+        """Tell every broker a topic is gone: its partitions led by -2 (LeaderDuringDelete)."""
+        gone = [
+            PartitionState(topic, p, requests.LEADER_DURING_DELETE, 0, [], [],
+                           controller_epoch=controller.ctx.epoch)
+            for p in partitions
+        ]  # fmt: skip
         for broker_id in brokers:
-            target = self._target(broker_id)
-            if target is not None:
-                target.metadata_cache.remove_topic(topic)
-                target.metadata_cache.notify_changed()
+            await self.update_metadata(broker_id, controller, gone, {})
+
+    # -- connections -------------------------------------------------------------------
+
+    def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
+        assert self.server.zk is not None
+        registration = self.server.zk.get_broker(broker_id)
+        if registration is None:
+            return None
+        return BrokerEndpoint(broker_id, registration.host, registration.port, registration.rack)
+
+    async def _send(self, broker_id: int, api_key: ApiKey, request: Any) -> Any:
+        try:
+            connection = self._connections.get(broker_id)
+            if connection is None or connection.closed:
+                endpoint = self._endpoint(broker_id)
+                if endpoint is None:
+                    log.warning("no endpoint for broker %s: %s not sent", broker_id, api_key.name)
+                    return None
+                connection = await AsyncBrokerConnection.connect(
+                    endpoint.host,
+                    endpoint.port,
+                    client_id=f"controller-{self.server.broker_id}",
+                    timeout_s=10.0,
+                )
+                self._connections[broker_id] = connection
+            response = await connection.send(api_key, request)
+        except KafkaError as e:
+            log.warning("%s to broker %s failed: %s", api_key.name, broker_id, e)
+            self._connections.pop(broker_id, None)
+            return None
+        if getattr(response, "error_code", 0):
+            log.warning(
+                "broker %s refused %s: %s", broker_id, api_key.name, KafkaError(response.error_code)
+            )
+        return response
+
+
+def _update_metadata_request(
+    controller: KafkaController,
+    live: list[BrokerEndpoint],
+    states: list[PartitionState],
+    topic_ids: dict[str, Any],
+) -> Any:
+    R = m.UpdateMetadataRequest
+    by_topic: dict[str, list[Any]] = {}
+    for s in states:
+        by_topic.setdefault(s.topic, []).append(
+            R.UpdateMetadataPartitionState(
+                topic_name=s.topic,
+                partition_index=s.partition,
+                controller_epoch=s.controller_epoch,
+                leader=s.leader,
+                leader_epoch=s.leader_epoch,
+                isr=list(s.isr),
+                zk_version=s.zk_version,
+                replicas=list(s.replicas),
+                offline_replicas=list(s.offline_replicas),
+            )  # fmt: skip
+        )
+    return R(
+        controller_id=controller.broker_id,
+        controller_epoch=controller.ctx.epoch,
+        ungrouped_partition_states=[p for ps in by_topic.values() for p in ps],
+        topic_states=[
+            R.UpdateMetadataTopicState(
+                topic_name=t, topic_id=topic_ids.get(t) or NULL_TOPIC_ID, partition_states=ps
+            )
+            for t, ps in by_topic.items()
+        ],
+        live_brokers=[
+            R.UpdateMetadataBroker(
+                id=e.broker_id,
+                v0_host=e.host,
+                v0_port=e.port,
+                rack=e.rack,
+                endpoints=[
+                    R.UpdateMetadataEndpoint(
+                        port=e.port,
+                        host=e.host,
+                        listener="PLAINTEXT",
+                        security_protocol=0,
+                    )
+                ],
+            )  # fmt: skip
+            for e in live
+        ],
+    )

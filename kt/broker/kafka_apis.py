@@ -11,7 +11,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.handlers import cluster, configs, fetch, groups, log_dirs, produce, topics
+from kt.broker.handlers import (
+    cluster,
+    configs,
+    controller,
+    fetch,
+    groups,
+    log_dirs,
+    produce,
+    topics,
+)
 from kt.broker.handlers.produce import CloseConnection
 from kt.broker.network import RequestContext
 from kt.errors import ProtocolError
@@ -46,6 +55,9 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
+    ApiKey.LEADER_AND_ISR: controller.leader_and_isr,
+    ApiKey.UPDATE_METADATA: controller.update_metadata,
+    ApiKey.STOP_REPLICA: controller.stop_replica,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
     ApiKey.SYNC_GROUP: groups.sync_group,

@@ -1,9 +1,10 @@
 """Run one or more brokers in this process until SIGTERM/SIGINT (kafka.Kafka's main).
 
-Several property files start several brokers in one process: they share one embedded
-metadata store (in the first broker's first log dir) and one event loop, which is the
-embedded cluster. (The ZooKeeper backend, selected by `zookeeper.connect`, comes with the
-multi-process cluster; until then that key is refused with one clear line.)
+Several property files start several brokers in one process: they share one metadata
+store and one event loop. Without `zookeeper.connect` the store is the embedded one (in
+the first broker's first log dir), which is the embedded cluster; with it, every broker
+has a session on that ZooKeeper, and brokers in other processes on the same ZooKeeper
+form one cluster with them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from kt.broker.server import KafkaServer
 from kt.config import InvalidConfigError, KafkaConfig
 from kt.metadata.embedded import EmbeddedStore
+from kt.metadata.store import MetadataStore
 
 log = logging.getLogger(__name__)
 
@@ -26,19 +28,33 @@ class BrokerHaltedError(Exception):
     """The brokers stopped by themselves, not on a signal: `kt server-start` exits 1."""
 
 
-def open_store(configs: list[KafkaConfig]) -> EmbeddedStore:
-    """The metadata store the brokers of this process share."""
-    if any(c["zookeeper.connect"] for c in configs):
+def open_store(configs: list[KafkaConfig]) -> MetadataStore:
+    """The metadata store the brokers of this process share: ZooKeeper when
+    `zookeeper.connect` is set (the same ensemble for every broker of the process), else
+    the embedded store in the first broker's first log dir."""
+    connects = {c["zookeeper.connect"] for c in configs}
+    if len(connects) > 1:
         raise InvalidConfigError(
-            "zookeeper.connect is set, but this kt runs on its embedded metadata store only; "
-            "remove zookeeper.connect to start an embedded broker"
+            "the brokers of one process must share one metadata store: "
+            "set the same zookeeper.connect in every properties file, or none"
+        )
+    connect = connects.pop()
+    if connect:
+        from kt.metadata.zookeeper import ZooKeeperStore  # kazoo only when it is used
+
+        cfg = configs[0]
+        session_timeout = cfg["zookeeper.session.timeout.ms"]
+        return ZooKeeperStore(
+            connect,
+            session_timeout_ms=session_timeout,
+            connection_timeout_ms=cfg["zookeeper.connection.timeout.ms"] or session_timeout,
         )
     first_dir = Path(configs[0].log_dirs[0])
     first_dir.mkdir(parents=True, exist_ok=True)
     return EmbeddedStore.in_log_dir(first_dir)
 
 
-async def start_brokers(configs: list[KafkaConfig], store: EmbeddedStore) -> list[KafkaServer]:
+async def start_brokers(configs: list[KafkaConfig], store: MetadataStore) -> list[KafkaServer]:
     servers = []
     try:
         for config in configs:
@@ -62,8 +78,9 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    # The embedded store failed (its journal met an I/O error): every broker stops.
-    store.on_failure = lambda reason: loop.call_soon_threadsafe(stop.set)
+    if isinstance(store, EmbeddedStore):
+        # The embedded store failed (its journal met an I/O error): every broker stops.
+        store.on_failure = lambda reason: loop.call_soon_threadsafe(stop.set)
     try:
         servers = await start_brokers(configs, store)
         on_ready(servers, time.monotonic() - started)
@@ -79,7 +96,7 @@ async def serve(
     finally:
         store.close()
     halted = [s.halt_reason for s in servers if s.halt_reason is not None]
-    if store.failure is not None:
+    if isinstance(store, EmbeddedStore) and store.failure is not None:
         halted.insert(0, f"Shutdown broker because the metadata store failed: {store.failure}")
     if halted:
         raise BrokerHaltedError(halted[0])

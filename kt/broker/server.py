@@ -79,6 +79,7 @@ class KafkaServer:
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
+        self.controller_epoch_seen = -1  # the newest controller this broker has heard from
         # Why the broker stopped itself (every log dir failed); None while it runs.
         self.halt_reason: str | None = None
         self._halt_task: asyncio.Task | None = None
@@ -277,6 +278,7 @@ class KafkaServer:
             self.group_coordinator.shutdown()
         if self.controller is not None:
             await self.controller.shutdown()
+            self.controller.channel.close()
         if self.log_manager is not None:
             self.log_manager.shutdown()
         if self.zk is not None:
@@ -302,6 +304,7 @@ class KafkaServer:
             self.group_coordinator.shutdown()
         if self.controller is not None:
             await self.controller.abandon()
+            self.controller.channel.close()
         if self.log_manager is not None:
             self.log_manager.abandon()
         if self.zk is not None:

@@ -1,0 +1,217 @@
+"""The controller's requests to a broker: LeaderAndIsr, UpdateMetadata, StopReplica.
+
+A broker in the controller's process receives them as direct calls to the `apply_*`
+functions (ControllerChannel); a broker in another process receives them over the wire,
+and the handlers below decode them into the same calls. Either way a request from a
+controller older than the newest this broker has heard from is refused with
+STALE_CONTROLLER_EPOCH, as Kafka's brokers refuse it.
+
+Topic deletion travels as Kafka sends it: UpdateMetadata with the topic's partitions led
+by -2 (LeaderAndIsr.LeaderDuringDelete), which removes the topic from the cache.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.metadata_cache import BrokerEndpoint, PartitionState
+from kt.broker.partition import TopicPartition
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+LEADER_DURING_DELETE = -2
+_STALE = KafkaError("STALE_CONTROLLER_EPOCH").code
+_NULL_TOPIC_ID = uuid.UUID(int=0)
+
+
+def _is_stale(server: KafkaServer, controller_epoch: int) -> bool:
+    """Fence a controller older than the newest one heard from (and remember a newer)."""
+    if controller_epoch < server.controller_epoch_seen:
+        return True
+    server.controller_epoch_seen = controller_epoch
+    return False
+
+
+# -- what a broker does with each request --------------------------------------------------
+
+
+def apply_leader_and_isr(
+    server: KafkaServer,
+    controller_id: int,
+    controller_epoch: int,
+    states: list[PartitionState],
+    topic_ids: dict[str, Any],
+) -> dict[TopicPartition, int]:
+    """Become leader or follower of each partition; an error code per partition."""
+    if _is_stale(server, controller_epoch):
+        return {TopicPartition(s.topic, s.partition): _STALE for s in states}
+    return server.replica_manager.become_leader_or_follower(
+        controller_id, controller_epoch, states, topic_ids
+    )
+
+
+def apply_update_metadata(
+    server: KafkaServer,
+    controller_id: int,
+    controller_epoch: int,
+    live_brokers: list[BrokerEndpoint],
+    states: list[PartitionState],
+    topic_ids: dict[str, Any],
+) -> int:
+    """Replace the live brokers and update these partitions; an error code."""
+    if _is_stale(server, controller_epoch):
+        return _STALE
+    cache = server.metadata_cache
+    cache.update_brokers(live_brokers, controller_id)
+    for state in states:
+        if state.leader == LEADER_DURING_DELETE:
+            cache.remove_topic(state.topic)
+        else:
+            cache.update_partition(state, topic_ids.get(state.topic))
+    for state in states:
+        server.replica_manager.wake_partition(state.topic, state.partition)
+    cache.notify_changed()
+    return 0
+
+
+def apply_stop_replica(
+    server: KafkaServer,
+    controller_epoch: int,
+    partitions: list[TopicPartition],
+    delete: bool,
+) -> int:
+    if _is_stale(server, controller_epoch):
+        return _STALE
+    for tp in partitions:
+        server.replica_manager.stop_replica(tp, delete)
+    return 0
+
+
+# -- the wire --------------------------------------------------------------------------------
+
+
+async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    version = header.api_version
+    states: list[PartitionState] = []
+    topic_ids: dict[str, Any] = {}
+    if version < 2:
+        grouped = [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
+    else:
+        grouped = [(t.topic_name, t.topic_id if version >= 5 else None, p)
+                   for t in request.topic_states for p in t.partition_states]  # fmt: skip
+    for topic, topic_id, p in grouped:
+        if topic_id is not None and topic_id != _NULL_TOPIC_ID:
+            topic_ids[topic] = topic_id
+        states.append(
+            PartitionState(
+                topic,
+                p.partition_index,
+                p.leader,
+                p.leader_epoch,
+                list(p.replicas),
+                list(p.isr),
+                controller_epoch=p.controller_epoch,
+                zk_version=p.partition_epoch,
+            )  # fmt: skip
+        )
+    errors = apply_leader_and_isr(
+        server, request.controller_id, request.controller_epoch, states, topic_ids
+    )
+    Error = m.LeaderAndIsrResponse.LeaderAndIsrPartitionError
+    if version < 5:
+        return m.LeaderAndIsrResponse(
+            error_code=0,
+            partition_errors=[
+                Error(topic_name=tp.topic, partition_index=tp.partition, error_code=code)
+                for tp, code in errors.items()
+            ],
+        )
+    by_topic: dict[str, list[Any]] = {}
+    for tp, code in errors.items():
+        by_topic.setdefault(tp.topic, []).append(
+            Error(partition_index=tp.partition, error_code=code)
+        )
+    return m.LeaderAndIsrResponse(
+        error_code=0,
+        topics=[
+            m.LeaderAndIsrResponse.LeaderAndIsrTopicError(
+                topic_id=topic_ids.get(topic, _NULL_TOPIC_ID), partition_errors=errors_
+            )
+            for topic, errors_ in by_topic.items()
+        ],
+    )
+
+
+async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    version = header.api_version
+    live = []
+    for broker in request.live_brokers:
+        if version == 0:
+            host, port = broker.v0_host, broker.v0_port
+        else:
+            endpoint = broker.endpoints[0]
+            host, port = endpoint.host, endpoint.port
+        live.append(BrokerEndpoint(broker.id, host, port, broker.rack or None))
+    states: list[PartitionState] = []
+    topic_ids: dict[str, Any] = {}
+    if version < 5:
+        grouped = [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
+    else:
+        grouped = [(t.topic_name, t.topic_id if version >= 7 else None, p)
+                   for t in request.topic_states for p in t.partition_states]  # fmt: skip
+    for topic, topic_id, p in grouped:
+        if topic_id is not None and topic_id != _NULL_TOPIC_ID:
+            topic_ids[topic] = topic_id
+        states.append(
+            PartitionState(
+                topic,
+                p.partition_index,
+                p.leader,
+                p.leader_epoch,
+                list(p.replicas),
+                list(p.isr),
+                offline_replicas=list(p.offline_replicas),
+                controller_epoch=p.controller_epoch,
+                zk_version=p.zk_version,
+            )  # fmt: skip
+        )
+    code = apply_update_metadata(
+        server, request.controller_id, request.controller_epoch, live, states, topic_ids
+    )
+    return m.UpdateMetadataResponse(error_code=code)
+
+
+async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    version = header.api_version
+    deletes: dict[bool, list[TopicPartition]] = {}
+    if version == 0:
+        for p in request.ungrouped_partitions:
+            tp = TopicPartition(p.topic_name, p.partition_index)
+            deletes.setdefault(request.delete_partitions, []).append(tp)
+    elif version < 3:
+        for t in request.topics:
+            for index in t.partition_indexes:
+                deletes.setdefault(request.delete_partitions, []).append(
+                    TopicPartition(t.name, index)
+                )
+    else:
+        for t in request.topic_states:
+            for p in t.partition_states:
+                tp = TopicPartition(t.topic_name, p.partition_index)
+                deletes.setdefault(p.delete_partition, []).append(tp)
+    code = 0
+    for delete, partitions in deletes.items():
+        code = apply_stop_replica(server, request.controller_epoch, partitions, delete) or code
+    Error = m.StopReplicaResponse.StopReplicaPartitionError
+    return m.StopReplicaResponse(
+        error_code=code,
+        partition_errors=[
+            Error(topic_name=tp.topic, partition_index=tp.partition, error_code=code)
+            for partitions in deletes.values()
+            for tp in partitions
+        ],
+    )

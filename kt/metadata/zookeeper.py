@@ -1,0 +1,233 @@
+"""The ZooKeeper backend of the metadata store: a real ensemble through kazoo.
+
+Chosen when `zookeeper.connect` is set. Each session is a KazooClient of its own (one
+ZooKeeper session per broker, as each Kafka broker has), and every call maps 1:1 onto
+kazoo's (see store.py): kazoo's exceptions become the store's, its ZnodeStat a Stat, its
+WatchedEvent ours. A chroot in the connect string (`host:2181/kafka`) is created if it
+is missing, as Kafka creates it, and is then transparent.
+
+kazoo reconnects on its own after a connection loss; after a session expiry it opens a
+new session, and the listeners hear LOST then CONNECTED: the broker re-registers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from kazoo import exceptions as kx
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+
+from kt.metadata import store as s
+
+log = logging.getLogger(__name__)
+
+# kazoo's exceptions, most specific first (ConnectionClosedError is a SessionExpiredError).
+_ERRORS: tuple[tuple[type[Exception], type[s.MetadataStoreError]], ...] = (
+    (kx.NoNodeError, s.NoNodeError),
+    (kx.NodeExistsError, s.NodeExistsError),
+    (kx.BadVersionError, s.BadVersionError),
+    (kx.NotEmptyError, s.NotEmptyError),
+    (kx.NoChildrenForEphemeralsError, s.NoChildrenForEphemeralsError),
+    (kx.BadArgumentsError, s.BadArgumentsError),
+    (kx.RolledBackError, s.RolledBackError),
+    (kx.RuntimeInconsistency, s.RuntimeInconsistency),
+    (kx.ConnectionClosedError, s.ConnectionClosedError),
+    (kx.SessionExpiredError, s.SessionExpiredError),
+)
+_STATES = {
+    KazooState.CONNECTED: s.SessionState.CONNECTED,
+    KazooState.SUSPENDED: s.SessionState.SUSPENDED,
+    KazooState.LOST: s.SessionState.LOST,
+}
+
+
+def _translate(error: Exception, path: str | None = None) -> s.MetadataStoreError:
+    for theirs, ours in _ERRORS:
+        if isinstance(error, theirs):
+            return ours(str(error) or "", path)  # type: ignore[call-arg]
+    return s.MetadataStoreError(f"{type(error).__name__}: {error}")
+
+
+@contextmanager
+def _kazoo_errors(path: str | None = None) -> Iterator[None]:
+    try:
+        yield
+    except kx.KazooException as e:
+        raise _translate(e, path) from e
+
+
+def _stat(stat: Any) -> s.Stat:
+    return s.Stat(
+        stat.czxid, stat.mzxid, stat.ctime, stat.mtime, stat.version, stat.cversion,
+        stat.aversion, stat.ephemeralOwner, stat.dataLength, stat.numChildren, stat.pzxid,
+    )  # fmt: skip
+
+
+def _watch(callback: s.WatchCallback | None) -> Callable[[Any], Any] | None:
+    if callback is None:
+        return None
+
+    def fire(event: Any) -> Any:
+        return callback(s.WatchedEvent(s.EventType(event.type), event.state, event.path))
+
+    return fire
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """("host:port,host:port", "/chroot" or "") from a zookeeper.connect string."""
+    hosts, slash, chroot = connect.partition("/")
+    return hosts, (slash + chroot).rstrip("/") if chroot else ""
+
+
+class ZooKeeperSession(s.Session):
+    """One ZooKeeper session (a started KazooClient), chroot applied by kazoo."""
+
+    def __init__(self, client: KazooClient, name: str) -> None:
+        self._client = client
+        self.name = name
+        self._listeners: dict[s.StateListener, Callable[[Any], Any]] = {}
+
+    @property
+    def session_id(self) -> int:
+        session = self._client.client_id
+        return session[0] if session else 0
+
+    @property
+    def state(self) -> s.SessionState:
+        return _STATES[self._client.state]
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        ephemeral: bool = False,
+        sequential: bool = False,
+        make_parents: bool = False,
+    ) -> str:
+        s.validate_path(path, sequential)
+        with _kazoo_errors(path):
+            return self._client.create(
+                path, s.check_data(data), ephemeral=ephemeral, sequence=sequential,
+                makepath=make_parents,
+            )  # fmt: skip
+
+    def get(self, path: str, watch: s.WatchCallback | None = None) -> tuple[bytes, s.Stat]:
+        with _kazoo_errors(path):
+            data, stat = self._client.get(path, watch=_watch(watch))
+        return data or b"", _stat(stat)
+
+    def set(self, path: str, data: bytes, version: int = s.ANY_VERSION) -> s.Stat:
+        with _kazoo_errors(path):
+            return _stat(self._client.set(path, s.check_data(data), version))
+
+    def delete(self, path: str, version: int = s.ANY_VERSION, recursive: bool = False) -> None:
+        if recursive and version != s.ANY_VERSION:
+            raise ValueError("a recursive delete takes no version")
+        with _kazoo_errors(path):
+            self._client.delete(path, version=version, recursive=recursive)
+
+    def get_children(self, path: str, watch: s.WatchCallback | None = None) -> list[str]:
+        with _kazoo_errors(path):
+            return sorted(self._client.get_children(path, watch=_watch(watch)))
+
+    def exists(self, path: str, watch: s.WatchCallback | None = None) -> s.Stat | None:
+        with _kazoo_errors(path):
+            stat = self._client.exists(path, watch=_watch(watch))
+        return None if stat is None else _stat(stat)
+
+    def ensure_path(self, path: str) -> None:
+        s.validate_path(path)
+        with _kazoo_errors(path):
+            self._client.ensure_path(path)
+
+    def multi(self, ops: Sequence[s.Op]) -> list[Any]:
+        transaction = self._client.transaction()
+        for op in ops:
+            if isinstance(op, s.CreateOp):
+                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+            elif isinstance(op, s.SetDataOp):
+                transaction.set_data(op.path, op.data, op.version)
+            elif isinstance(op, s.DeleteOp):
+                transaction.delete(op.path, op.version)
+            elif isinstance(op, s.CheckOp):
+                transaction.check(op.path, op.version)
+            else:
+                raise TypeError(f"not a metadata operation: {op!r}")
+        with _kazoo_errors():
+            results = transaction.commit()
+        if not any(isinstance(r, Exception) for r in results):
+            return [_stat(r) if hasattr(r, "czxid") else r for r in results]
+        ours = [_translate(r) if isinstance(r, Exception) else r for r in results]
+        failed = next(
+            e for e in ours
+            if isinstance(e, Exception)
+            and not isinstance(e, s.RolledBackError | s.RuntimeInconsistency)
+        )  # fmt: skip
+        failed.results = ours  # type: ignore[attr-defined]
+        raise failed
+
+    def add_listener(self, listener: s.StateListener) -> None:
+        def hear(state: Any) -> None:
+            listener(_STATES[state])
+
+        self._listeners[listener] = hear
+        self._client.add_listener(hear)
+
+    def remove_listener(self, listener: s.StateListener) -> None:
+        self._client.remove_listener(self._listeners.pop(listener))
+
+    def close(self) -> None:
+        try:
+            self._client.stop()
+        finally:
+            self._client.close()
+
+
+class ZooKeeperStore(s.MetadataStore):
+    """Sessions on one ZooKeeper ensemble, given Kafka's `zookeeper.connect` string."""
+
+    def __init__(
+        self, connect: str, *, session_timeout_ms: int = 18_000, connection_timeout_ms: int = 18_000
+    ) -> None:
+        self.hosts, self.chroot = split_connect(connect)
+        self.session_timeout_s = session_timeout_ms / 1000
+        self.connection_timeout_s = connection_timeout_ms / 1000
+        if self.chroot:
+            with self._client(self.hosts) as root:
+                root.ensure_path(self.chroot)
+        self._sessions: list[ZooKeeperSession] = []
+
+    @contextmanager
+    def _client(self, hosts: str) -> Iterator[KazooClient]:
+        client = self._start(hosts)
+        try:
+            yield client
+        finally:
+            client.stop()
+            client.close()
+
+    def _start(self, hosts: str) -> KazooClient:
+        client = KazooClient(hosts=hosts, timeout=self.session_timeout_s)
+        try:
+            client.start(timeout=self.connection_timeout_s)
+        except KazooTimeoutError as e:
+            client.close()
+            raise s.MetadataStoreError(
+                f"cannot connect to ZooKeeper at {hosts}: {type(e).__name__} {e}"
+            ) from None
+        return client
+
+    def session(self, name: str = "") -> ZooKeeperSession:
+        session = ZooKeeperSession(self._start(self.hosts + self.chroot), name)
+        self._sessions.append(session)
+        return session
+
+    def close(self) -> None:
+        sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
