@@ -236,6 +236,8 @@ class KafkaController:
         live = set(self.zk.get_broker_ids(self._watch_brokers()))
         new, dead = live - self.ctx.live_brokers, self.ctx.live_brokers - live
         self.ctx.live_brokers = live
+        for broker in new | dead:  # a broker back from the dead is a new process
+            self.channel.drop_connection(broker)
         if dead:
             log.info("brokers %s went away", sorted(dead))
             affected = [tp for tp, st in self.ctx.states.items() if st.leader in dead]

@@ -10,6 +10,7 @@ controller sends it its whole state (KafkaController._send_full_state).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NULL_TOPIC_ID = uuid.UUID(int=0)
+SEND_BACKOFF_S = 0.1  # growing to 1 s between attempts
 # Brokers of this process, by id: the embedded cluster shares one store and one loop.
 LOCAL_BROKERS: dict[int, KafkaServer] = {}
 
@@ -36,12 +38,11 @@ LOCAL_BROKERS: dict[int, KafkaServer] = {}
 class ControllerChannel:
     """Delivers controller requests; `server` is the broker hosting this controller.
 
-    Invariant: at most one connection per remote broker, dropped after any error (the
-    next request reconnects to the broker's registered endpoint)."""
+    Invariant: at most one sender (one connection) per remote broker."""
 
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
-        self._connections: dict[int, AsyncBrokerConnection] = {}
+        self._senders: dict[int, _RequestSender] = {}
         LOCAL_BROKERS[server.broker_id] = server
 
     @staticmethod
@@ -51,9 +52,9 @@ class ControllerChannel:
             del LOCAL_BROKERS[server.broker_id]
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections = {}
+        senders, self._senders = self._senders, {}
+        for sender in senders.values():
+            sender.stop()
 
     # -- the three requests ------------------------------------------------------------
 
@@ -100,7 +101,7 @@ class ControllerChannel:
             ],
             live_leaders=[
                 R.LeaderAndIsrLiveLeader(broker_id=e.broker_id, host_name=e.host, port=e.port)
-                for e in (self._endpoint(b) for b in sorted(leaders))
+                for e in (self.endpoint(b) for b in sorted(leaders))
                 if e is not None
             ],
         )
@@ -113,7 +114,7 @@ class ControllerChannel:
         states: list[PartitionState],
         topic_ids: dict[str, Any],
     ) -> None:
-        live = [self._endpoint(b) for b in sorted(controller.ctx.live_brokers)]
+        live = [self.endpoint(b) for b in sorted(controller.ctx.live_brokers)]
         endpoints = [e for e in live if e is not None]
         local = LOCAL_BROKERS.get(broker_id)
         if local is not None:
@@ -180,38 +181,84 @@ class ControllerChannel:
 
     # -- connections -------------------------------------------------------------------
 
-    def _endpoint(self, broker_id: int) -> BrokerEndpoint | None:
+    def endpoint(self, broker_id: int) -> BrokerEndpoint | None:
         assert self.server.zk is not None
         registration = self.server.zk.get_broker(broker_id)
         if registration is None:
             return None
         return BrokerEndpoint(broker_id, registration.host, registration.port, registration.rack)
 
-    async def _send(self, broker_id: int, api_key: ApiKey, request: Any) -> Any:
+    def drop_connection(self, broker_id: int) -> None:
+        """A broker left or came back as a new process: what was queued for it goes (a
+        broker that comes back hears the whole state again), and the next request
+        connects afresh to its registration."""
+        sender = self._senders.pop(broker_id, None)
+        if sender is not None:
+            sender.stop()
+
+    async def _send(self, broker_id: int, api_key: ApiKey, request: Any) -> None:
+        """Queue a request for a broker of another process; its sender delivers it."""
+        sender = self._senders.get(broker_id)
+        if sender is None:
+            sender = self._senders[broker_id] = _RequestSender(self, broker_id)
+        sender.enqueue(api_key, request)
+
+
+class _RequestSender:
+    """Kafka's RequestSendThread: the requests for one broker, sent in order by a task of
+    its own, each retried (reconnecting) until it is answered, so that a slow or dead
+    broker never holds up the controller's events.
+
+    Invariant: one request in flight; requests leave in the order they were queued."""
+
+    def __init__(self, channel: ControllerChannel, broker_id: int) -> None:
+        self.channel = channel
+        self.broker_id = broker_id
+        self._queue: asyncio.Queue[tuple[ApiKey, Any]] = asyncio.Queue()
+        self._connection: AsyncBrokerConnection | None = None
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"controller-send-{broker_id}"
+        )
+
+    def enqueue(self, api_key: ApiKey, request: Any) -> None:
+        self._queue.put_nowait((api_key, request))
+
+    def stop(self) -> None:
+        self._task.cancel()
+        if self._connection is not None:
+            self._connection.close()
+
+    async def _run(self) -> None:
+        while True:
+            api_key, request = await self._queue.get()
+            attempt = 0
+            while not await self._send_once(api_key, request):
+                attempt += 1
+                await asyncio.sleep(min(SEND_BACKOFF_S * attempt, 1.0))
+
+    async def _send_once(self, api_key: ApiKey, request: Any) -> bool:
+        """True once the broker answered (whatever its error code)."""
         try:
-            connection = self._connections.get(broker_id)
-            if connection is None or connection.closed:
-                endpoint = self._endpoint(broker_id)
+            if self._connection is None or self._connection.closed:
+                endpoint = self.channel.endpoint(self.broker_id)
                 if endpoint is None:
-                    log.warning("no endpoint for broker %s: %s not sent", broker_id, api_key.name)
-                    return None
-                connection = await AsyncBrokerConnection.connect(
-                    endpoint.host,
-                    endpoint.port,
-                    client_id=f"controller-{self.server.broker_id}",
-                    timeout_s=10.0,
-                )
-                self._connections[broker_id] = connection
-            response = await connection.send(api_key, request)
+                    return False  # not registered (yet, or any more)
+                self._connection = await AsyncBrokerConnection.connect(
+                    endpoint.host, endpoint.port,
+                    client_id=f"controller-{self.channel.server.broker_id}", timeout_s=10.0,
+                )  # fmt: skip
+            response = await self._connection.send(api_key, request)
         except KafkaError as e:
-            log.warning("%s to broker %s failed: %s", api_key.name, broker_id, e)
-            self._connections.pop(broker_id, None)
-            return None
+            log.info("%s to broker %s failed: %s", api_key.name, self.broker_id, e)
+            if self._connection is not None:
+                self._connection.close()
+            return False
         if getattr(response, "error_code", 0):
             log.warning(
-                "broker %s refused %s: %s", broker_id, api_key.name, KafkaError(response.error_code)
-            )
-        return response
+                "broker %s refused %s: %s",
+                self.broker_id, api_key.name, KafkaError(response.error_code),
+            )  # fmt: skip
+        return True
 
 
 def _update_metadata_request(

@@ -1,0 +1,160 @@
+"""Three `kt server-start` processes on a real ZooKeeper form one cluster, as three Kafka
+brokers with the same zookeeper.connect do: the controller reaches the others over the
+wire, a broker killed with SIGKILL is noticed when its session expires, and what kt
+writes to ZooKeeper is Kafka's JSON at Kafka's paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from tests.integration.conftest import BrokerProcess, kt_ok
+from tests.integration.test_replication import Deliveries, read_partition
+
+pytestmark = pytest.mark.slow
+
+SESSION_TIMEOUT_MS = 2000
+
+
+class ZkCluster:
+    """Broker processes 1..n on one ZooKeeper chroot, and a kazoo client to look inside."""
+
+    def __init__(self, base: Path, connect: str, size: int = 3) -> None:
+        self.brokers = {
+            broker_id: BrokerProcess(
+                base / f"kt-logs-{broker_id}",
+                {
+                    "broker.id": str(broker_id),
+                    "zookeeper.connect": connect,
+                    "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                    "offsets.topic.replication.factor": "3",
+                    "replica.fetch.backoff.ms": "100",
+                    "group.initial.rebalance.delay.ms": "0",
+                },
+            )
+            for broker_id in range(1, size + 1)
+        }
+        self.zk = KazooClient(hosts=connect, timeout=10)
+        for broker in self.brokers.values():
+            broker.log_dir.mkdir()
+            broker.start()
+        self.zk.start(timeout=10)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive)
+
+    def znode(self, path: str) -> dict:
+        return json.loads(self.zk.get(path)[0])
+
+    def state(self, topic: str, partition: int = 0) -> dict:
+        return self.znode(f"/brokers/topics/{topic}/partitions/{partition}/state")
+
+    def controller(self) -> int:
+        return self.znode("/controller")["brokerid"]
+
+    def wait_until(self, condition, what: str, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        """Poll `condition` until it holds; a znode not written yet counts as not yet."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                if condition():
+                    return
+            except NoNodeError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} did not hold within {timeout_s} s")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        for broker in self.brokers.values():
+            if broker.alive:
+                broker.stop()
+        self.zk.stop()
+        self.zk.close()
+
+
+@pytest.fixture
+def zk_cluster(tmp_path: Path, zookeeper: str):  # type: ignore[no-untyped-def]
+    cluster = ZkCluster(tmp_path, zookeeper)
+    yield cluster
+    cluster.close()
+
+
+def describe(cluster: ZkCluster, topic: str) -> list[str]:
+    lines = kt_ok("topics", "--bootstrap-server", cluster.bootstrap, "--describe", "--topic", topic)
+    return [line.strip() for line in lines if "Partition:" in line]
+
+
+def test_killing_the_leader_process_twenty_times_loses_nothing(zk_cluster: ZkCluster) -> None:
+    cluster = zk_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    topic = NewTopic("zk-failover", 1, 3, config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])["zk-failover"].result(30)
+    cluster.wait_until(lambda: cluster.state("zk-failover")["leader"] > 0, "a leader")
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
+         "linger.ms": 2, "message.timeout.ms": 300_000}
+    )  # fmt: skip
+    deliveries = Deliveries()
+    sent = 0
+
+    def produce(count: int) -> None:
+        nonlocal sent
+        for _ in range(count):
+            producer.produce("zk-failover", b"%08d" % sent, on_delivery=deliveries)
+            sent += 1
+            producer.poll(0)
+
+    shrunk_seen = False
+    for _ in range(20):
+        produce(200)
+        leader = cluster.state("zk-failover")["leader"]
+        assert cluster.brokers[leader].kill() == -9
+        produce(200)
+        cluster.wait_until(
+            lambda leader=leader: cluster.state("zk-failover")["leader"] not in (-1, leader),
+            "a new leader",
+        )
+        if not shrunk_seen:
+            isr = re.search(r"Isr: ([\d,]+)", describe(cluster, "zk-failover")[0]).group(1)
+            assert str(leader) not in isr.split(",") and len(isr.split(",")) == 2
+            shrunk_seen = True
+        cluster.brokers[leader].start()
+        cluster.wait_until(lambda: len(cluster.state("zk-failover")["isr"]) == 3, "ISR back to 3")
+    assert producer.flush(120) == 0
+    assert deliveries.errors == {}
+    assert deliveries.acked == [b"%08d" % i for i in range(sent)]
+    assert read_partition(cluster.bootstrap, "zk-failover") == deliveries.acked
+    line = describe(cluster, "zk-failover")[0]
+    assert sorted(re.search(r"Isr: ([\d,]+)", line).group(1).split(",")) == ["1", "2", "3"]
+
+
+def test_controller_failover_and_kafkas_znodes(zk_cluster: ZkCluster) -> None:
+    cluster = zk_cluster
+    controller = cluster.controller()
+    epoch = int(cluster.zk.get("/controller_epoch")[0])
+    registration = cluster.znode(f"/brokers/ids/{controller}")
+    assert registration["version"] == 5
+    assert registration["endpoints"] == [f"PLAINTEXT://{cluster.brokers[controller].bootstrap}"]
+    cluster.brokers[controller].kill()
+    cluster.wait_until(lambda: cluster.controller() not in (controller,), "a new controller")
+    assert int(cluster.zk.get("/controller_epoch")[0]) == epoch + 1
+
+    kt_ok("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "after",
+          "--partitions", "2", "--replication-factor", "2")  # fmt: skip
+    assignment = cluster.znode("/brokers/topics/after")
+    assert set(assignment["partitions"]) == {"0", "1"}
+    assert all(controller not in replicas for replicas in assignment["partitions"].values())
+    state = cluster.state("after", 0)
+    assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
+    assert state["controller_epoch"] == epoch + 1
