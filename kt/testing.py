@@ -140,6 +140,11 @@ class KtCluster:
         """Stop a broker as SIGKILL would: no flush, no checkpoint, its session ends."""
         self._run(self.brokers.pop(broker_id).crash())
 
+    def expire_session(self, broker_id: int) -> None:
+        """Expire a broker's metadata session as ZooKeeper would (its ephemeral znodes go,
+        a new session begins): the broker registers again, its controller re-elects."""
+        self._call(lambda: self.brokers[broker_id].zk.session.expire())  # type: ignore[union-attr]
+
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{self.ports[b]}" for b in sorted(self.ports))
@@ -153,6 +158,10 @@ class KtCluster:
     def controller_id(self) -> int:
         assert self._any_broker().zk is not None
         return self._call(lambda: self._any_broker().zk.get_controller_id())  # type: ignore[union-attr]
+
+    def registered_brokers(self) -> list[int]:
+        """The ids under /brokers/ids: the brokers the controller sees alive."""
+        return self._call(lambda: self._any_broker().zk.get_broker_ids())  # type: ignore[union-attr]
 
     def partition_state(self, topic: str, partition: int) -> Any:
         """The partition's state znode (leader, leader_epoch, isr)."""

@@ -151,6 +151,17 @@ class KafkaController:
         log.info("broker %s is controller, epoch %s", self.broker_id, self.ctx.epoch)
         await self._on_controller_failover()
 
+    def on_session_expired(self) -> None:
+        """The store session expired: resign (its /controller went with the session) and
+        take part in the election again (Kafka's Expire, then RegisterBrokerAndReelect)."""
+
+        async def expire() -> None:
+            if self.is_active:
+                self._resign()
+            await self._elect()
+
+        self.post("Expire", expire)
+
     def _resign(self) -> None:
         log.info("broker %s resigns as controller", self.broker_id)
         self.is_active = False

@@ -30,6 +30,7 @@ from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
+from kt.metadata.store import SessionState
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel
@@ -84,6 +85,7 @@ class KafkaServer:
         self.halt_reason: str | None = None
         self._halt_task: asyncio.Task | None = None
         self._shutting_down = False
+        self._session_lost = False
 
     def _create_group_coordinator(self) -> GroupCoordinator:
         """The group coordinator with this broker's group.* and offsets.* settings; it loads
@@ -167,8 +169,32 @@ class KafkaServer:
         self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])
         self.controller = KafkaController(self.broker_id, self.zk, ControllerChannel(self))
         await self.controller.startup()
+        loop = asyncio.get_running_loop()
+        self.zk.session.add_listener(
+            lambda state: self._on_session_state(state, loop)  # on the store's thread
+        )
         self._start_background_tasks()
         log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    def _on_session_state(self, state: SessionState, loop: asyncio.AbstractEventLoop) -> None:
+        """The metadata session expired (LOST) and a new one began (CONNECTED): the broker
+        registers again and the controller re-elects (Kafka's SessionExpirationHandler);
+        its ephemeral znodes went with the old session."""
+        if state is SessionState.LOST:
+            self._session_lost = True
+        elif state is SessionState.CONNECTED and self._session_lost and not self._shutting_down:
+            self._session_lost = False
+            loop.call_soon_threadsafe(self._on_new_session)
+
+    def _on_new_session(self) -> None:
+        if self._shutting_down or self.zk is None or self.controller is None:
+            return
+        log.info("[KafkaServer id=%s] metadata session expired: registering again", self.broker_id)
+        self.zk.register_broker(
+            self.broker_id, self.advertised_endpoints, self.config["broker.rack"]
+        )
+        self.controller.on_session_expired()
+        self.dynamic_config.process()  # reads the notifications and watches them again
 
     def _write_isr(self, partition: Any, isr: list[int]) -> int | None:
         """A leader's ISR change: the state znode, conditionally on the version the

@@ -244,3 +244,24 @@ def test_another_broker_takes_over_from_a_controller_that_died(kt_cluster) -> No
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     producer.produce("after-failover", b"x", partition=0)
     assert producer.flush(30) == 0
+
+
+def test_a_broker_whose_session_expired_registers_again(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+    create_topic(cluster, "expiry", **{"min.insync.replicas": "2"})
+    controller = cluster.controller_id()
+    epoch = cluster.brokers[controller].controller.ctx.epoch
+    cluster.expire_session(controller)
+    cluster.wait_until(
+        lambda: cluster.brokers[controller].controller.is_active is False
+        or cluster.brokers[controller].controller.ctx.epoch > epoch,
+        what="the old controller resigned or was elected anew",
+    )
+    cluster.wait_until(lambda: cluster.controller_id() >= 0, what="a controller")
+    cluster.wait_until(lambda: cluster.registered_brokers() == [0, 1, 2], what="registered")
+    cluster.wait_until(lambda: len(isr(cluster, "expiry")) == 3, what="a full ISR again")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    deliveries = Deliveries()
+    producer.produce("expiry", b"after the expiry", on_delivery=deliveries)
+    assert producer.flush(30) == 0
+    assert deliveries.acked == [b"after the expiry"]
