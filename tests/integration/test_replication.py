@@ -15,6 +15,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
+from kt.client.connection import BrokerConnection
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
 from kt.testing import KtCluster
 from tests.integration.conftest import kt_ok
 
@@ -265,3 +268,25 @@ def test_a_broker_whose_session_expired_registers_again(kt_cluster) -> None:
     producer.produce("expiry", b"after the expiry", on_delivery=deliveries)
     assert producer.flush(30) == 0
     assert deliveries.acked == [b"after the expiry"]
+
+
+def test_no_coordinator_until_the_offsets_topic_can_have_all_its_replicas(kt_cluster) -> None:
+    """Kafka since 0.11: __consumer_offsets is created with offsets.topic.replication.factor
+    replicas or not at all, and FindCoordinator answers COORDINATOR_NOT_AVAILABLE until
+    enough brokers are alive."""
+    cluster = kt_cluster(2, overrides={"offsets.topic.replication.factor": "3"})
+
+    def find_coordinator() -> int:
+        with BrokerConnection("127.0.0.1", cluster.ports[0]) as connection:
+            response = connection.send(
+                ApiKey.FIND_COORDINATOR, m.FindCoordinatorRequest(key="waiting", key_type=0), 3
+            )
+        return response.error_code
+
+    assert find_coordinator() == KafkaError.COORDINATOR_NOT_AVAILABLE
+    assert find_coordinator() == KafkaError.COORDINATOR_NOT_AVAILABLE
+    assert cluster.partition_state("__consumer_offsets", 0) is None  # never created short
+    cluster.start_broker(2)
+    cluster.wait_until(lambda: find_coordinator() == 0, what="a coordinator")
+    state = cluster.partition_state("__consumer_offsets", 0)
+    assert sorted(state.isr) == [0, 1, 2]
