@@ -206,7 +206,11 @@ def throughput(store: str, records: int, repeat: int) -> None:
             assert proc.stdout is not None
             ports = [proc.stdout.readline().rsplit(":", 1)[1].split()[0] for _ in range(3)]
             bootstrap = ",".join(f"127.0.0.1:{p}" for p in ports)
-            close = proc.terminate
+
+            def close() -> None:
+                proc.terminate()
+                proc.wait(60)
+
         else:
             cluster = ProcessCluster(Path(tmp))
             bootstrap, close = cluster.bootstrap, cluster.close

@@ -154,16 +154,20 @@ class ReplicaManager:
             except KafkaError as e:  # KAFKA_STORAGE_ERROR: its log dir is offline
                 errors[tp] = e.code
                 continue
-            if state.leader == self.broker_id:
-                applied = partition.make_leader(
-                    state.leader_epoch, state.isr, state.replicas, controller_epoch,
-                    state.zk_version,
-                )  # fmt: skip
-            else:
-                applied = partition.make_follower(
-                    state.leader, state.leader_epoch, state.isr, state.replicas,
-                    controller_epoch, state.zk_version,
-                )  # fmt: skip
+            try:
+                if state.leader == self.broker_id:
+                    applied = partition.make_leader(
+                        state.leader_epoch, state.isr, state.replicas, controller_epoch,
+                        state.zk_version,
+                    )  # fmt: skip
+                else:
+                    applied = partition.make_follower(
+                        state.leader, state.leader_epoch, state.isr, state.replicas,
+                        controller_epoch, state.zk_version,
+                    )  # fmt: skip
+            except KafkaStorageError as e:  # the epoch checkpoint: its log dir went offline
+                errors[tp] = e.code
+                continue
             errors[tp] = 0 if applied else KafkaError("STALE_CONTROLLER_EPOCH").code
             if applied and partition.is_leader:
                 leaders.append(partition)
@@ -194,7 +198,10 @@ class ReplicaManager:
         if delete:
             self.log_manager.delete_log(tp.topic, tp.partition)
         elif partition is not None:
-            partition.log.flush()
+            try:
+                partition.log.flush()
+            except KafkaStorageError:
+                pass  # logged; its log dir is offline, and nothing more is written there
         # Wake anyone waiting on it: they re-check and find it gone.
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)

@@ -481,6 +481,7 @@ class Log(LogRetention):
 
     offset_for_timestamp = fetch_offset_by_timestamp
 
+    @maybe_handle_io_exception("assigning a leader epoch of")
     def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
         """A new leader epoch starts at `start_offset` (Partition.makeLeader)."""
         self.leader_epoch_cache.assign(leader_epoch, start_offset)
@@ -517,6 +518,8 @@ class Log(LogRetention):
     def flush(self, offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery point, offset) and move the
         recovery point to `offset` (default: the log end offset)."""
+        if self._closed:
+            raise self._offline_error()
         offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
         if offset <= self.recovery_point:
             return

@@ -302,7 +302,10 @@ class LogManager:
         """Flush and close every log, checkpoint, mark each dir cleanly shut down, unlock."""
         log.info("Shutting down.")
         try:
-            for log_ in list(self.logs.values()):
+            for key in list(self.logs):
+                log_ = self.logs.get(key)
+                if log_ is None:
+                    continue  # its dir failed while an earlier log closed
                 try:
                     log_.flush()
                     log_.close()
