@@ -41,6 +41,12 @@ class ControllerContext:
     topic_ids: dict[str, Any] = field(default_factory=dict)
     states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     topics_to_delete: set[str] = field(default_factory=set)
+    shutting_down_brokers: set[int] = field(default_factory=set)  # in controlled shutdown
+
+    @property
+    def electable_brokers(self) -> set[int]:
+        """Live brokers that may lead: not the ones shutting down (liveBrokerIds)."""
+        return self.live_brokers - self.shutting_down_brokers
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
@@ -247,6 +253,7 @@ class KafkaController:
         live = set(self.zk.get_broker_ids(self._watch_brokers()))
         new, dead = live - self.ctx.live_brokers, self.ctx.live_brokers - live
         self.ctx.live_brokers = live
+        self.ctx.shutting_down_brokers -= new | dead
         for broker in new | dead:  # a broker back from the dead is a new process
             self.channel.drop_connection(broker)
         if dead:
@@ -323,6 +330,77 @@ class KafkaController:
             )
             log.info("deleted topic %s", topic)
 
+    # -- controlled shutdown -------------------------------------------------------------
+
+    async def controlled_shutdown(self, broker_id: int) -> list[TopicPartition] | None:
+        """A broker is about to stop (KafkaController.doControlledShutdown): each partition
+        it leads moves to another live ISR member, and it leaves the ISR of the others, so
+        that clients never wait for its session to expire. Returns the partitions it
+        still leads though another in-sync replica could take over (a retry may move
+        them), or None if this broker is not the controller."""
+        done: asyncio.Future[list[TopicPartition] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        async def shut_down() -> None:
+            if not self.is_active:
+                done.set_result(None)
+                return
+            done.set_result(await self._move_away_from(broker_id))
+
+        self.post("ControlledShutdown", shut_down)
+        return await done
+
+    async def _move_away_from(self, broker_id: int) -> list[TopicPartition]:
+        log.info("controlled shutdown of broker %s", broker_id)
+        self.ctx.shutting_down_brokers.add(broker_id)
+        changed: list[TopicPartition] = []
+        for tp in sorted(self.ctx.states):
+            if broker_id not in self.ctx.replicas(tp):
+                continue
+            new = self._leave(tp, broker_id)
+            if new is not None:
+                self.ctx.states[tp] = new
+                changed.append(tp)
+        if changed:
+            states = [self.ctx.states[tp] for tp in changed]
+            await self._send_leader_and_isr(changed)
+            await self.channel.stop_replica(broker_id, self, changed, delete=False)
+            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
+            log.info("controlled shutdown of broker %s moved %s", broker_id,
+                     [f"{s.topic}-{s.partition}" for s in states])  # fmt: skip
+        # What it still leads and another in-sync replica could lead: worth a retry. (Kafka
+        # counts every partition with more than one replica, so the last broker of a
+        # cluster retries for nothing before it stops.)
+        electable = self.ctx.electable_brokers
+        return [
+            tp for tp, st in self.ctx.states.items()
+            if st.leader == broker_id and any(r in electable for r in st.isr if r != broker_id)
+        ]  # fmt: skip
+
+    def _leave(self, tp: TopicPartition, broker_id: int) -> PartitionState | None:
+        """The state of `tp` without `broker_id` in its ISR or as its leader (the first
+        electable replica of the assignment in the ISR leads); None if it must stay."""
+        while True:
+            stored = self.zk.get_partition_state(tp.topic, tp.partition)
+            state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
+            isr = [r for r in state.isr if r != broker_id]
+            leader = state.leader
+            if leader in (broker_id, NO_LEADER):
+                electable = self.ctx.electable_brokers
+                leader = next((r for r in self.ctx.replicas(tp) if r in isr and r in electable),
+                              NO_LEADER)  # fmt: skip
+            if not isr or leader == NO_LEADER or (leader, isr) == (state.leader, state.isr):
+                return None
+            new = PartitionState(
+                tp.topic, tp.partition, leader, state.leader_epoch + 1, self.ctx.replicas(tp),
+                isr, controller_epoch=self.ctx.epoch,
+            )  # fmt: skip
+            version = self.zk.conditional_update_partition_state(new, state.zk_version)
+            if version is not None:
+                new.zk_version = version
+                return new
+
     # -- elections and propagation -------------------------------------------------
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
@@ -347,7 +425,7 @@ class KafkaController:
             state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
             unclean = self.zk.unclean_leader_election_enabled(tp.topic)
             leader, isr = elect_leader(
-                self.ctx.replicas(tp), state.isr, self.ctx.live_brokers, unclean
+                self.ctx.replicas(tp), state.isr, self.ctx.electable_brokers, unclean
             )
             if leader == state.leader and isr == state.isr:
                 self.ctx.states[tp] = state
@@ -367,7 +445,7 @@ class KafkaController:
         for tp in partitions:
             state = self.ctx.states[tp]
             for replica in state.replicas:
-                if replica in self.ctx.live_brokers:
+                if replica in self.ctx.electable_brokers:
                     by_broker.setdefault(replica, []).append(state)
         for broker, states in sorted(by_broker.items()):
             await self.channel.leader_and_isr(broker, self, states, self.ctx.topic_ids, is_new)

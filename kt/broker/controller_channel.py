@@ -51,6 +51,11 @@ class ControllerChannel:
         if LOCAL_BROKERS.get(server.broker_id) is server:
             del LOCAL_BROKERS[server.broker_id]
 
+    @staticmethod
+    def local_broker(broker_id: int) -> KafkaServer | None:
+        """The broker `broker_id` if it runs in this process."""
+        return LOCAL_BROKERS.get(broker_id)
+
     def close(self) -> None:
         senders, self._senders = self._senders, {}
         for sender in senders.values():

@@ -58,6 +58,7 @@ HANDLERS = {
     ApiKey.LEADER_AND_ISR: controller.leader_and_isr,
     ApiKey.UPDATE_METADATA: controller.update_metadata,
     ApiKey.STOP_REPLICA: controller.stop_replica,
+    ApiKey.CONTROLLED_SHUTDOWN: controller.controlled_shutdown,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
     ApiKey.SYNC_GROUP: groups.sync_group,

@@ -28,9 +28,13 @@ from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
+from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
+from kt.errors import KafkaError
 from kt.metadata.kafka_zk_client import KafkaZkClient
-from kt.metadata.store import SessionState
+from kt.metadata.store import MetadataStoreError, SessionState
+from kt.protocol import ApiKey
+from kt.protocol.messages import ControlledShutdownRequest
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel
@@ -292,6 +296,8 @@ class KafkaServer:
             return
         self._shutting_down = True
         log.info("[KafkaServer id=%s] shutting down", self.broker_id)
+        if self.halt_reason is None:
+            await self._controlled_shutdown()
         ControllerChannel.forget(self)
         for task in self._tasks:
             if task.task is not None:
@@ -311,6 +317,50 @@ class KafkaServer:
             self.zk.close()
         self._stopped.set()
         log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leadership away before it stops
+        (controlled.shutdown.enable), retrying controlled.shutdown.max.retries times."""
+        cfg = self.config
+        if not cfg["controlled.shutdown.enable"] or self.zk is None or self.controller is None:
+            return
+        for attempt in range(cfg["controlled.shutdown.max.retries"]):
+            if attempt:
+                await asyncio.sleep(cfg["controlled.shutdown.retry.backoff.ms"] / 1000)
+            try:
+                remaining = await self._ask_controller_to_shut_down()
+            except (KafkaError, MetadataStoreError) as e:
+                log.warning("[KafkaServer id=%s] controlled shutdown: %s", self.broker_id, e)
+                continue
+            if remaining is not None and not remaining:
+                log.info("[KafkaServer id=%s] Controlled shutdown succeeded", self.broker_id)
+                return
+            log.info("[KafkaServer id=%s] controlled shutdown: still leading %s",
+                     self.broker_id, remaining)  # fmt: skip
+        log.warning("[KafkaServer id=%s] proceeding to do an unclean shutdown as all the "
+                    "controlled shutdown attempts failed", self.broker_id)  # fmt: skip
+
+    async def _ask_controller_to_shut_down(self) -> list[Any] | None:
+        assert self.zk is not None
+        controller_id = self.zk.get_controller_id()
+        local = ControllerChannel.local_broker(controller_id)
+        if local is not None and local.controller is not None:
+            return await local.controller.controlled_shutdown(self.broker_id)
+        endpoint = self._broker_endpoint(controller_id)
+        if endpoint is None:
+            return None
+        connection = await AsyncBrokerConnection.connect(
+            *endpoint, client_id=f"broker-{self.broker_id}-controlled-shutdown", timeout_s=10.0
+        )
+        try:
+            response = await connection.send(
+                ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=self.broker_id)
+            )
+        finally:
+            connection.close()
+        if response.error_code:
+            raise KafkaError(response.error_code, "ControlledShutdown refused")
+        return list(response.remaining_partitions)
 
     async def crash(self) -> None:
         """Stop as a broker killed with SIGKILL stops, for tests of a cluster in one

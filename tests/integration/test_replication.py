@@ -290,3 +290,31 @@ def test_no_coordinator_until_the_offsets_topic_can_have_all_its_replicas(kt_clu
     cluster.wait_until(lambda: find_coordinator() == 0, what="a coordinator")
     state = cluster.partition_state("__consumer_offsets", 0)
     assert sorted(state.isr) == [0, 1, 2]
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_stops(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+    create_topic(cluster, "controlled", partitions=3)
+    leaders = {p: cluster.leader_of("controlled", p) for p in range(3)}
+    broker = leaders[0]
+    controller = cluster.controller_id()
+    # The request a stopping broker sends, here while it is still up and registered.
+    with BrokerConnection("127.0.0.1", cluster.ports[controller]) as connection:
+        response = connection.send(
+            ApiKey.CONTROLLED_SHUTDOWN, m.ControlledShutdownRequest(broker_id=broker), 3
+        )
+    assert (response.error_code, list(response.remaining_partitions)) == (0, [])
+    assert broker in cluster.registered_brokers()
+    for p in range(3):
+        state = cluster.partition_state("controlled", p)
+        assert state.leader != broker and broker not in state.isr
+        if leaders[p] == broker:
+            assert state.leader_epoch == 1  # moved once, by the controller, not by a death
+    # A stopping broker asks for it itself; its partitions stay available meanwhile.
+    other = next(b for b in range(3) if b not in (broker, controller))
+    cluster.stop_broker(other)
+    for p in range(3):
+        assert cluster.leader_of("controlled", p) not in (other, -1)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    producer.produce("controlled", b"still writable", partition=0)
+    assert producer.flush(30) == 0

@@ -215,3 +215,20 @@ async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any)
             for tp in partitions
         ],
     )
+
+
+async def controlled_shutdown(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """A broker asks the controller to move its leadership away before it stops."""
+    controller = server.controller
+    remaining = None
+    if controller is not None:
+        remaining = await controller.controlled_shutdown(request.broker_id)
+    if remaining is None:
+        return m.ControlledShutdownResponse(error_code=KafkaError("NOT_CONTROLLER").code)
+    Remaining = m.ControlledShutdownResponse.RemainingPartition
+    return m.ControlledShutdownResponse(
+        error_code=0,
+        remaining_partitions=[
+            Remaining(topic_name=tp.topic, partition_index=tp.partition) for tp in remaining
+        ],
+    )
