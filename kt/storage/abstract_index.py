@@ -39,6 +39,9 @@ class AbstractIndex:
     """
 
     entry_size = 8
+    # Slots an append's fast path leaves free at the end (the time index keeps one for
+    # the entry written on roll or close).
+    free_slots = 0
 
     def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
         self.path = path
@@ -55,6 +58,7 @@ class AbstractIndex:
         self.max_entries = self.length // self.entry_size
         self.entries = 0 if newly_created else self.max_entries
         self._reserved = self.entries * self.entry_size
+        self._room_changed()
         self._mm: mmap.mmap | None = self._map(self.length)
 
     def _round(self, size: int) -> int:
@@ -88,6 +92,15 @@ class AbstractIndex:
                 raise
             stop = self.length  # a file system that cannot reserve: the map writes as it is
         self._reserved = stop
+        self._room_changed()
+
+    def _room_changed(self) -> None:
+        """`writable_entries`: how many entries an append may hold without a look at the
+        file: within the reserved bytes, and short of the slots kept free. One compare
+        with it is the whole room test of an append's fast path."""
+        self.writable_entries = min(
+            self.max_entries - self.free_slots, self._reserved // self.entry_size
+        )
 
     @property
     def mm(self) -> mmap.mmap:
@@ -122,6 +135,7 @@ class AbstractIndex:
         self._mm = self._map(rounded)
         self.max_entries = rounded // self.entry_size
         self.entries = min(self.entries, self.max_entries)
+        self._room_changed()
         return True
 
     def trim_to_valid_size(self) -> None:

@@ -74,15 +74,12 @@ class OffsetIndex(AbstractIndex):
         entries = self.entries
         relative = offset - self.base_offset
         if (
-            entries >= self.max_entries
+            entries >= self.writable_entries
             or (entries and offset <= self.last_offset)
             or not 0 <= relative <= 0x7FFFFFFF
         ):
-            self._refuse(offset)
-        at = entries * ENTRY_SIZE
-        if at + ENTRY_SIZE > self._reserved:
-            self._reserve(at + ENTRY_SIZE)
-        _pack_entry(self._mm, at, relative, position)  # type: ignore[arg-type]
+            self._refuse_or_reserve(offset)
+        _pack_entry(self._mm, entries * ENTRY_SIZE, relative, position)  # type: ignore[arg-type]
         self.entries = entries + 1
         self.last_offset = offset
 
@@ -114,6 +111,19 @@ class OffsetIndex(AbstractIndex):
                 return
         for offset, position in entries:
             self.append(offset, position)
+
+    def _refuse_or_reserve(self, offset: int) -> None:
+        """The entry for `offset` is past the reserved bytes, or refused: reserve room
+        for it (OSError if the disk has none), or raise why it is refused."""
+        entries = self.entries
+        if (
+            entries < self.max_entries
+            and (not entries or offset > self.last_offset)
+            and 0 <= offset - self.base_offset <= 0x7FFFFFFF
+        ):
+            self._reserve((entries + 1) * ENTRY_SIZE)
+            return
+        self._refuse(offset)
 
     def _refuse(self, offset: int) -> None:
         """Raise the error that stops `offset` from being appended."""

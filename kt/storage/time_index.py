@@ -34,6 +34,7 @@ class TimeIndex(AbstractIndex):
     """
 
     entry_size = ENTRY_SIZE
+    free_slots = 1  # is_full() leaves one for the entry written on roll or close
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = 10_485_760) -> None:
         super().__init__(path, base_offset, max_index_size)
@@ -76,15 +77,13 @@ class TimeIndex(AbstractIndex):
         last_timestamp, last_offset = self.last_entry
         entries = self.entries
         relative = offset - self.base_offset
-        if offset >= last_offset and entries < self.max_entries - 1:
-            # The common cases, which none of the checks below refuses.
+        if offset >= last_offset and entries < self.writable_entries:
+            # The common cases, which none of the checks below refuses (within the room
+            # reserved on disk, and short of the slot kept for the roll's entry).
             if timestamp == last_timestamp:
                 return
             if timestamp > last_timestamp and 0 <= relative <= 0x7FFFFFFF:
-                at = entries * ENTRY_SIZE
-                if at + ENTRY_SIZE > self._reserved:
-                    self._reserve(at + ENTRY_SIZE)
-                _pack_entry(self._mm, at, timestamp, relative)  # type: ignore[arg-type]
+                _pack_entry(self._mm, entries * ENTRY_SIZE, timestamp, relative)  # type: ignore[arg-type]
                 self.entries = entries + 1
                 self.last_entry = (timestamp, offset)
                 return
