@@ -178,7 +178,21 @@ class KafkaServer:
             lambda state: self._on_session_state(state, loop)  # on the store's thread
         )
         self._start_background_tasks()
+        await self._wait_for_cluster_metadata()
         log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    async def _wait_for_cluster_metadata(self, timeout_s: float = 10.0) -> None:
+        """Say "started" once the controller's first UpdateMetadata has come: before it, a
+        Metadata answer names no broker and no controller, and a client that bootstraps
+        from this broker (librdkafka's admin client) may wait minutes for its next look."""
+        deadline = time.monotonic() + timeout_s
+        while self.metadata_cache.controller_id < 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                log.warning("[KafkaServer id=%s] no word from a controller after %.0f s; "
+                            "serving without it", self.broker_id, timeout_s)  # fmt: skip
+                return
+            await self.metadata_cache.wait_changed(remaining)
 
     def _on_session_state(self, state: SessionState, loop: asyncio.AbstractEventLoop) -> None:
         """The metadata session expired (LOST) and a new one began (CONNECTED): the broker

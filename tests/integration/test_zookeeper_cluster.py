@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from kt.broker.group.group_metadata_manager import partition_for
 from tests.integration.conftest import BrokerProcess, kt_ok
 from tests.integration.test_replication import Deliveries, read_partition
 
@@ -158,3 +159,51 @@ def test_controller_failover_and_kafkas_znodes(zk_cluster: ZkCluster) -> None:
     state = cluster.state("after", 0)
     assert set(state) >= {"controller_epoch", "leader", "version", "leader_epoch", "isr"}
     assert state["controller_epoch"] == epoch + 1
+
+
+def test_a_group_follows_its_coordinators_process(zk_cluster: ZkCluster) -> None:
+    """The coordinator's process is killed with SIGKILL: the __consumer_offsets partition
+    moves to an in-sync replica, and the group carries on from its committed offsets."""
+    cluster = zk_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("zk-grouped", 1, 3)])["zk-grouped"].result(30)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce("zk-grouped", b"%d" % i)
+    assert producer.flush(30) == 0
+
+    def consume(count: int) -> list[bytes]:
+        consumer = Consumer(
+            {"bootstrap.servers": cluster.bootstrap, "group.id": "zk-movers",
+             "auto.offset.reset": "earliest", "enable.auto.commit": False,
+             # The empty group the first consumer's LeaveGroup leaves behind may not be on
+             # the followers yet when its coordinator dies (Kafka's LeaveGroup does not
+             # wait for it either): the new coordinator then expires that member after
+             # its session timeout. The committed offsets were replicated before the
+             # commit was acknowledged.
+             "session.timeout.ms": 6000}
+        )  # fmt: skip
+        consumer.subscribe(["zk-grouped"])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(values) < count and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is not None and msg.error() is None:
+                values.append(msg.value())
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        return values
+
+    first = consume(100)
+    offsets_partition = partition_for("zk-movers", 50)
+    coordinator = cluster.state("__consumer_offsets", offsets_partition)["leader"]
+    cluster.brokers[coordinator].kill()
+    cluster.wait_until(
+        lambda: (
+            cluster.state("__consumer_offsets", offsets_partition)["leader"]
+            not in (-1, coordinator)
+        ),
+        "a new coordinator",
+    )
+    rest = consume(100)
+    assert first + rest == [b"%d" % i for i in range(200)]
