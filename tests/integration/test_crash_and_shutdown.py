@@ -77,6 +77,13 @@ def produce_until_killed(broker, topic: str) -> tuple[dict[tuple[int, int], byte
         i += 1
         if i % 100 == 0:
             producer.poll(0)
+    # A last burst, unpolled, so that records are in flight when the broker dies: the
+    # loop's last poll may have served every delivery report there was.
+    for _ in range(1000):
+        value = f"record-{i:06d}".encode()
+        producer.produce(topic, key=str(i % 101).encode(), value=value, on_delivery=on_delivery)
+        sent.add(value)
+        i += 1
     assert len(producer) > 0, "nothing in flight when the broker died"
     broker.kill()
     # Serve the callbacks of answers that arrived before the kill, then drop the rest.

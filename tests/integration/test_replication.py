@@ -15,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
+from kt.broker.partition import TopicPartition as KtPartition
 from kt.client.connection import BrokerConnection
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -23,6 +24,7 @@ from tests.integration.conftest import kt_ok
 
 pytestmark = pytest.mark.slow
 
+STALE_CONTROLLER_EPOCH = 11  # not among librdkafka's named codes
 FAST_FAILOVER = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
 
 
@@ -256,8 +258,10 @@ def test_a_broker_whose_session_expired_registers_again(kt_cluster) -> None:
     epoch = cluster.brokers[controller].controller.ctx.epoch
     cluster.expire_session(controller)
     cluster.wait_until(
-        lambda: cluster.brokers[controller].controller.is_active is False
-        or cluster.brokers[controller].controller.ctx.epoch > epoch,
+        lambda: (
+            cluster.brokers[controller].controller.is_active is False
+            or cluster.brokers[controller].controller.ctx.epoch > epoch
+        ),
         what="the old controller resigned or was elected anew",
     )
     cluster.wait_until(lambda: cluster.controller_id() >= 0, what="a controller")
@@ -318,3 +322,44 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_stops(kt_cluster
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
     producer.produce("controlled", b"still writable", partition=0)
     assert producer.flush(30) == 0
+
+
+def test_a_broker_refuses_requests_from_a_stale_controller(kt_cluster) -> None:
+    """After a controller failover, requests stamped with the old controller epoch (a
+    controller that has not heard it lost) are refused: STALE_CONTROLLER_EPOCH."""
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+    create_topic(cluster, "fenced")
+    old_controller = cluster.controller_id()
+    cluster.kill_broker(old_controller)
+    cluster.wait_until(
+        lambda: cluster.controller_id() not in (-1, old_controller), what="a new controller"
+    )
+    target = cluster.leader_of("fenced", 0)
+    stale_epoch = 1  # the first controller's epoch
+    assert cluster.brokers[target].controller_epoch_seen > stale_epoch
+    R = m.UpdateMetadataRequest
+    with BrokerConnection("127.0.0.1", cluster.ports[target]) as connection:
+        response = connection.send(
+            ApiKey.UPDATE_METADATA,
+            R(controller_id=old_controller, controller_epoch=stale_epoch, live_brokers=[]),
+        )
+        assert response.error_code == STALE_CONTROLLER_EPOCH
+        L = m.LeaderAndIsrRequest
+        state = L.LeaderAndIsrPartitionState(
+            topic_name="fenced", partition_index=0, controller_epoch=stale_epoch,
+            leader=old_controller, leader_epoch=99, isr=[old_controller], replicas=[0, 1, 2],
+        )  # fmt: skip
+        response = connection.send(
+            ApiKey.LEADER_AND_ISR,
+            L(controller_id=old_controller, controller_epoch=stale_epoch,
+              ungrouped_partition_states=[state],
+              topic_states=[L.LeaderAndIsrTopicState(topic_name="fenced",
+                                                     partition_states=[state])]),
+        )  # fmt: skip
+    errors = [e.error_code for t in response.topics for e in t.partition_errors] or [
+        e.error_code for e in response.partition_errors
+    ]
+    assert errors == [STALE_CONTROLLER_EPOCH]
+    assert cluster.leader_of("fenced", 0) == target  # nothing changed
+    partition = cluster.brokers[target].replica_manager.partitions[KtPartition("fenced", 0)]
+    assert partition.leader_epoch < 99
