@@ -312,6 +312,13 @@ class KafkaServer:
         log.info("[KafkaServer id=%s] shutting down", self.broker_id)
         if self.halt_reason is None:
             await self._controlled_shutdown()
+        await self._stop(clean=True)
+        log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
+
+    async def _stop(self, clean: bool) -> None:
+        """Stop serving, then let go of the controller, the logs and the store session:
+        `clean` resigns and flushes, checkpoints and marks the log dirs; otherwise (a
+        crash) nothing more is written."""
         ControllerChannel.forget(self)
         for task in self._tasks:
             if task.task is not None:
@@ -323,14 +330,16 @@ class KafkaServer:
         if self.apis is not None:
             self.group_coordinator.shutdown()
         if self.controller is not None:
-            await self.controller.shutdown()
+            await (self.controller.shutdown() if clean else self.controller.abandon())
             self.controller.channel.close()
         if self.log_manager is not None:
-            self.log_manager.shutdown()
+            if clean:
+                self.log_manager.shutdown()
+            else:
+                self.log_manager.abandon()
         if self.zk is not None:
             self.zk.close()
         self._stopped.set()
-        log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leadership away before it stops
@@ -382,24 +391,7 @@ class KafkaServer:
         the controller sees the broker leave), and no log is flushed or checkpointed."""
         self._shutting_down = True
         log.info("[KafkaServer id=%s] crashing (test)", self.broker_id)
-        ControllerChannel.forget(self)
-        for task in self._tasks:
-            if task.task is not None:
-                task.task.cancel()
-        if self.replica_manager is not None and self.replica_manager.fetcher_manager:
-            await self.replica_manager.fetcher_manager.shutdown()
-        if self.socket_server is not None:
-            await self.socket_server.stop()
-        if self.apis is not None:
-            self.group_coordinator.shutdown()
-        if self.controller is not None:
-            await self.controller.abandon()
-            self.controller.channel.close()
-        if self.log_manager is not None:
-            self.log_manager.abandon()
-        if self.zk is not None:
-            self.zk.close()
-        self._stopped.set()
+        await self._stop(clean=False)
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

@@ -9,9 +9,10 @@ restarts it, the log holds every record that was acknowledged, and nothing else.
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from tests.integration.conftest import BrokerProcess
+from tests.integration.test_replication import read_partition
 
 pytestmark = pytest.mark.slow
 
@@ -52,29 +53,6 @@ def produce_until_refused(bootstrap: str, count: int) -> tuple[set[bytes], dict[
     return acked, errors
 
 
-def read_partition(bootstrap: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kt-disk-full",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition("filled", 0, 0)])
-    values: list[bytes] = []
-    try:
-        while True:
-            msg = consumer.poll(30)
-            assert msg is not None, "no end of partition within 30 s"
-            if msg.error() is not None:
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                return values
-            values.append(msg.value())
-    finally:
-        consumer.close()
-
-
 def test_a_full_disk_loses_no_acknowledged_record(small_fs) -> None:
     fs = small_fs(16 << 20)
     broker = BrokerProcess(fs.path / "kt-logs", {"num.partitions": "1"})
@@ -94,7 +72,7 @@ def test_a_full_disk_loses_no_acknowledged_record(small_fs) -> None:
 
         fs.grow(64 << 20)
         broker.start()
-        values = read_partition(broker.bootstrap)
+        values = read_partition(broker.bootstrap, "filled")
         assert len(values) == len(set(values))
         assert set(values) == acked
         assert "Traceback" not in broker.run_log()
