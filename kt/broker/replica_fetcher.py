@@ -29,13 +29,12 @@ from kt.client.async_connection import AsyncBrokerConnection
 from kt.errors import KafkaError, KafkaStorageError, ProtocolError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
+from kt.storage.log_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 log = logging.getLogger(__name__)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
 _LENGTH = struct.Struct(">i")
 # Errors after which a partition waits for the controller's next word (LeaderAndIsr).
 _WAIT_FOR_LEADER = frozenset(

@@ -24,16 +24,15 @@ from kt.storage.batch_header import (
     CONTROL_MASK,
 )
 from kt.storage.checkpoints import LeaderEpochCheckpointFile
-from kt.storage.file_records import NO_TIMESTAMP
-from kt.storage.leader_epoch import UNDEFINED_EPOCH_OFFSET, LeaderEpochFileCache
+from kt.storage.leader_epoch import LeaderEpochFileCache
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel, maybe_handle_io_exception
 from kt.storage.log_loader import LogLoader, rebuild_producer_state
+from kt.storage.log_offsets import LogOffsetLookups
 from kt.storage.log_retention import LogRetention
 from kt.storage.log_segment import (
     FetchDataInfo,
     LogOffsetMetadata,
     LogSegment,
-    TimestampAndOffset,
 )
 from kt.storage.log_validator import (
     LogAppendInfo,
@@ -52,16 +51,11 @@ from kt.storage.producer_state import (
 
 log = logging.getLogger(__name__)
 
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-
-
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Log(LogRetention):
+class Log(LogRetention, LogOffsetLookups):
     """One partition's log.
 
     Invariants: log_start_offset <= high_watermark <= log_end_offset; recovery_point <=
@@ -455,62 +449,6 @@ class Log(LogRetention):
         if segment.base_offset < cached[1]:
             return None
         return cached[2] if segment.base_offset == cached[1] else 0
-
-    # -- offsets by timestamp, epochs -------------------------------------------------------
-
-    def fetch_offset_by_timestamp(self, target: int) -> TimestampAndOffset | None:
-        """ListOffsets: -2 earliest, -1 latest, -3 the max timestamp's offset, else the first
-        record with timestamp >= target (None if there is none)."""
-        if target == EARLIEST_TIMESTAMP:
-            earliest = self.leader_epoch_cache.earliest_entry()
-            epoch = earliest[0] if earliest and earliest[1] <= self.log_start_offset else None
-            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset, epoch)
-        if target == LATEST_TIMESTAMP:
-            return TimestampAndOffset(
-                NO_TIMESTAMP, self.log_end_offset, self.leader_epoch_cache.latest_epoch
-            )
-        if target == MAX_TIMESTAMP:
-            segment = max(self.segments, key=lambda s: s.max_timestamp_so_far)
-            return segment.offset_of_max_timestamp()
-        for segment in self.segments:
-            if segment.largest_timestamp() >= target:
-                found = segment.find_offset_by_timestamp(target, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
-
-    offset_for_timestamp = fetch_offset_by_timestamp
-
-    @maybe_handle_io_exception("assigning a leader epoch of")
-    def assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
-        """A new leader epoch starts at `start_offset` (Partition.makeLeader)."""
-        self.leader_epoch_cache.assign(leader_epoch, start_offset)
-
-    # Kafka's UnifiedLog.maybeAssignEpochStartOffset: the cache's assign records only an
-    # epoch (or an earlier start offset) it does not have yet.
-    maybe_assign_epoch_start_offset = assign_epoch_start_offset
-
-    def _rebuild_leader_epoch_cache(self) -> None:
-        """The leader epoch checkpoint was unreadable: read each batch's epoch instead."""
-        log.warning(
-            "%s; rebuilding the leader epoch cache of %s from its batches",
-            self.leader_epoch_cache.corrupt_checkpoint,
-            self.name,
-        )
-        self.leader_epoch_cache.rebuild(
-            (frame.partition_leader_epoch, frame.base_offset)
-            for segment in self.segments
-            for frame in segment.log.frames()
-            if frame.magic >= 2 and frame.last_offset >= self.log_start_offset
-        )
-
-    def latest_epoch(self) -> int | None:
-        return self.leader_epoch_cache.latest_epoch
-
-    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int] | None:
-        """(epoch, end offset) answering OffsetForLeaderEpoch, or None if undefined."""
-        epoch, offset = self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
-        return None if offset == UNDEFINED_EPOCH_OFFSET else (epoch, offset)
 
     # -- flush ------------------------------------------------------------------------
 

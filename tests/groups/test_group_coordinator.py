@@ -5,6 +5,7 @@ commits, and groups reloaded from the log by a new coordinator."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from kt.broker.group import group_admin
 from kt.broker.group.group_coordinator import GroupCoordinator
@@ -36,9 +37,16 @@ async def join(c: GroupCoordinator, member_id: str = "", client: str = "c"):
                               "consumer", PROTOCOLS)  # fmt: skip
 
 
+async def wait_until(condition, what: str, timeout_s: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `condition` on the event loop until it holds, at most `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout_s} s"
+        await asyncio.sleep(0.005)
+
+
 async def wait_loaded(c: GroupCoordinator) -> None:
-    while c.manager.loading:
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: not c.manager.loading, "loading __consumer_offsets")
 
 
 def test_join_sync_rebalance_and_reload(tmp_path):
@@ -60,7 +68,10 @@ def test_join_sync_rebalance_and_reload(tmp_path):
 
         second_id = (await join(c, client="d")).member_id
         second = asyncio.ensure_future(join(c, second_id, "d"))
-        await asyncio.sleep(0.05)
+        await wait_until(
+            lambda: group_admin.describe_group(c, "g").state == "PreparingRebalance",
+            "the second member's join starting a rebalance",
+        )
         assert c.heartbeat("g", first.member_id, None, 1) == "REBALANCE_IN_PROGRESS"
         rejoined = await join(c, first.member_id)
         assert rejoined.generation_id == 2 and len(rejoined.members) == 2
@@ -96,8 +107,9 @@ def test_a_member_that_stops_heartbeating_is_removed(tmp_path):
         await c.join_group("g", member_id, None, True, "c", "/h", 5000, 10, "consumer",
                            PROTOCOLS)  # fmt: skip
         await c.sync_group("g", 1, member_id, None, None, None, {member_id: b""})
-        while c.manager.get_group("g").members:
-            await asyncio.sleep(0.01)  # the 10 ms session timeout passes
+        await wait_until(
+            lambda: not c.manager.get_group("g").members, "the 10 ms session timeout"
+        )
         assert group_admin.describe_group(c, "g").state == "Empty"
         assert c.heartbeat("g", member_id, None, 1) == "UNKNOWN_MEMBER_ID"
         c.shutdown()

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from kt.metadata.embedded import EmbeddedSession, EmbeddedStore
-from kt.metadata.store import EventType, SessionState, WatchedEvent
+from kt.metadata.store import EventType, NoNodeError, SessionState, WatchedEvent
 from tests.metadata.conftest import Recorder
 
 
@@ -105,10 +107,8 @@ def test_get_on_a_missing_node_leaves_no_watch(
     session: EmbeddedSession, recorder: Recorder
 ) -> None:
     for call in (session.get, session.get_children):
-        try:
+        with pytest.raises(NoNodeError):
             call("/a", watch=recorder)
-        except Exception:
-            pass
     session.create("/a")
     session.create("/a/b")
     settle(session)

@@ -13,15 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kt.errors import CorruptRecordError
+from kt.spark.columns import ColumnBuilder  # the spark extra: without it this fails, not skips
+from kt.spark.schema import arrow_schema
 from kt.storage import compression
 from kt.storage.batch_header import HEADER_SIZE
 from kt.storage.legacy_records import build_legacy_batch
 from kt.storage.record_batch import LOG_APPEND_TIME, Record, build_batch, zigzag_varint
 from kt.storage.records import Batch, batch_at
-
-pa = pytest.importorskip("pyarrow")
-from kt.spark.columns import ColumnBuilder  # noqa: E402  (needs numpy and pyarrow)
-from kt.spark.schema import arrow_schema  # noqa: E402
 
 SCHEMA = arrow_schema(include_headers=True)
 TS = 1_700_000_000_000
