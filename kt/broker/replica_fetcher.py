@@ -186,9 +186,7 @@ class ReplicaFetcher:
 
     # -- finding the divergence ---------------------------------------------------------
 
-    async def _truncate(
-        self, connection: AsyncBrokerConnection, partitions: _States
-    ) -> None:
+    async def _truncate(self, connection: AsyncBrokerConnection, partitions: _States) -> None:
         R = m.OffsetForLeaderEpochRequest
         asked: dict[TopicPartition, int] = {}
         by_topic: dict[str, list[Any]] = {}
@@ -203,7 +201,8 @@ class ReplicaFetcher:
             asked[tp] = epoch
             by_topic.setdefault(tp.topic, []).append(
                 R.OffsetForLeaderPartition(
-                    partition=tp.partition, current_leader_epoch=state.leader_epoch,
+                    partition=tp.partition,
+                    current_leader_epoch=state.leader_epoch,
                     leader_epoch=epoch,
                 )  # fmt: skip
             )
@@ -258,9 +257,7 @@ class ReplicaFetcher:
 
     # -- fetching -----------------------------------------------------------------------
 
-    async def _fetch(
-        self, connection: AsyncBrokerConnection, partitions: _States
-    ) -> None:
+    async def _fetch(self, connection: AsyncBrokerConnection, partitions: _States) -> None:
         R = m.FetchRequest
         by_topic: dict[str, list[Any]] = {}
         for tp, state in partitions.items():

@@ -14,7 +14,9 @@ one) and reports what happened in three forms:
   cversion, and with it the sequence numbers handed out under that parent.
 
 The tree knows nothing of locks, sessions' watches or files: the embedded store holds
-its lock around every call.
+its lock around every call. Each write calls `race_window()` between its checks and its
+change; it does nothing, and the concurrency tests make a thread yield there, so that a
+store without its lock shows its races (tests/metadata/test_concurrency.py).
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ from kt.metadata.store import (
 
 Event = tuple[EventType, str]
 Primitive = tuple[Any, ...]
+
+
+def race_window() -> None:
+    """The point between a write's checks and its change (see the module docstring)."""
 
 
 class DataNode:
@@ -201,6 +207,7 @@ class DataTree:
         path = op.path + SEQUENCE_FORMAT % parent.cversion if op.sequential else op.path
         if path in self.nodes:
             raise NodeExistsError(path=path)
+        race_window()
         owner = change.session_id if op.ephemeral else 0
         self._add_node(path, DataNode(op.data, change.zxid, change.time_ms, owner), change)
         if owner:
@@ -216,6 +223,7 @@ class DataTree:
         node = self._existing(op.path)
         _check_version(node, op.version, op.path)
         saved = (node.data, node.version, node.mzxid, node.mtime)
+        race_window()
 
         def undo() -> None:
             node.data, node.version, node.mzxid, node.mtime = saved
@@ -234,6 +242,7 @@ class DataTree:
         _check_version(node, op.version, op.path)
         if node.children:
             raise NotEmptyError(path=op.path)
+        race_window()
         parent_path = parent_of(op.path)
         self._remove_node(op.path, change)
         owner = node.ephemeral_owner

@@ -51,6 +51,7 @@ from kt.storage.producer_state import (
 
 log = logging.getLogger(__name__)
 
+
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -186,9 +187,7 @@ class Log(LogRetention, LogOffsetLookups):
                     view, config.max_message_bytes, self.log_end_offset, leader_epoch
                 )
             if info is None:
-                entries, producer_batches, info = self._validate(
-                    view, leader_epoch, origin, now_ms
-                )
+                entries, producer_batches, info = self._validate(view, leader_epoch, origin, now_ms)
                 if not entries:
                     return info
             else:

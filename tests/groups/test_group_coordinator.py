@@ -107,9 +107,7 @@ def test_a_member_that_stops_heartbeating_is_removed(tmp_path):
         await c.join_group("g", member_id, None, True, "c", "/h", 5000, 10, "consumer",
                            PROTOCOLS)  # fmt: skip
         await c.sync_group("g", 1, member_id, None, None, None, {member_id: b""})
-        await wait_until(
-            lambda: not c.manager.get_group("g").members, "the 10 ms session timeout"
-        )
+        await wait_until(lambda: not c.manager.get_group("g").members, "the 10 ms session timeout")
         assert group_admin.describe_group(c, "g").state == "Empty"
         assert c.heartbeat("g", member_id, None, 1) == "UNKNOWN_MEMBER_ID"
         c.shutdown()

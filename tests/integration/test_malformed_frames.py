@@ -146,14 +146,20 @@ def fuzz_cases(seed: int = 20240605) -> list[tuple[str, bytes]]:
     ]
 
 
-def send_case(port: int, data: bytes, wait_s: float = 0.5) -> None:
-    """Send one case on a fresh connection; read until the broker answers or closes."""
+def send_case(port: int, data: bytes, wait_s: float = 0.5, case_s: float = 5.0) -> None:
+    """Send one case on a fresh connection; read until the broker answers or closes.
+
+    Each read waits at most `wait_s` and the case at most `case_s`: how the broker treats
+    one bad frame (an answer, a close, or silence until the client gives up) is its own
+    business; only a broker that dies or stops answering others fails the test.
+    """
+    deadline = time.monotonic() + case_s
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         try:
             sock.sendall(data)
             sock.shutdown(socket.SHUT_WR)
             sock.settimeout(wait_s)
-            while sock.recv(65536):
+            while sock.recv(65536) and time.monotonic() < deadline:
                 pass
         except (TimeoutError, ConnectionError):
             pass
@@ -185,12 +191,11 @@ def test_fuzzed_frames_leave_the_broker_serving(broker) -> None:
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=0)
     producer.send(TOPIC, key=b"before", value=b"0").get(timeout=30)
 
-    cases = fuzz_cases()
-    deadline = time.monotonic() + 120
-    for name, data in cases:
-        assert time.monotonic() < deadline, f"fuzzing too slow at {name}"
+    for i, (name, data) in enumerate(fuzz_cases()):
         send_case(broker.port, data)
         assert broker.alive, f"broker died on case {name}: {broker.logs()}"
+        if i % 25 == 24:  # still answering others (a socket timeout bounds the wait)
+            api_versions_round_trip(broker.port)
 
     assert broker.alive
     api_versions_round_trip(broker.port)

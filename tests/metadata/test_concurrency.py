@@ -1,15 +1,37 @@
-"""Several threads and sessions on one embedded store: every write is atomic."""
+"""Several threads and sessions on one embedded store: every write is atomic.
+
+The GIL seldom switches threads between a write's check and its change, so these tests
+make it switch: a tiny switch interval, and a yield at the tree's race window (between
+the checks of a create, set or delete and its change). With the store's lock replaced by
+`contextlib.nullcontext()` every test here fails, run after run.
+"""
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
+from kt.metadata import data_tree
 from kt.metadata.embedded import EmbeddedSession, EmbeddedStore
 from kt.metadata.store import BadVersionError, NodeExistsError
 
 THREADS = 6
+
+
+@pytest.fixture(autouse=True)
+def switch_threads_often(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(data_tree, "race_window", lambda: time.sleep(0))
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def run_threads(target: Callable[[int], None]) -> None:

@@ -11,6 +11,10 @@ import subprocess
 import sys
 import time
 
+import confluent_kafka as ck
+import confluent_kafka.admin as ck_admin
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from kt.client.admin import AdminClient
@@ -23,10 +27,6 @@ from tests.spark import _topics as topics
 from tests.spark._broker import Broker
 
 pytestmark = pytest.mark.slow
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-ck = pytest.importorskip("confluent_kafka")
-ck_admin = pytest.importorskip("confluent_kafka.admin")
 
 RECORDS = 200_000
 PARTITIONS = 4

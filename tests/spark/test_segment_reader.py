@@ -9,15 +9,13 @@ import pytest
 
 from kt.spark.log_dirs import LogDirsCatalog
 from kt.spark.planning import DataLossError, OffsetRange
+from kt.spark.schema import arrow_schema
 from kt.spark.segment_reader import OFFSET_ENTRY, PartitionLog, SparseIndex
 from kt.storage import compression
 from kt.storage.legacy_records import build_legacy_batch
 from kt.storage.producer_state import ORIGIN_CLIENT, ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
 from tests.spark import _topics as topics
-
-pa = pytest.importorskip("pyarrow")
-from kt.spark.schema import arrow_schema  # noqa: E402  (needs pyspark and pyarrow)
 
 SCHEMA = arrow_schema(include_headers=True)
 

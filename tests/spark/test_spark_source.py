@@ -7,13 +7,13 @@ import os
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
 from kt.tools.spark_export import ExportRequest, export
 from tests.spark import _topics as topics
 
 pytestmark = pytest.mark.slow
-pq = pytest.importorskip("pyarrow.parquet")
 
 COUNTS = [1500, 1200, 900, 1300]  # 4 partitions; every batch of 100 cycles the codecs
 
