@@ -7,7 +7,8 @@ offset, and each log is a valid prefix of what was sent: whole batches with good
 offsets from 0 without gaps, nothing that was not produced. A torn batch at a segment's
 tail (what a machine crash can leave) is cut off by recovery.
 
-SIGTERM: the broker flushes, writes its checkpoints, snapshots producer state, trims the
+SIGTERM, and SIGINT (Ctrl-C) alike: the broker answers what it can and closes the rest,
+flushes, writes its checkpoints, snapshots producer state, trims the
 active indexes and leaves `.kafka_cleanshutdown`; the next start loads without recovery.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,8 +54,10 @@ def read_all(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
     return out
 
 
-def produce_until_killed(broker, topic: str) -> tuple[dict[tuple[int, int], bytes], set[bytes]]:
-    """Produce with acks=all until 5000 records are acknowledged, kill -9 the broker with
+def produce_until_stopped(
+    broker, topic: str, stop: Callable[[], None]
+) -> tuple[dict[tuple[int, int], bytes], set[bytes]]:
+    """Produce with acks=all until 5000 records are acknowledged, `stop` the broker with
     more in flight, and return ({(partition, offset): value} acknowledged, values sent)."""
     acked: dict[tuple[int, int], bytes] = {}
 
@@ -85,7 +89,7 @@ def produce_until_killed(broker, topic: str) -> tuple[dict[tuple[int, int], byte
         sent.add(value)
         i += 1
     assert len(producer) > 0, "nothing in flight when the broker died"
-    broker.kill()
+    stop()
     # Serve the callbacks of answers that arrived before the kill, then drop the rest.
     producer.poll(1.0)
     producer.purge(in_queue=True, in_flight=True)
@@ -95,7 +99,7 @@ def produce_until_killed(broker, topic: str) -> tuple[dict[tuple[int, int], byte
 
 def test_kill_9_during_acks_all_production_keeps_every_acknowledged_record(broker) -> None:
     create_topic(broker.bootstrap, "crash")
-    acked, sent = produce_until_killed(broker, "crash")
+    acked, sent = produce_until_stopped(broker, "crash", broker.kill)
     assert len(acked) >= 5000
     assert not (broker.log_dir / ".kafka_cleanshutdown").exists()
     # A torn write at the tail as well (what a power cut mid-append leaves): the first
@@ -162,3 +166,26 @@ def test_sigterm_leaves_a_clean_shutdown_and_a_restart_needs_no_recovery(broker)
     assert not (broker.log_dir / ".kafka_cleanshutdown").exists()  # removed while running
     after = read_all(broker.bootstrap, "graceful")
     assert {p: len(records) for p, records in after.items()} == ends
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_acks_all_production_loses_nothing_and_shuts_down_clean(
+    broker, sig: signal.Signals
+) -> None:
+    create_topic(broker.bootstrap, "stopped")
+
+    def stop() -> None:
+        assert broker.stop(sig) == 0
+
+    acked, sent = produce_until_stopped(broker, "stopped", stop)
+    assert (broker.log_dir / ".kafka_cleanshutdown").exists()
+
+    broker.start()
+    run_log = broker.run_log()
+    assert "Loading logs in" in run_log
+    assert "Recovering" not in run_log
+    stored = read_all(broker.bootstrap, "stopped")
+    by_position = {(p, o): v for p, records in stored.items() for o, v in records}
+    assert {v for v in by_position.values()} <= sent
+    missing = [(k, v) for k, v in acked.items() if by_position.get(k) != v]
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:5]}"
