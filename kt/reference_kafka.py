@@ -1,0 +1,276 @@
+"""Apache Kafka beside kt: its broker and bin tools, run from the jars in the cache.
+
+`interop/fetch-kafka.sh` puts Kafka's jars in `kafka_home()/libs` (by default
+~/.cache/kt/kafka-3.9.1/libs, or $KT_KAFKA_HOME). From there:
+
+    from kt.reference_kafka import ReferenceKafka, run_tool
+
+    with ReferenceKafka(base_dir) as kafka:           # KRaft, formatted storage
+        run_tool("kafka-topics", "--bootstrap-server", kafka.bootstrap, "--list")
+
+    ReferenceKafka(base_dir, zookeeper_connect="127.0.0.1:2181/chroot", broker_id=0)
+
+Each broker runs as Kafka's `bin/kafka-server-start.sh` would run it (`java -cp libs/*
+kafka.Kafka server.properties`, with the scripts' JVM options but a smaller heap, so that
+two fit beside kt on a 2-core machine), on 127.0.0.1 with free ports, and logs through
+log4j to `server.log` in its base directory. The tools run with the main classes that
+Kafka's `bin/*.sh` scripts name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+KAFKA_VERSION = "3.9.1"  # interop/pom.xml's kafka.version
+
+# bin/<script>.sh -> the class it runs (Kafka 3.9).
+TOOL_CLASSES = {
+    "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-configs": "kafka.admin.ConfigCommand",
+    "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+    "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+    "kafka-delete-records": "org.apache.kafka.tools.DeleteRecordsCommand",
+    "kafka-console-producer": "kafka.tools.ConsoleProducer",
+    "kafka-console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
+    "kafka-log-dirs": "org.apache.kafka.tools.LogDirsCommand",
+    "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-producer-perf-test": "org.apache.kafka.tools.ProducerPerformance",
+    "kafka-consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
+    "kafka-dump-log": "kafka.tools.DumpLogSegments",
+    "kafka-storage": "kafka.tools.StorageTool",
+}
+
+# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS; heaps as small as the tests allow.
+JVM_OPTIONS = [
+    "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+]  # fmt: skip
+BROKER_HEAP = ["-Xmx512m", "-Xms512m"]
+TOOL_HEAP = ["-Xmx256m"]  # kafka-run-class.sh's default for the tools
+SIGTERM_EXIT = 128 + signal.SIGTERM  # the JVM's status after its shutdown hooks ran
+
+_TOOL_LOG4J = "log4j.rootLogger=WARN, stderr\n" + "".join(
+    f"log4j.appender.stderr{line}\n"
+    for line in (
+        "=org.apache.log4j.ConsoleAppender",
+        ".Target=System.err",
+        ".layout=org.apache.log4j.PatternLayout",
+        ".layout.ConversionPattern=[%d] %p %m (%c)%n",
+    )
+)
+
+
+class KafkaUnavailableError(RuntimeError):
+    """Java or Kafka's jars are not here; the message says how to get them."""
+
+
+def kafka_home() -> Path:
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return Path(os.environ.get("KT_KAFKA_HOME", default / "kt" / f"kafka-{KAFKA_VERSION}"))
+
+
+def unavailable_reason() -> str | None:
+    """Why Kafka cannot run here, or None when it can."""
+    if shutil.which("java") is None:
+        return "java is not installed (Kafka needs Java 17)"
+    if not (kafka_home() / "libs" / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
+        return f"Kafka's jars are not in {kafka_home()}/libs: run interop/fetch-kafka.sh"
+    return None
+
+
+def java_command(main_class: str, heap: list[str], log4j: Path) -> list[str]:
+    reason = unavailable_reason()
+    if reason is not None:
+        raise KafkaUnavailableError(reason)
+    return [
+        "java", *heap, *JVM_OPTIONS, f"-Dlog4j.configuration=file:{log4j}",
+        "-cp", str(kafka_home() / "libs" / "*"), main_class,
+    ]  # fmt: skip
+
+
+def _tool_log4j() -> Path:
+    path = kafka_home() / "tools-log4j.properties"
+    if not path.exists() or path.read_text() != _TOOL_LOG4J:
+        path.write_text(_TOOL_LOG4J)
+    return path
+
+
+def run_tool(
+    tool: str, *args: str, input: str | None = None, timeout_s: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    """Run one of Kafka's bin tools (`tool` as the script is named, without `.sh`)."""
+    command = java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j())
+    return subprocess.run(
+        [*command, *args], input=input, capture_output=True, text=True, timeout=timeout_s
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ReferenceKafka:
+    """One Apache Kafka broker on 127.0.0.1: KRaft (broker and controller in one process,
+    storage formatted on first start) or, given `zookeeper_connect`, ZooKeeper mode.
+
+    Invariants: the ports and `log_dir` are fixed at construction, so a restart serves
+    the same bootstrap address and the same data; `proc` is the running JVM or None.
+    """
+
+    def __init__(
+        self,
+        base_dir: str | Path,
+        *,
+        broker_id: int = 1,
+        zookeeper_connect: str | None = None,
+        log_dir: str | Path | None = None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_dir = Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.broker_id = broker_id
+        self.zookeeper_connect = zookeeper_connect
+        self.log_dir = Path(log_dir) if log_dir is not None else self.base_dir / "kafka-logs"
+        self.port = free_port()
+        self.controller_port = free_port() if zookeeper_connect is None else None
+        self.overrides = dict(overrides or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.server_log = self.base_dir / "server.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def properties(self) -> dict[str, str]:
+        props = {
+            "log.dirs": str(self.log_dir),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            # What Kafka's config/server.properties sets for one broker.
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        if self.zookeeper_connect is None:
+            props |= {
+                "process.roles": "broker,controller",
+                "node.id": str(self.broker_id),
+                "controller.quorum.voters": f"{self.broker_id}@127.0.0.1:{self.controller_port}",
+                "listeners": props["listeners"] + f",CONTROLLER://127.0.0.1:{self.controller_port}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            }
+        else:
+            props |= {"broker.id": str(self.broker_id), "zookeeper.connect": self.zookeeper_connect}
+        return props | self.overrides
+
+    def _write_config(self) -> tuple[Path, Path]:
+        config = self.base_dir / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        log4j = self.base_dir / "log4j.properties"
+        log4j.write_text(
+            "log4j.rootLogger=INFO, file\n"
+            "log4j.appender.file=org.apache.log4j.FileAppender\n"
+            f"log4j.appender.file.File={self.server_log}\n"
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        )
+        return config, log4j
+
+    def format_storage(self) -> None:
+        """`kafka-storage.sh format` for a KRaft broker whose log dir is not formatted."""
+        if self.zookeeper_connect is not None or (self.log_dir / "meta.properties").exists():
+            return
+        config, _ = self._write_config()
+        cluster_id = _kafka_uuid()
+        result = run_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(config))
+        if result.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed: {result.stdout}{result.stderr}")
+
+    def start(self, timeout_s: float = 90.0) -> ReferenceKafka:
+        """Start the JVM and return once the broker says it started and takes connections."""
+        self.format_storage()
+        config, log4j = self._write_config()
+        mark = self.server_log.stat().st_size if self.server_log.exists() else 0
+        with open(self.base_dir / "kafka.out", "ab") as out:
+            self.proc = subprocess.Popen(
+                [*java_command("kafka.Kafka", BROKER_HEAP, log4j), str(config)],
+                stdout=out, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        while not (self._logged_since(mark, "Server started") or self._logged_since(
+            mark, f"[KafkaServer id={self.broker_id}] started"
+        )) or not self._accepts():  # fmt: skip
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.proc.returncode}: {self.log_tail()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise TimeoutError(f"Kafka did not start in {timeout_s} s: {self.log_tail()}")
+            time.sleep(0.05)
+        return self
+
+    def _logged_since(self, mark: int, text: str) -> bool:
+        if not self.server_log.exists():
+            return False
+        with open(self.server_log, "rb") as f:
+            f.seek(mark)
+            return text.encode() in f.read()
+
+    def _accepts(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def log_tail(self, chars: int = 4000) -> str:
+        texts = [p.read_text(errors="replace") for p in (self.server_log,) if p.exists()]
+        out = self.base_dir / "kafka.out"
+        if out.exists():
+            texts.append(out.read_text(errors="replace"))
+        return "\n".join(texts)[-chars:]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60.0) -> int | None:
+        """kafka-server-stop.sh's SIGTERM (a controlled shutdown): the exit status, which is
+        SIGTERM_EXIT after a clean shutdown; None if not running."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.proc = None
+        return code
+
+    def kill(self) -> int | None:
+        return self.stop(signal.SIGKILL)
+
+    def __enter__(self) -> ReferenceKafka:
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _kafka_uuid() -> str:
+    """A cluster id as `kafka-storage.sh random-uuid` prints it (base64url, no padding)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,52 @@
+"""Apache Kafka beside kt (kt.reference_kafka): its broker, its tools and its Java client
+judge kt. These tests are marked `oracle` (and `slow`); they are skipped, with the reason,
+only where Java or Kafka's jars are missing (`interop/fetch-kafka.sh` fetches them, and
+`.ci/run` does)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kt.reference_kafka import ReferenceKafka, unavailable_reason
+from tests.integration.conftest import broker, broker_factory
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.oracle)
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def kafka_available() -> None:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def kafka_factory(kafka_available: None, tmp_path: Path) -> Iterator:
+    """Start Apache Kafka brokers for one test (KRaft unless given zookeeper_connect)."""
+    started: list[ReferenceKafka] = []
+
+    def make(**options) -> ReferenceKafka:
+        kafka = ReferenceKafka(tmp_path / f"kafka-{len(started)}", **options)
+        started.append(kafka)
+        return kafka.start()
+
+    yield make
+    for kafka in started:
+        kafka.stop()
+
+
+@pytest.fixture
+def kafka(kafka_factory) -> ReferenceKafka:
+    return kafka_factory()
+
+
+__all__ = ["broker", "broker_factory"]
