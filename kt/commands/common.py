@@ -9,9 +9,10 @@ from typing import NoReturn
 import click
 
 
-def fail(message: str, code: int = 1) -> NoReturn:
-    """Print one line on stderr and exit: kt never shows a traceback for bad input."""
-    click.echo(message, err=True)
+def fail(message: str, code: int = 1, *, err: bool = True) -> NoReturn:
+    """Print the message (one line; on stdout where Kafka's tool prints it there) and exit:
+    kt never shows a traceback for bad input."""
+    click.echo(message, err=err)
     raise SystemExit(code)
 
 

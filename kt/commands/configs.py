@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from kt.commands.common import admin_session, fail
@@ -69,7 +71,16 @@ def configs(
                 add = c.parse_add_config(add_config) if add_config else {}
                 delete = [k.strip() for k in (delete_config or "").split(",") if k.strip()]
                 lines = c.alter(admin, entity_type, entity_name, add, delete)
+        except c.ConfigBrokerError as e:
+            click.echo(f"Error while executing config command with args '{_args()}'", err=True)
+            fail(str(e))
         except c.ConfigCommandError as e:
-            fail(f"Error while executing config command : {e}")
+            fail(str(e))
     for line in lines:
         click.echo(line)
+
+
+def _args() -> str:
+    """The arguments after `configs`, as ConfigCommand prints its own."""
+    argv = sys.argv
+    return " ".join(argv[argv.index("configs") + 1 :] if "configs" in argv else argv[1:])

@@ -94,6 +94,6 @@ def topics(
                 assert topic is not None
                 lines = t.delete_topics(admin, topic, if_exists)
         except t.TopicCommandError as e:
-            fail(f"Error while executing topic command : {e}")
+            fail(f"Error while executing topic command : {e}", err=False)  # as TopicCommand
     for line in lines:
         click.echo(line)

@@ -44,21 +44,25 @@ LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 
 
 def validate_topic_name(topic: str) -> None:
-    """Raise InvalidTopicError (INVALID_TOPIC_EXCEPTION) with Kafka's message if illegal."""
+    """Raise InvalidTopicError (INVALID_TOPIC_EXCEPTION) with Kafka's message if illegal
+    (org.apache.kafka.common.internals.Topic.validate, Kafka 3.x)."""
     if not topic:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
-    if topic in (".", ".."):
-        raise InvalidTopicError('Topic name cannot be "." or ".."')
-    if len(topic) > MAX_TOPIC_NAME_LENGTH:
-        raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} "
-            f"characters, topic name: {topic}"
+        problem = "the empty string is not allowed"
+    elif topic in (".", ".."):
+        problem = f"'{topic}' is not allowed"
+    elif len(topic) > MAX_TOPIC_NAME_LENGTH:
+        problem = (
+            f"the length of '{topic}' is longer than the max allowed length "
+            f"{MAX_TOPIC_NAME_LENGTH}"
         )
-    if not _LEGAL_TOPIC.fullmatch(topic):
-        raise InvalidTopicError(
-            f'Topic name "{topic}" is illegal, it contains a character other than '
-            "ASCII alphanumerics, '.', '_' and '-'"
+    elif not _LEGAL_TOPIC.fullmatch(topic):
+        problem = (
+            f"'{topic}' contains one or more characters other than ASCII alphanumerics, "
+            "'.', '_' and '-'"
         )
+    else:
+        return
+    raise InvalidTopicError(f"Topic name is invalid: {problem}")
 
 
 def validate_partition(partition: int) -> None:

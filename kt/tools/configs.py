@@ -23,7 +23,11 @@ SET, DELETE = 0, 1
 
 
 class ConfigCommandError(Exception):
-    """One line on stderr, exit 1."""
+    """Bad options or input: its message on stderr, exit 1."""
+
+
+class ConfigBrokerError(ConfigCommandError):
+    """The broker refused: ConfigCommand names the command's arguments first."""
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -58,7 +62,7 @@ def describe(admin: AdminClient, entity_type: str, names: list[str], show_all: b
     for name in names:
         code, message, configs = admin.describe_configs(resource, name)
         if code:
-            raise ConfigCommandError(message or error_for(code).message)
+            raise ConfigBrokerError(message or error_for(code).message)
         shown = configs if show_all else [c for c in configs if c.source in DYNAMIC_SOURCES]
         kind = "All" if show_all else "Dynamic"
         if entity_type == "brokers" and name == "":
@@ -88,7 +92,7 @@ def alter(
     ops = [(SET, k, v) for k, v in add.items()] + [(DELETE, k, None) for k in delete]
     code, message = admin.incremental_alter_configs(ENTITY_TYPES[entity_type], name, ops)
     if code:
-        raise ConfigCommandError(message or error_for(code).message)
+        raise ConfigBrokerError(message or error_for(code).message)
     if entity_type == "brokers" and name == "":
         return ["Completed updating default config for brokers in the cluster."]
     what = "broker" if entity_type == "brokers" else "topic"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from kt.client.admin import TOPIC_RESOURCE, AdminClient
 from kt.client.client import PartitionInfo, TopicInfo
-from kt.errors import error_for
-from kt.storage.names import MAX_TOPIC_NAME_LENGTH
+from kt.errors import InvalidTopicError, error_for
+from kt.storage.names import validate_topic_name
 
 DEFAULT_CONFIG_SOURCE = 5
 LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -32,20 +32,10 @@ def topic_id_str(topic_id: object) -> str:
 
 def validate_name(name: str) -> None:
     """Kafka's Topic.validate messages, as TopicCommand prints them."""
-    if not name:
-        raise TopicCommandError("Topic name is invalid: the empty string is not allowed")
-    if name in (".", ".."):
-        raise TopicCommandError(f"Topic name is invalid: '{name}' is not allowed")
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise TopicCommandError(
-            f"Topic name is invalid: the length of '{name}' is longer than the max allowed "
-            f"length {MAX_TOPIC_NAME_LENGTH}"
-        )
-    if not LEGAL.fullmatch(name):
-        raise TopicCommandError(
-            f"Topic name is invalid: '{name}' contains one or more characters other than "
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError as e:
+        raise TopicCommandError(str(e)) from None
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:

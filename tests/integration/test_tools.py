@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.conftest import kt_error, kt_ok
+from tests.integration.conftest import kt_command, kt_ok
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,11 @@ def topics(broker, *args: str) -> list[str]:
 
 
 def topics_error(broker, *args: str) -> str:
-    return kt_error("topics", "--bootstrap-server", broker.bootstrap, *args)
+    """Like TopicCommand, `kt topics` prints its error line on stdout, and exits 1."""
+    result = kt_command("topics", "--bootstrap-server", broker.bootstrap, *args)
+    assert (result.returncode, result.stderr) == (1, ""), result
+    (line,) = result.stdout.splitlines()
+    return line
 
 
 def client_topic_id(bootstrap: str, topic: str) -> bytes:

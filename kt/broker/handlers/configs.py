@@ -8,6 +8,7 @@ it came from, with Kafka's ConfigSource numbers.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +68,13 @@ def describe_topic_configs(
     include_synonyms: bool,
 ) -> list[ConfigEntry]:
     overrides = server.zk.get_entity_config("topics", topic)
-    static = server.config.originals
+    # Where a topic key's broker synonyms may be set, highest precedence first.
+    layers = (
+        (DYNAMIC_BROKER_CONFIG, server.zk.get_entity_config("brokers", str(server.broker_id))),
+        (DYNAMIC_DEFAULT_BROKER_CONFIG, server.zk.get_entity_config("brokers", "<default>")),
+        (STATIC_BROKER_CONFIG, server.config.originals),
+        (DEFAULT_CONFIG, {k: _text(d) for k, (_, d) in BROKER_KEYS.items() if d is not None}),
+    )
     entries = []
     for name, value in sorted(config.to_props().items()):
         if keys is not None and name not in keys:
@@ -75,17 +82,24 @@ def describe_topic_configs(
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
-        broker_keys = BROKER_SYNONYMS.get(name, ())
-        synonyms += [(k, static[k], STATIC_BROKER_CONFIG) for k in broker_keys if k in static]
-        defaults = [(k, BROKER_KEYS[k][1]) for k in broker_keys if BROKER_KEYS[k][1] is not None]
-        if defaults:
-            key, default = defaults[0]
-            synonyms.append((key, _text(default), DEFAULT_CONFIG))
+        synonyms += _broker_synonyms(BROKER_SYNONYMS.get(name, ()), layers)
         source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
         entries.append(
             ConfigEntry(name, value, source, synonyms=synonyms if include_synonyms else [])
         )
     return entries
+
+
+def _broker_synonyms(
+    keys: tuple[str, ...], layers: tuple[tuple[int, Mapping[str, str]], ...]
+) -> list[tuple[str, str | None, int]]:
+    """Kafka's ConfigHelper.configSynonyms: every value of `keys`, layer by layer, then all
+    before the first mention of the main key (`keys[0]`) dropped. So retention.ms shows no
+    default of log.retention.hours unless log.retention.ms itself is set somewhere."""
+    found = [(k, values[k], source) for source, values in layers for k in keys if k in values]
+    while found and found[0][0] != keys[0]:
+        found.pop(0)
+    return found
 
 
 def describe_broker_configs(

@@ -172,6 +172,8 @@ async def delete_records(server: KafkaServer, header: Any, request: Any, ctx: An
                 partition = server.replica_manager.get_partition(tp)
                 partition.check_leader()
                 log_ = partition.log
+                if not log_.config.delete:  # checked first, as Kafka's Partition does
+                    raise KafkaError("POLICY_VIOLATION")
                 offset = log_.high_watermark if p.offset == -1 else p.offset
                 if offset < 0 or offset > log_.high_watermark:
                     raise KafkaError("OFFSET_OUT_OF_RANGE")

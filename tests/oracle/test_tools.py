@@ -1,0 +1,205 @@
+"""Kafka's own bin tools, unchanged, against kt and against Kafka 3.9 over one scenario;
+and the same scenario through the `kt` subcommands against kt. Outputs must match once
+ids, paths and log timestamps are masked (`normalize`).
+
+Both brokers run in ZooKeeper mode (kt is a ZooKeeper-mode broker) with the same
+server.properties overrides, among them a static `log.retention.ms`, so that a topic
+config's synonyms come from three layers. Every step runs against both before any
+assertion, and the test fails listing every step that differs, so one run shows them all.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kt.reference_kafka import run_tool
+
+OVERRIDES = {
+    "broker.id": "0",
+    "log.retention.ms": "604800000",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "5",
+}
+
+
+@dataclass
+class Step:
+    tool: str  # the bin script's name without .sh; the kt subcommand drops "kafka-"
+    args: list[str]
+    input: str | None = None
+    kt_command: bool = True  # does `kt` have this subcommand yet?
+    # Kafka 3.9.1's ConsumerGroupCommand prints the reset rows on one line (its Java port
+    # lost the line separator; 4.0 has it back): kt's rows are compared without newlines.
+    kafka_rows_on_one_line: bool = False
+
+    def __str__(self) -> str:
+        return " ".join([self.tool, *self.args])
+
+
+def scenario(delete_json: Path) -> list[Step]:
+    t = ["--topic", "orders"]
+    topic_entity = ["--entity-type", "topics", "--entity-name", "orders"]
+    return [
+        Step(
+            "kafka-topics",
+            [
+                "--create",
+                *t,
+                "--partitions",
+                "3",
+                "--replication-factor",
+                "1",
+                "--config",
+                "retention.ms=1000000",
+            ],
+        ),  # fmt: skip
+        Step("kafka-topics", ["--create", *t, "--partitions", "3"]),
+        Step("kafka-topics", ["--create", "--topic", "bad/name"]),
+        Step("kafka-topics", ["--list"]),
+        Step("kafka-topics", ["--describe", *t]),
+        Step("kafka-topics", ["--alter", *t, "--partitions", "4"]),
+        Step("kafka-topics", ["--alter", *t, "--partitions", "2"]),
+        Step("kafka-topics", ["--describe", *t]),
+        Step("kafka-topics", ["--describe", "--topic", "missing"]),
+        Step("kafka-configs", [*topic_entity, "--describe"]),
+        Step(
+            "kafka-configs",
+            [
+                *topic_entity,
+                "--alter",
+                "--add-config",
+                "retention.ms=5000,max.message.bytes=2000000",
+            ],
+        ),  # fmt: skip
+        Step("kafka-configs", [*topic_entity, "--describe"]),
+        Step("kafka-configs", [*topic_entity, "--alter", "--delete-config", "retention.ms"]),
+        Step("kafka-configs", [*topic_entity, "--describe"]),
+        Step("kafka-configs", [*topic_entity, "--alter", "--add-config", "no.such.key=1"]),
+        Step("kafka-configs", ["--entity-type", "brokers", "--entity-name", "0", "--describe"]),
+        Step(
+            "kafka-console-producer",
+            [*t, "--property", "parse.key=true"],
+            input="".join(f"k{i}\tvalue {i}\n" for i in range(12)),
+        ),  # fmt: skip
+        Step("kafka-get-offsets", t),
+        Step("kafka-get-offsets", [*t, "--time", "-2"]),
+        Step(
+            "kafka-console-consumer",
+            [
+                *t,
+                "--from-beginning",
+                "--max-messages",
+                "12",
+                "--property",
+                "print.key=true",
+                "--group",
+                "g1",
+                "--partition",
+                "0",
+            ],
+        ),  # fmt: skip
+        Step("kafka-consumer-groups", ["--list"]),
+        Step("kafka-consumer-groups", ["--describe", "--group", "g1"]),
+        Step(
+            "kafka-consumer-groups",
+            ["--reset-offsets", "--group", "g1", *t, "--to-earliest", "--execute"],
+            kafka_rows_on_one_line=True,
+        ),  # fmt: skip
+        Step(
+            "kafka-consumer-groups",
+            ["--reset-offsets", "--group", "g1", *t, "--shift-by", "2", "--dry-run"],
+            kafka_rows_on_one_line=True,
+        ),  # fmt: skip
+        Step("kafka-consumer-groups", ["--describe", "--group", "g1"]),
+        Step("kafka-delete-records", ["--offset-json-file", str(delete_json)]),
+        Step("kafka-get-offsets", [*t, "--time", "-2"]),
+        Step("kafka-consumer-groups", ["--delete", "--group", "g1"]),
+        Step("kafka-consumer-groups", ["--describe", "--group", "g1"]),
+        Step("kafka-log-dirs", ["--describe", "--topic-list", "orders"], kt_command=False),
+        Step("kafka-topics", ["--delete", *t]),
+    ]
+
+
+# Where kt's own command prints otherwise than Kafka 3.9's tool, on purpose (docs/oracle.md):
+# Kafka's text -> kt's.
+KT_COMMAND_DIFFERENCES = {
+    # TopicCommand formats a java.util.Optional into its message.
+    "Topic 'Optional[missing]' does not exist as expected": "Topic 'missing' does not exist "
+    "as expected",
+}
+
+
+def normalize(text: str, log_dirs: list[Path]) -> str:
+    text = re.sub(r"TopicId: \S+", "TopicId: <id>", text)
+    text = re.sub(r"127\.0\.0\.1:\d+", "<bootstrap>", text)
+    text = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:,]+\] ", "", text, flags=re.M)
+    for log_dir in log_dirs:
+        text = text.replace(str(log_dir), "<log-dir>")
+    # Log lines of the Java tools' own (WARN and below): not part of their output.
+    return "\n".join(
+        line for line in text.splitlines() if not re.match(r"(WARN|INFO|SLF4J)\b", line)
+    )
+
+
+def run_java_tool(step: Step, bootstrap: str) -> tuple[int, str, str]:
+    r = run_tool(step.tool, "--bootstrap-server", bootstrap, *step.args, input=step.input)
+    return r.returncode, r.stdout, r.stderr
+
+
+def run_kt_command(step: Step, bootstrap: str) -> tuple[int, str, str]:
+    command = step.tool.removeprefix("kafka-")
+    r = subprocess.run(
+        [sys.executable, "-m", "kt", command, "--bootstrap-server", bootstrap, *step.args],
+        input=step.input, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_kafka_tools_print_the_same_against_kt_and_kafka(
+    broker_factory, kafka_factory, zookeeper: str, tmp_path: Path
+) -> None:
+    # One kt broker for Kafka's tools, another for kt's commands: each sees the scenario once.
+    kt = broker_factory(**OVERRIDES, **{"zookeeper.connect": zookeeper + "-kt"})
+    kt_for_commands = broker_factory(**OVERRIDES, **{"zookeeper.connect": zookeeper + "-kt2"})
+    kafka = kafka_factory(broker_id=0, zookeeper_connect=zookeeper + "-kafka",
+                          overrides=OVERRIDES)  # fmt: skip
+    delete_json = tmp_path / "delete.json"
+    delete_json.write_text(
+        '{"version":1,"partitions":[{"topic":"orders","partition":0,"offset":2}]}'
+    )
+    dirs = [kt.log_dir, kt_for_commands.log_dir, kafka.log_dir]
+    differences = []
+    for step in scenario(delete_json):
+        theirs = [normalize(str(part), dirs) for part in run_java_tool(step, kafka.bootstrap)]
+        on_kt = [normalize(str(part), dirs) for part in run_java_tool(step, kt.bootstrap)]
+        if on_kt != theirs:
+            differences.append(f"{step} (Kafka's tool against kt):\n  Kafka: {theirs}\n"
+                               f"  kt:    {on_kt}")  # fmt: skip
+        if step.kt_command:
+            result = run_kt_command(step, kt_for_commands.bootstrap)
+            ours = [normalize(str(part), dirs) for part in result]
+            expected = [_as_kt_prints(part) for part in theirs]
+            if step.kafka_rows_on_one_line:
+                assert ours[1].count("\n") == len(ours[1].splitlines()) - 1 > 1, ours
+                ours[1] = ours[1][0] + ours[1][1:].replace("\n", "")
+            if ours[:2] != expected[:2] or _user_message(ours[2]) != _user_message(expected[2]):
+                differences.append(f"kt {step} (kt's command against kt):\n"
+                                   f"  Kafka: {expected}\n  kt:    {ours}")  # fmt: skip
+    assert not differences, "\n".join(differences)
+
+
+def _as_kt_prints(text: str) -> str:
+    for theirs, ours in KT_COMMAND_DIFFERENCES.items():
+        text = text.replace(theirs, ours)
+    return text
+
+
+def _user_message(stderr: str) -> str:
+    """What a tool tells its user on stderr: the first line, unless that is a log line (the
+    Java tools log an exception's class and stack trace, which kt does not imitate)."""
+    first = stderr.splitlines()[0] if stderr else ""
+    return "" if re.match(r"(ERROR|WARN)\b", first) else first
