@@ -106,14 +106,19 @@ def _tool_log4j() -> Path:
     return path
 
 
+def tool_command(tool: str, *args: str) -> list[str]:
+    """The command line of one of Kafka's bin tools (named as the script, without `.sh`)."""
+    return [*java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j()), *args]
+
+
 def run_tool(
     tool: str, *args: str, input: str | None = None, timeout_s: float = 120.0
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of Kafka's bin tools (`tool` as the script is named, without `.sh`)."""
-    command = java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j())
+    """Run one of Kafka's bin tools to its end."""
     return subprocess.run(
-        [*command, *args], input=input, capture_output=True, text=True, timeout=timeout_s
-    )
+        tool_command(tool, *args), input=input, capture_output=True, text=True,
+        timeout=timeout_s,
+    )  # fmt: skip
 
 
 def free_port() -> int:
