@@ -2,17 +2,22 @@
 
   python benchmarks/broker.py [produce] [consume] [startup] [--records 300000] [--repeat 3]
 
-produce  librdkafka (confluent-kafka) producer, acks=1, 100-byte values, no compression,
-         into one partition of kt, beside a raw sink run in the same way: a plain
-         socket server in its own process that answers ApiVersions and Metadata, appends
-         each Produce frame's bytes to a file and answers it with a ProduceResponse
-         built with kt.protocol (base offsets from the batches' record counts).
-         Target: kt >= 50 % of the sink's records/s.
+produce  librdkafka (confluent-kafka) producers in --producers processes (enough to keep
+         the server busy: one client alone is the bottleneck), acks=1, 100-byte values,
+         no compression, into one partition of kt, beside a raw sink run in the same
+         way: a plain socket server in its own process that answers ApiVersions and
+         Metadata, appends each Produce frame's bytes to a file and answers it with a
+         ProduceResponse built with kt.protocol (base offsets from the batches' record
+         counts). Also the server processes' CPU seconds per million records, read
+         from /proc. Target: kt >= 50 % of the sink's records/s. --slow-produce-ms
+         sleeps in kt's Produce handler, to show that the ratio falls when kt is slow.
 consume  reading the records back from kt beside os.sendfile of the same segment file
          to a reader over loopback, as segment bytes per second: a consumer's Fetch
-         loop (what the broker serves; target >= 50 % of sendfile), and the librdkafka
-         consumer through confluent-kafka (end to end: librdkafka's parsing and one
-         Python object per record included).
+         loop (what the broker serves; target >= 50 % of sendfile), in at least 5
+         alternating pairs of passes of >= 1 s of work each, connected before the clock
+         starts (median and spread of the pairs' ratios), and the librdkafka consumer
+         through confluent-kafka (end to end: librdkafka's parsing and one Python
+         object per record included).
 startup  time from spawning `kt server-start` (fresh log dir) to the first answered
          ApiVersions request; median of --repeat * 3 runs. Target: < 0.5 s.
 
@@ -23,6 +28,7 @@ warm-up of each, on the same machine load; figures are medians.
 from __future__ import annotations
 
 import argparse
+import math
 import multiprocessing
 import os
 import shutil
@@ -61,7 +67,6 @@ from kt.storage.batch_header import iter_headers  # noqa: E402
 TOPIC = "bench"
 VALUE = b"v" * 100
 RECORDS_COUNT_AT = 57  # recordsCount in a v2 batch header
-PASSES = 10  # short consume measurements are averaged over this many passes
 
 
 def free_port() -> int:
@@ -74,21 +79,47 @@ def free_port() -> int:
 EXTRA_OVERRIDES = [o for o in os.environ.get("KT_BENCH_OVERRIDES", "").split(",") if o]
 
 
+# `kt` with its Produce handler slowed by a sleep, to show that the benchmark can lose.
+SLOW_PRODUCE = """
+import time
+from kt.broker import kafka_apis
+from kt.cli import main
+from kt.protocol import ApiKey
+produce = kafka_apis.HANDLERS[ApiKey.PRODUCE]
+async def slowed(*args):
+    time.sleep({seconds})
+    return await produce(*args)
+kafka_apis.HANDLERS[ApiKey.PRODUCE] = slowed
+main()
+"""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 class KtBroker:
     """`kt server-start` in a child process on a free port and a fresh log dir."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, slow_produce_ms: float = 0.0) -> None:
         self.log_dir = log_dir
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.slow_produce_ms = slow_produce_ms
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def spawn(self) -> None:
+        entry = ["-m", "kt"]
+        if self.slow_produce_ms:  # a benchmark that can lose: a sleep in the handler
+            entry = ["-c", SLOW_PRODUCE.format(seconds=self.slow_produce_ms / 1000)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kt", "server-start",
+            [sys.executable, *entry, "server-start",
              "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
              "--override", f"log.dirs={self.log_dir}",
              *[a for o in EXTRA_OVERRIDES for a in ("--override", o)]],
@@ -189,18 +220,19 @@ def sink_metadata(port: int) -> MetadataResponse:
 # -- produce ------------------------------------------------------------------------------
 
 
-def librdkafka_produce(bootstrap: str, records: int) -> float:
-    """Seconds to produce and get acks=1 for `records` 100-byte values."""
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
+def librdkafka_produce(bootstrap: str, records: int, acks: str = "1") -> float:
+    """Seconds to produce and get `acks` for `records` 100-byte values."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                          "enable.idempotence": False, "compression.type": "none"})  # fmt: skip
     producer.list_topics(TOPIC, timeout=30)  # connect and learn the leader before timing
     start = time.perf_counter()
     for _ in range(records):
-        try:
-            producer.produce(TOPIC, VALUE)
-        except BufferError:
-            producer.poll(0.01)
-            producer.produce(TOPIC, VALUE)
+        while True:
+            try:
+                producer.produce(TOPIC, VALUE)
+                break
+            except BufferError:  # the local queue is full: serve delivery reports
+                producer.poll(0.01)
     if producer.flush(120) != 0:
         raise RuntimeError("records left unsent")
     return time.perf_counter() - start
@@ -211,24 +243,75 @@ def create_topic(bootstrap: str) -> None:
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=30)
 
 
-def bench_produce(records: int, repeat: int, work: Path) -> None:
+def _producer_process(bootstrap: str, records: int, acks: str, start, out) -> None:
+    """One producer process: connect, wait for the others, produce; report its clock."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
+                         "enable.idempotence": False, "compression.type": "none"})  # fmt: skip
+    producer.list_topics(TOPIC, timeout=30)
+    start.wait()
+    began = time.perf_counter()  # CLOCK_MONOTONIC: the same clock in every process
+    for _ in range(records):
+        while True:
+            try:
+                producer.produce(TOPIC, VALUE)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    if producer.flush(120) != 0:
+        raise RuntimeError("records left unsent")
+    out.put((began, time.perf_counter()))
+
+
+def parallel_produce(bootstrap: str, records: int, producers: int, pid: int,
+                     acks: str = "1") -> tuple[float, float]:  # fmt: skip
+    """(wall seconds, server CPU seconds) for `producers` processes producing `records`
+    between them into the server whose process is `pid`."""
+    ctx = multiprocessing.get_context("spawn")  # no librdkafka threads forked
+    start, out = ctx.Barrier(producers + 1), ctx.Queue()
+    share = records // producers
+    children = [ctx.Process(target=_producer_process, args=(bootstrap, share, acks, start, out))
+                for _ in range(producers)]  # fmt: skip
+    for child in children:
+        child.start()
+    start.wait(60)
+    cpu = cpu_seconds(pid)
+    spans = [out.get(timeout=300) for _ in children]
+    cpu = cpu_seconds(pid) - cpu
+    for child in children:
+        child.join(30)
+    return max(e for _, e in spans) - min(b for b, _ in spans), cpu
+
+
+def bench_produce(records: int, repeat: int, work: Path, producers: int,
+                  slow_produce_ms: float) -> None:  # fmt: skip
     parent, child = multiprocessing.Pipe()
     sink = multiprocessing.Process(target=sink_main, args=(child, str(work / "sink.bin")))
     sink.start()
     sink_bootstrap = f"127.0.0.1:{parent.recv()}"
-    raw, kt = [], []
+    raw, kt, raw_cpu, kt_cpu = [], [], [], []
+    records -= records % producers
     try:
-        with KtBroker(work / "produce-logs") as broker:
+        with KtBroker(work / "produce-logs", slow_produce_ms) as broker:
+            assert broker.proc is not None
             create_topic(broker.bootstrap)
-            librdkafka_produce(sink_bootstrap, records // 4)  # warm-ups
-            librdkafka_produce(broker.bootstrap, records // 4)
+            sides = ((sink_bootstrap, sink.pid, raw, raw_cpu),
+                     (broker.bootstrap, broker.proc.pid, kt, kt_cpu))  # fmt: skip
+            for bootstrap, pid, _, _ in sides:  # warm-ups
+                parallel_produce(bootstrap, records // 4, producers, pid)
             for _ in range(repeat):
-                raw.append(librdkafka_produce(sink_bootstrap, records))
-                kt.append(librdkafka_produce(broker.bootstrap, records))
+                for bootstrap, pid, times, cpus in sides:
+                    seconds, cpu = parallel_produce(bootstrap, records, producers, pid)
+                    times.append(seconds)
+                    cpus.append(cpu)
     finally:
         sink.terminate()
-    report("produce (librdkafka, acks=1, 100 B values)", records, records * len(VALUE), raw, kt,
-           "raw sink", 0.5)  # fmt: skip
+    slowed = f", Produce handler slowed by {slow_produce_ms:g} ms" if slow_produce_ms else ""
+    report(f"produce (librdkafka x{producers} processes, acks=1, 100 B values{slowed})",
+           records, records * len(VALUE), raw, kt, "raw sink", 0.5)  # fmt: skip
+    sink_per_m, kt_per_m = (statistics.median(c) / records * 1e6 for c in (raw_cpu, kt_cpu))
+    busy = statistics.median(kt_cpu) / statistics.median(kt)
+    print(f"  server CPU per million records: raw sink {sink_per_m:.2f} s, kt {kt_per_m:.2f} s "
+          f"(kt busy {busy:.0%} of one core)")  # fmt: skip
 
 
 # -- consume ------------------------------------------------------------------------------
@@ -258,37 +341,43 @@ def librdkafka_consume(bootstrap: str, records: int) -> float:
     return elapsed * records / seen
 
 
-def sendfile_read(path: Path) -> float:
-    """Seconds to os.sendfile `path` to a reader on a loopback connection."""
+def sendfile_read(path: Path, passes: int) -> float:
+    """Seconds to os.sendfile `path`, `passes` times over, to a reader on loopback; both
+    ends are connected before the clock starts."""
     size = path.stat().st_size
     server = socket.create_server(("127.0.0.1", 0))
+    ready = threading.Barrier(2)
 
     def serve() -> None:
         conn, _ = server.accept()
         with conn, open(path, "rb") as f:
-            offset = 0
-            while offset < size:
-                offset += os.sendfile(conn.fileno(), f.fileno(), offset, size - offset)
+            ready.wait()
+            for _ in range(passes):
+                offset = 0
+                while offset < size:
+                    offset += os.sendfile(conn.fileno(), f.fileno(), offset, size - offset)
 
     thread = threading.Thread(target=serve)
-    start = time.perf_counter()
     thread.start()
     with socket.create_connection(server.getsockname()) as reader:
         buf = bytearray(1 << 20)
-        got = 0
-        while got < size:
+        got, total = 0, size * passes
+        ready.wait()
+        start = time.perf_counter()
+        while got < total:
             n = reader.recv_into(buf)
             if not n:
                 raise RuntimeError("sendfile reader: early end")
             got += n
-    elapsed = time.perf_counter() - start
+        elapsed = time.perf_counter() - start
     thread.join()
     server.close()
     return elapsed
 
 
-def fetch_loop(port: int, records: int) -> float:
-    """Seconds for a consumer's Fetch loop to read `records` from offset 0.
+def fetch_loop(port: int, records: int, passes: int = 1) -> float:
+    """Seconds for a consumer's Fetch loop to read `records` from offset 0, `passes`
+    times over on one connection, connected before the clock starts.
 
     Fetch v12 with librdkafka's default sizes (1 MiB per partition, 50 MiB per
     response), one request in flight, each response read whole into one receive buffer
@@ -298,19 +387,25 @@ def fetch_loop(port: int, records: int) -> float:
     """
     receive = ReceiveBuffer()
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        offset, start = 0, time.perf_counter()
-        while offset < records:
-            request = FetchRequest(
-                replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=50 << 20,
-                session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[
-                    FetchRequest.FetchPartition(partition=0, fetch_offset=offset,
-                                                partition_max_bytes=1 << 20)])],
-            )  # fmt: skip
-            sock.sendall(encode_request(ApiKey.FETCH, 12, offset, "bench", request))
-            _, body = decode_response(ApiKey.FETCH, 12, receive.frame(sock))
-            batches = list(iter_headers(body.responses[0].partitions[0].records))
-            offset = batches[-1].next_offset
+        start = time.perf_counter()
+        for _ in range(passes):
+            _fetch_all(sock, receive, records)
         return time.perf_counter() - start
+
+
+def _fetch_all(sock: socket.socket, receive: ReceiveBuffer, records: int) -> None:
+    offset = 0
+    while offset < records:
+        request = FetchRequest(
+            replica_id=-1, max_wait_ms=500, min_bytes=1, max_bytes=50 << 20,
+            session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=TOPIC, partitions=[
+                FetchRequest.FetchPartition(partition=0, fetch_offset=offset,
+                                            partition_max_bytes=1 << 20)])],
+        )  # fmt: skip
+        sock.sendall(encode_request(ApiKey.FETCH, 12, offset, "bench", request))
+        _, body = decode_response(ApiKey.FETCH, 12, receive.frame(sock))
+        batches = list(iter_headers(body.responses[0].partitions[0].records))
+        offset = batches[-1].next_offset
 
 
 class ReceiveBuffer:
@@ -337,25 +432,31 @@ class ReceiveBuffer:
 
 
 def bench_consume(records: int, repeat: int, work: Path) -> None:
+    """Pairs of (os.sendfile, Fetch loop) passes of at least 1 s of work each, alternating;
+    the ratio of each pair, then their median and spread."""
     with KtBroker(work / "consume-logs") as broker:
         create_topic(broker.bootstrap)
         librdkafka_produce(broker.bootstrap, records)
         segments = sorted((work / "consume-logs" / f"{TOPIC}-0").glob("*.log"))
         assert len(segments) == 1, segments
         segment_bytes = segments[0].stat().st_size
-        raw, fetch, rdkafka = [], [], []
-        sendfile_read(segments[0])  # warm-ups
-        fetch_loop(broker.port, records)
+        # Warm-ups, which also size the passes: each side reads the data often enough
+        # to work for at least a second.
+        raw_passes = max(1, math.ceil(1.0 / sendfile_read(segments[0], 1)))
+        fetch_passes = max(1, math.ceil(1.0 / fetch_loop(broker.port, records)))
         librdkafka_consume(broker.bootstrap, records)
+        raw, fetch, rdkafka = [], [], []
+        for _ in range(max(repeat, 5)):
+            raw.append(sendfile_read(segments[0], raw_passes) / raw_passes)
+            fetch.append(fetch_loop(broker.port, records, fetch_passes) / fetch_passes)
         for _ in range(repeat):
-            # A pass of the first two takes tens of ms: average PASSES of them, alternating.
-            pairs = [(sendfile_read(segments[0]), fetch_loop(broker.port, records))
-                     for _ in range(PASSES)]  # fmt: skip
-            raw.append(statistics.fmean(r for r, _ in pairs))
-            fetch.append(statistics.fmean(f for _, f in pairs))
             rdkafka.append(librdkafka_consume(broker.bootstrap, records))
     report("consume: Fetch loop (broker bound)", records, segment_bytes, raw, fetch,
            "os.sendfile", 0.5)  # fmt: skip
+    ratios = sorted(r / f for r, f in zip(raw, fetch, strict=True))
+    print(f"  kt / os.sendfile per pair ({len(ratios)} pairs of >= 1 s each, "
+          f"{raw_passes} and {fetch_passes} passes): median {statistics.median(ratios):.0%}, "
+          f"spread {ratios[0]:.0%}..{ratios[-1]:.0%}")  # fmt: skip
     report("consume: librdkafka consumer (end to end, a Python object per record; no target)",
            records, segment_bytes, raw, rdkafka, "os.sendfile", None)  # fmt: skip
 
@@ -411,10 +512,11 @@ def report(title: str, records: int, nbytes: int, raw: list[float], kt: list[flo
     raw_s, kt_s = statistics.median(raw), statistics.median(kt)
     ratio = raw_s / kt_s
     print(f"{title}: {records} records, {nbytes / 1e6:.1f} MB")
-    for name, seconds in ((baseline, raw_s), ("kt", kt_s)):
-        print(
-            f"  {name:12s} {records / seconds:12,.0f} records/s {nbytes / seconds / 1e6:8.1f} MB/s"
-        )
+    for name, seconds, runs in ((baseline, raw_s, raw), ("kt", kt_s, kt)):
+        spread = f"{records / max(runs):,.0f}..{records / min(runs):,.0f}"
+        rate, mb = records / seconds, nbytes / seconds / 1e6
+        print(f"  {name:12s} {rate:12,.0f} records/s {mb:8.1f} MB/s"
+              f"  (spread {spread} over {len(runs)} runs)")  # fmt: skip
     verdict = ""
     if target is not None:
         verdict = f" (target >= {target:.0%}: {'met' if ratio >= target else 'NOT met'})"
@@ -426,12 +528,21 @@ def main() -> None:
     parser.add_argument("which", nargs="*", choices=["produce", "consume", "startup", []])
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--producers", type=int, default=3, help="producer processes loading the broker (produce)"
+    )
+    parser.add_argument(
+        "--slow-produce-ms",
+        type=float,
+        default=0.0,
+        help="sleep this long in kt's Produce handler: the ratio must fall",
+    )
     args = parser.parse_args()
     which = args.which or ["produce", "consume", "startup"]
     work = Path(tempfile.mkdtemp(prefix="kt-bench-"))
     try:
         if "produce" in which:
-            bench_produce(args.records, args.repeat, work)
+            bench_produce(args.records, args.repeat, work, args.producers, args.slow_produce_ms)
         if "consume" in which:
             bench_consume(args.records, args.repeat, work)
         if "startup" in which:

@@ -106,6 +106,10 @@ def main() -> None:
     assert bytes(kp_fetch.encode(header=True, framed=True)) == encode_response(fetch_header, fetch)
 
     body = frame[4:]
+    # Both decoders read the frame back as the request that was encoded.
+    assert decode_request(body) == (header, request)
+    decoded = KpProduceRequest.decode(body, version=PRODUCE_V, header=True)
+    assert bytes(decoded.encode(header=True, framed=True)) == frame
     cases = [
         (
             f"decode Produce v{PRODUCE_V} request",

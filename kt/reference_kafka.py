@@ -206,8 +206,9 @@ class ReferenceKafka:
         if result.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed: {result.stdout}{result.stderr}")
 
-    def start(self, timeout_s: float = 90.0) -> ReferenceKafka:
-        """Start the JVM and return once the broker says it started and takes connections."""
+    def spawn(self) -> int:
+        """Start the JVM (formatting storage first if needed) and return at once; the mark
+        to pass to `wait_started`."""
         self.format_storage()
         config, log4j = self._write_config()
         mark = self.server_log.stat().st_size if self.server_log.exists() else 0
@@ -216,6 +217,15 @@ class ReferenceKafka:
                 [*java_command("kafka.Kafka", BROKER_HEAP, log4j), str(config)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
+        return mark
+
+    def start(self, timeout_s: float = 90.0) -> ReferenceKafka:
+        """Start the JVM and return once the broker says it started and takes connections."""
+        self.wait_started(self.spawn(), timeout_s)
+        return self
+
+    def wait_started(self, mark: int, timeout_s: float = 90.0) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout_s
         while not (self._logged_since(mark, "Server started") or self._logged_since(
             mark, f"[KafkaServer id={self.broker_id}] started"
@@ -226,7 +236,6 @@ class ReferenceKafka:
                 self.kill()
                 raise TimeoutError(f"Kafka did not start in {timeout_s} s: {self.log_tail()}")
             time.sleep(0.05)
-        return self
 
     def _logged_since(self, mark: int, text: str) -> bool:
         if not self.server_log.exists():

@@ -15,13 +15,20 @@ if TYPE_CHECKING:
 EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3
-INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0  # a full fetch that asks for a new session
+FINAL_EPOCH = -1  # a full fetch that closes its session (or wants none)
 
 
 async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """Consumers and followers alike. Fetch sessions are always declined (session_id 0),
-    which every client accepts (PROTOCOL.md section 4, item 3)."""
-    if header.api_version >= 7 and request.session_id != INVALID_SESSION_ID:
+    """Consumers and followers alike.
+
+    Fetch sessions (KIP-227) are always declined, as Kafka declines them when its session
+    cache is full: a full fetch (epoch 0, or -1 to close a session) is served and answered
+    with session id 0, so the client goes on with full fetches (PROTOCOL.md section 4,
+    item 3). An incremental fetch (epoch > 0) names a session kt never created:
+    FETCH_SESSION_ID_NOT_FOUND, upon which clients start over with a full fetch. As no
+    session exists, INVALID_FETCH_SESSION_EPOCH never arises."""
+    if header.api_version >= 7 and request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
         return m.FetchResponse(
             error_code=KafkaError("FETCH_SESSION_ID_NOT_FOUND").code,
             session_id=0,
