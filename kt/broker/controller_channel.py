@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.handlers import controller as requests
@@ -31,8 +32,10 @@ log = logging.getLogger(__name__)
 
 NULL_TOPIC_ID = uuid.UUID(int=0)
 SEND_BACKOFF_S = 0.1  # growing to 1 s between attempts
-# Brokers of this process, by id: the embedded cluster shares one store and one loop.
-LOCAL_BROKERS: dict[int, KafkaServer] = {}
+# Brokers of this process, by their metadata store and then by id: the brokers of one
+# cluster share one store (and one loop); two clusters in one process (tests, notebooks)
+# must not reach each other's brokers because their ids are the same.
+LOCAL_BROKERS: weakref.WeakKeyDictionary[Any, dict[int, KafkaServer]] = weakref.WeakKeyDictionary()
 
 
 class ControllerChannel:
@@ -43,18 +46,20 @@ class ControllerChannel:
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
         self._senders: dict[int, _RequestSender] = {}
-        LOCAL_BROKERS[server.broker_id] = server
+        self._local = LOCAL_BROKERS.setdefault(server.store, {})
+        self._local[server.broker_id] = server
 
     @staticmethod
     def forget(server: KafkaServer) -> None:
         """A broker of this process stopped: nothing is delivered to it any more."""
-        if LOCAL_BROKERS.get(server.broker_id) is server:
-            del LOCAL_BROKERS[server.broker_id]
+        local = LOCAL_BROKERS.get(server.store, {})
+        if local.get(server.broker_id) is server:
+            del local[server.broker_id]
 
     @staticmethod
-    def local_broker(broker_id: int) -> KafkaServer | None:
-        """The broker `broker_id` if it runs in this process."""
-        return LOCAL_BROKERS.get(broker_id)
+    def local_broker(store: Any, broker_id: int) -> KafkaServer | None:
+        """The broker `broker_id` of the cluster on `store`, if it runs in this process."""
+        return LOCAL_BROKERS.get(store, {}).get(broker_id)
 
     def close(self) -> None:
         senders, self._senders = self._senders, {}
@@ -71,7 +76,7 @@ class ControllerChannel:
         topic_ids: dict[str, Any],
         is_new: bool,
     ) -> None:
-        local = LOCAL_BROKERS.get(broker_id)
+        local = self._local.get(broker_id)
         if local is not None:
             requests.apply_leader_and_isr(
                 local, controller.broker_id, controller.ctx.epoch, states, topic_ids
@@ -121,7 +126,7 @@ class ControllerChannel:
     ) -> None:
         live = [self.endpoint(b) for b in sorted(controller.ctx.live_brokers)]
         endpoints = [e for e in live if e is not None]
-        local = LOCAL_BROKERS.get(broker_id)
+        local = self._local.get(broker_id)
         if local is not None:
             requests.apply_update_metadata(
                 local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
@@ -140,7 +145,7 @@ class ControllerChannel:
         partitions: list[TopicPartition],
         delete: bool,
     ) -> None:
-        local = LOCAL_BROKERS.get(broker_id)
+        local = self._local.get(broker_id)
         if local is not None:
             requests.apply_stop_replica(local, controller.ctx.epoch, partitions, delete)
             return

@@ -10,6 +10,7 @@ the clean-shutdown marker, close the store session.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -269,8 +270,9 @@ class KafkaServer:
             BackgroundTask(
                 "delete-expired-group-metadata",
                 cfg["offsets.retention.check.interval.ms"] / 1000,
-                lambda: self.group_coordinator.start_offsets_cleanup(
-                    cfg["offsets.retention.minutes"] * 60_000
+                functools.partial(
+                    self.group_coordinator.start_offsets_cleanup,
+                    cfg["offsets.retention.minutes"] * 60_000,
                 ),
             ),
             BackgroundTask(
@@ -366,7 +368,7 @@ class KafkaServer:
     async def _ask_controller_to_shut_down(self) -> list[Any] | None:
         assert self.zk is not None
         controller_id = self.zk.get_controller_id()
-        local = ControllerChannel.local_broker(controller_id)
+        local = ControllerChannel.local_broker(self.store, controller_id)
         if local is not None and local.controller is not None:
             return await local.controller.controlled_shutdown(self.broker_id)
         endpoint = self._broker_endpoint(controller_id)

@@ -113,3 +113,22 @@ def test_three_brokers_in_one_process_replicate(tmp_path: Path) -> None:
         proc.terminate()
         assert proc.wait(30) == 0
     assert "Traceback" not in (tmp_path / "cluster.log").read_text()
+
+
+def test_two_clusters_in_one_process_stay_apart(tmp_path: Path) -> None:
+    """Two embedded clusters in one process, with the same broker ids: a topic created on
+    the first is served by the first alone (their controllers once sent LeaderAndIsr to
+    whichever broker of the process had the id, so the second cluster's brokers took the
+    partitions and the first's CreateTopics never completed)."""
+    from kt.testing import KtCluster
+
+    with KtCluster(2, base_dir=tmp_path / "first") as first, \
+            KtCluster(2, base_dir=tmp_path / "second") as second:  # fmt: skip
+        admin = AdminClient({"bootstrap.servers": first.bootstrap_servers})
+        admin.create_topics([NewTopic("apart", 2, 2)])["apart"].result(30)
+        topic = admin.list_topics("apart", timeout=30).topics["apart"]
+        assert sorted(len(p.replicas) for p in topic.partitions.values()) == [2, 2]
+        assert sorted(p.name for p in (tmp_path / "first").glob("broker-*/apart-*")) == [
+            "apart-0", "apart-0", "apart-1", "apart-1"]  # fmt: skip
+        assert list((tmp_path / "second").glob("broker-*/apart-*")) == []
+        assert second.controller_id() in (0, 1)

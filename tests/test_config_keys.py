@@ -1,0 +1,456 @@
+"""Every broker key kt accepts in server.properties, and what it does: one table.
+
+Each key of kt.config.BROKER_KEYS has one entry, of five kinds:
+- Topic: it supplies a topic config's default; shown by the LogConfig it yields;
+- Probe: shown on running brokers, one cluster started with every probe's value and one
+  with the defaults; the check must see the value, and something else on the defaults;
+- Built: shown on what kt builds from the configuration (the metadata store, the id);
+- ShownBy: a test elsewhere shows it (the test must exist and name the key);
+- NoEffect: kt accepts it (Kafka's files set it) and ignores it, for the reason given;
+  the key must then appear nowhere in kt's code but the config table, so that a key that
+  starts to matter cannot keep an entry that says it does not.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.broker.server import KafkaServer
+from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.testing import KtCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
+
+
+@dataclass(frozen=True)
+class Topic:
+    value: str
+    topic_key: str
+    expected: object
+
+
+@dataclass(frozen=True)
+class Probe:
+    value: str
+    check: Callable[[KtCluster], object]
+    expected: object
+    cluster: str = "tuned"  # the keys that turn features off share a cluster of their own
+
+
+@dataclass(frozen=True)
+class Built:
+    """Shown on what kt builds from the config alone (no broker needs to run)."""
+
+    value: str
+    check: Callable[[KafkaConfig], object]
+    expected: object
+
+
+@dataclass(frozen=True)
+class ShownBy:
+    test: str  # path::function
+
+
+@dataclass(frozen=True)
+class NoEffect:
+    reason: str
+
+
+def server(cluster: KtCluster) -> KafkaServer:
+    return cluster.brokers[0]
+
+
+def task_interval(name: str) -> Callable[[KtCluster], object]:
+    def check(cluster: KtCluster) -> object:
+        tasks = {t.name: t.interval_s for t in server(cluster)._tasks}
+        return tasks.get(name)
+
+    return check
+
+
+_topic_numbers = itertools.count()
+
+
+def created_topic(cluster: KtCluster) -> tuple[int, int]:
+    """(partitions, replication factor) of a topic created with the broker's defaults."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    name = f"defaults-{next(_topic_numbers)}"
+    admin.create_topics([NewTopic(name, -1, -1)])[name].result(30)
+    topic = admin.list_topics(name, timeout=30).topics[name]
+    return len(topic.partitions), len(topic.partitions[0].replicas)
+
+
+def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfig]]:
+    """(partitions, replication factor, config) of an internal topic, which the first
+    FindCoordinator for a group (__consumer_offsets) or a transactional id
+    (__transaction_state) creates."""
+
+    def check(cluster: KtCluster) -> tuple[int, int, LogConfig]:
+        from kt.client.client import KafkaClient
+
+        key_type = 0 if topic == "__consumer_offsets" else 1
+        request = m.FindCoordinatorRequest(key="probe", key_type=key_type,
+                                           coordinator_keys=["probe"])  # fmt: skip
+        with KafkaClient(cluster.bootstrap_servers) as client:
+            client.any_connection().send(ApiKey.FIND_COORDINATOR, request)
+        cluster.wait_until(lambda: topic in server(cluster).zk.get_all_topics(), what=topic)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        cluster.wait_until(lambda: topic in admin.list_topics(topic, timeout=30).topics
+                           and not admin.list_topics(topic).topics[topic].error,
+                           what=f"{topic} in Metadata")  # fmt: skip
+        described = admin.list_topics(topic, timeout=30).topics[topic]
+        replicas = len(described.partitions[0].replicas)
+        return len(described.partitions), replicas, server(cluster).topic_config(topic)
+
+    return check
+
+
+def offsets_topic(cluster: KtCluster) -> tuple[int, int, str]:
+    partitions, replicas, config = internal_topic("__consumer_offsets")(cluster)
+    return partitions, replicas, str(config.segment_bytes)
+
+
+TRANSACTIONS = internal_topic("__transaction_state")
+
+
+def auto_created(cluster: KtCluster) -> bool:
+    """Does Metadata for an unknown topic, auto-creation allowed, create it?"""
+    from kt.client.client import KafkaClient
+
+    with KafkaClient(cluster.bootstrap_servers) as client:
+        client.metadata(["auto-created"], allow_auto_create=True)
+    return "auto-created" in server(cluster).zk.get_all_topics()
+
+
+def deletion_error(cluster: KtCluster) -> str:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("doomed", 1, 1)])["doomed"].result(30)
+    try:
+        admin.delete_topics(["doomed"])["doomed"].result(30)
+    except KafkaException as e:
+        return e.args[0].name()
+    return "NONE"
+
+
+def metadata_broker(cluster: KtCluster) -> tuple[str, str | None]:
+    """(host, rack) that Metadata advertises for broker 0."""
+    from kt.client.client import KafkaClient
+
+    with KafkaClient(cluster.bootstrap_servers) as client:
+        client.metadata([])
+        host, _, rack = client.brokers[0]
+        return host, rack
+
+
+def store_connection_timeout(config: KafkaConfig) -> float:
+    from kt.broker.runner import open_store
+
+    return open_store([config]).connection_timeout_s  # type: ignore[attr-defined]
+
+
+TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
+    # -- identity, listeners, directories
+    "broker.id": ShownBy(
+        "tests/broker/test_meta_properties.py::test_configured_id_must_match_stored"
+    ),
+    "node.id": Built("7", lambda config: config.broker_id, 7),
+    "listeners": ShownBy("tests/test_kafka_config.py::test_defaults_when_no_file"),
+    "advertised.listeners": Probe(
+        "PLAINTEXT://localhost:0", lambda c: metadata_broker(c)[0], "localhost"
+    ),  # fmt: skip
+    "listener.security.protocol.map": NoEffect("kt speaks PLAINTEXT only"),
+    "inter.broker.listener.name": NoEffect("kt speaks PLAINTEXT only, on its first listener"),
+    "security.inter.broker.protocol": NoEffect("kt speaks PLAINTEXT only"),
+    "log.dirs": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
+    "log.dir": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
+    "broker.rack": Probe("rack-a", lambda c: metadata_broker(c)[1], "rack-a"),
+    "broker.id.generation.enable": NoEffect(
+        "kt needs a broker.id (or takes 0): no ids from /brokers/seqid yet"
+    ),  # fmt: skip
+    "reserved.broker.max.id": NoEffect("only bounds generated ids, which kt does not make"),
+    # -- topics
+    "num.partitions": Probe("3", lambda c: created_topic(c)[0], 3),
+    "default.replication.factor": Probe("2", lambda c: created_topic(c)[1], 2),
+    "auto.create.topics.enable": Probe("false", auto_created, False, cluster="off"),
+    "delete.topic.enable": Probe(
+        "false", deletion_error, "TOPIC_DELETION_DISABLED", cluster="off"
+    ),  # fmt: skip
+    "min.insync.replicas": Topic("2", "min.insync.replicas", 2),
+    "unclean.leader.election.enable": Topic("true", "unclean.leader.election.enable", True),
+    "compression.type": Topic("zstd", "compression.type", "zstd"),
+    "message.max.bytes": Topic("2000000", "max.message.bytes", 2000000),
+    # -- the log
+    "log.segment.bytes": Topic("1048576", "segment.bytes", 1048576),
+    "log.roll.ms": Topic("1000", "segment.ms", 1000),
+    "log.roll.hours": Topic("2", "segment.ms", 7_200_000),
+    "log.roll.jitter.ms": Topic("500", "segment.jitter.ms", 500),
+    "log.roll.jitter.hours": Topic("1", "segment.jitter.ms", 3_600_000),
+    "log.retention.ms": Topic("1000", "retention.ms", 1000),
+    "log.retention.minutes": Topic("5", "retention.ms", 300_000),
+    "log.retention.hours": Topic("1", "retention.ms", 3_600_000),
+    "log.retention.bytes": Topic("4096", "retention.bytes", 4096),
+    "log.cleanup.policy": Topic("compact", "cleanup.policy", ("compact",)),
+    "log.index.interval.bytes": Topic("128", "index.interval.bytes", 128),
+    "log.index.size.max.bytes": Topic("4096", "segment.index.bytes", 4096),
+    "log.flush.interval.messages": Topic("10", "flush.messages", 10),
+    "log.flush.interval.ms": Topic("500", "flush.ms", 500),
+    "log.segment.delete.delay.ms": Topic("10", "file.delete.delay.ms", 10),
+    "log.preallocate": Topic("true", "preallocate", True),
+    "log.message.timestamp.type": Topic(
+        "LogAppendTime", "message.timestamp.type", "LogAppendTime"
+    ),  # fmt: skip
+    "log.cleaner.min.cleanable.ratio": Topic("0.1", "min.cleanable.dirty.ratio", 0.1),
+    "log.cleaner.delete.retention.ms": Topic("100", "delete.retention.ms", 100),
+    "log.cleaner.min.compaction.lag.ms": Topic("100", "min.compaction.lag.ms", 100),
+    "log.cleaner.max.compaction.lag.ms": Topic("100000", "max.compaction.lag.ms", 100000),
+    "log.retention.check.interval.ms": Probe("1500", task_interval("kafka-log-retention"), 1.5),
+    "log.flush.offset.checkpoint.interval.ms": Probe(
+        "2500", task_interval("kafka-recovery-point-checkpoint"), 2.5
+    ),
+    "log.flush.start.offset.checkpoint.interval.ms": NoEffect(
+        "kt writes log-start-offset-checkpoint with the recovery points"
+    ),
+    "log.flush.scheduler.interval.ms": NoEffect(
+        "kt's flusher looks at each log's flush.ms every second"
+    ),
+    "log.cleaner.enable": Probe(
+        "false", task_interval("kafka-log-cleaner"), None, cluster="off"
+    ),  # fmt: skip
+    "log.cleaner.backoff.ms": Probe("3500", task_interval("kafka-log-cleaner"), 3.5),
+    "log.cleaner.threads": NoEffect("one cleaner pass on the event loop"),
+    "log.cleaner.dedupe.buffer.size": NoEffect("the cleaner's offset map is a dict"),
+    "log.cleaner.io.buffer.size": NoEffect("the cleaner reads whole batches"),
+    "log.cleaner.io.buffer.load.factor": NoEffect("the cleaner's offset map is a dict"),
+    "log.cleaner.io.max.bytes.per.second": NoEffect("the cleaner is not throttled yet"),
+    "log.message.format.version": NoEffect("ignored since Kafka 3.0: always v2"),
+    "log.message.downconversion.enable": NoEffect(
+        "kt serves v2 batches to every Fetch version it supports"
+    ),  # fmt: skip
+    "num.recovery.threads.per.data.dir": NoEffect("recovery runs on one thread"),
+    # -- replication
+    "replica.fetch.max.bytes": Probe(
+        "65536", lambda c: server(c).replica_manager.fetcher_manager.config.max_bytes, 65536
+    ),  # fmt: skip
+    "replica.fetch.wait.max.ms": Probe(
+        "250", lambda c: server(c).replica_manager.fetcher_manager.config.max_wait_ms, 250
+    ),  # fmt: skip
+    "replica.fetch.min.bytes": Probe(
+        "10", lambda c: server(c).replica_manager.fetcher_manager.config.min_bytes, 10
+    ),  # fmt: skip
+    "replica.fetch.backoff.ms": Probe(
+        "150", lambda c: server(c).replica_manager.fetcher_manager.config.backoff_ms, 150
+    ),  # fmt: skip
+    "replica.fetch.response.max.bytes": Probe(
+        "131072",
+        lambda c: server(c).replica_manager.fetcher_manager.config.response_max_bytes,
+        131072,
+    ),  # fmt: skip
+    "replica.lag.time.max.ms": Probe("8000", task_interval("isr-expiration"), 4.0),
+    "replica.socket.timeout.ms": NoEffect(
+        "a fetcher's request waits replica.fetch.wait.max.ms;"
+        " a dead leader is noticed by the controller"
+    ),
+    "replica.high.watermark.checkpoint.interval.ms": NoEffect(
+        "the high watermark checkpoint is written with the recovery points"
+    ),
+    "num.replica.fetchers": NoEffect("one fetcher per source broker, all on the event loop"),
+    "leader.replication.throttled.rate": NoEffect("replication throttling: issue 17"),
+    "follower.replication.throttled.rate": NoEffect("replication throttling: issue 17"),
+    "replica.alter.log.dirs.io.max.bytes.per.second": NoEffect("no log dir moves yet: issue 17"),
+    "auto.leader.rebalance.enable": NoEffect("auto leader rebalance: issue 17"),
+    "leader.imbalance.check.interval.seconds": NoEffect("auto leader rebalance: issue 17"),
+    "leader.imbalance.per.broker.percentage": NoEffect("auto leader rebalance: issue 17"),
+    "inter.broker.protocol.version": NoEffect("kt speaks one version, 3.9's"),
+    "controlled.shutdown.enable": ShownBy(CONTROLLED),
+    "controlled.shutdown.max.retries": ShownBy(CONTROLLED),
+    "controlled.shutdown.retry.backoff.ms": ShownBy(CONTROLLED),
+    # -- the network
+    "socket.request.max.bytes": Probe(
+        "200000", lambda c: server(c).socket_server.max_request_bytes, 200000
+    ),  # fmt: skip
+    "socket.send.buffer.bytes": Probe(
+        "65536", lambda c: server(c).socket_server.send_buffer_bytes, 65536
+    ),  # fmt: skip
+    "socket.receive.buffer.bytes": Probe(
+        "65536", lambda c: server(c).socket_server.receive_buffer_bytes, 65536
+    ),  # fmt: skip
+    "num.network.threads": NoEffect("one asyncio event loop serves every connection"),
+    "num.io.threads": NoEffect("one asyncio event loop serves every request"),
+    "queued.max.requests": NoEffect("a connection's next request is read after its answer"),
+    "connections.max.idle.ms": NoEffect("idle connections are not closed yet: issue 16"),
+    # -- groups and offsets
+    "offsets.topic.num.partitions": Probe("3", lambda c: offsets_topic(c)[0], 3),
+    "offsets.topic.replication.factor": Probe("2", lambda c: offsets_topic(c)[1], 2),
+    "offsets.topic.segment.bytes": Probe("2097152", lambda c: offsets_topic(c)[2], "2097152"),
+    "offsets.retention.minutes": Probe(
+        "3",
+        lambda c: next(
+            t.action.args[0] for t in server(c)._tasks if t.name == "delete-expired-group-metadata"
+        ),
+        180_000,
+    ),  # fmt: skip
+    "offsets.retention.check.interval.ms": Probe(
+        "4000", task_interval("delete-expired-group-metadata"), 4.0
+    ),
+    "offsets.commit.required.acks": NoEffect("deprecated in Kafka; commits wait for the ISR"),
+    "offsets.load.buffer.size": Probe(
+        "65536", lambda c: server(c).group_coordinator.manager.load_buffer_size, 65536
+    ),  # fmt: skip
+    "group.initial.rebalance.delay.ms": Probe(
+        "100", lambda c: server(c).group_coordinator.initial_rebalance_delay_ms, 100
+    ),  # fmt: skip
+    "group.min.session.timeout.ms": Probe(
+        "1000", lambda c: server(c).group_coordinator.min_session_timeout_ms, 1000
+    ),  # fmt: skip
+    "group.max.session.timeout.ms": Probe(
+        "60000", lambda c: server(c).group_coordinator.max_session_timeout_ms, 60000
+    ),  # fmt: skip
+    "group.max.size": Probe("7", lambda c: server(c).group_coordinator.max_group_size, 7),
+    "group.coordinator.rebalance.protocols": NoEffect("the classic protocol only (no KIP-848)"),
+    # -- transactions and producer ids
+    "transaction.state.log.num.partitions": Probe("4", lambda c: TRANSACTIONS(c)[0], 4),
+    "transaction.state.log.replication.factor": Probe("2", lambda c: TRANSACTIONS(c)[1], 2),
+    "transaction.state.log.min.isr": Probe(
+        "2", lambda c: TRANSACTIONS(c)[2].min_insync_replicas, 2
+    ),  # fmt: skip
+    "transaction.state.log.segment.bytes": Probe(
+        "3145728", lambda c: TRANSACTIONS(c)[2].segment_bytes, 3145728
+    ),  # fmt: skip
+    "transactional.id.expiration.ms": NoEffect("no transactions yet"),
+    "producer.id.expiration.ms": NoEffect("producer state lives as long as its log's batches"),
+    # -- ZooKeeper
+    "zookeeper.connect": ShownBy(
+        "tests/integration/test_zookeeper_cluster.py::test_controller_failover_and_kafkas_znodes"
+    ),
+    "zookeeper.session.timeout.ms": ShownBy(
+        "tests/integration/test_zookeeper_cluster.py::test_controller_failover_and_kafkas_znodes"
+    ),
+    "zookeeper.connection.timeout.ms": Built("2500", store_connection_timeout, 2.5),
+}
+
+
+def entries(kind: type) -> list[tuple[str, Any]]:
+    return [(k, e) for k, e in TABLE.items() if isinstance(e, kind)]
+
+
+def test_every_broker_key_has_one_entry() -> None:
+    assert sorted(TABLE) == sorted(BROKER_KEYS)
+
+
+@pytest.mark.parametrize(("key", "entry"), entries(Topic), ids=[k for k, _ in entries(Topic)])
+def test_a_broker_key_sets_its_topic_default(key: str, entry: Topic) -> None:
+    attribute = entry.topic_key.replace(".", "_")
+    default = getattr(LogConfig.from_props(KafkaConfig({}).topic_defaults()), attribute)
+    tuned = getattr(LogConfig.from_props(KafkaConfig({key: entry.value}).topic_defaults()),
+                    attribute)  # fmt: skip
+    assert (tuned, default != entry.expected) == (entry.expected, True)
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, KtCluster]]:
+    """Two brokers for each probe cluster, with its probes' values; two with the defaults."""
+    # The defaults, but for the internal topics' replication (Kafka's 3 needs 3 brokers).
+    settings: dict[str, dict[str, str]] = {"default": {
+        "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1"}}  # fmt: skip
+    for key, entry in entries(Probe):
+        settings.setdefault(entry.cluster, {})[key] = entry.value
+    made = {
+        name: KtCluster(2, base_dir=tmp_path_factory.mktemp(name), overrides=overrides)
+        for name, overrides in settings.items()
+    }
+    for cluster in made.values():
+        cluster.start()
+    yield made
+    for cluster in made.values():
+        cluster.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("key", "entry"), entries(Probe), ids=[k for k, _ in entries(Probe)])
+def test_a_broker_key_shows_on_a_running_broker(clusters, key: str, entry: Probe) -> None:
+    assert entry.check(clusters[entry.cluster]) == entry.expected
+    assert entry.check(clusters["default"]) != entry.expected
+
+
+@pytest.mark.parametrize(("key", "entry"), entries(Built), ids=[k for k, _ in entries(Built)])
+def test_a_broker_key_shows_in_what_kt_builds(key: str, entry: Built) -> None:
+    config = {"zookeeper.connect": "127.0.0.1:1"}  # a store that is never started
+    assert entry.check(KafkaConfig({**config, key: entry.value})) == entry.expected
+    assert entry.check(KafkaConfig(config)) != entry.expected
+
+
+@pytest.mark.parametrize(("key", "entry"), entries(ShownBy), ids=[k for k, _ in entries(ShownBy)])
+def test_a_named_test_shows_the_key(key: str, entry: ShownBy) -> None:
+    path, function = entry.test.split("::")
+    tree = ast.parse((ROOT / path).read_text())
+    tests = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    assert function in tests, f"{entry.test} does not exist"
+    assert key in (ROOT / path).read_text(), f"{path} never names {key}"
+
+
+# Where a key may be named without being acted on: the config tables, DescribeConfigs'
+# synonyms, and the properties kt writes for Apache Kafka's broker.
+NAMING_ONLY = {"kt/config.py", "kt/broker/handlers/configs.py", "kt/reference_kafka.py"}
+
+
+def _kt_sources() -> str:
+    return "".join(
+        p.read_text()
+        for p in (ROOT / "kt").rglob("*.py")
+        if str(p.relative_to(ROOT)) not in NAMING_ONLY
+    )
+
+
+@pytest.mark.parametrize(("key", "entry"), entries(NoEffect),
+                         ids=[k for k, _ in entries(NoEffect)])  # fmt: skip
+def test_a_key_without_effect_is_read_nowhere(key: str, entry: NoEffect) -> None:
+    assert entry.reason
+    assert f'"{key}"' not in _kt_sources(), f"{key} is read: say what it does"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("enabled", [True, False])
+def test_controlled_shutdown_keys(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    enabled: bool,
+) -> None:
+    """controlled.shutdown.enable, .max.retries and .retry.backoff.ms: a stopping broker
+    asks the controller max.retries times, retry.backoff.ms apart (here the controller cannot be
+    reached, so every attempt fails), then stops anyway; disabled, it does not ask."""
+    from kt.errors import KafkaError
+
+    overrides = {"controlled.shutdown.enable": str(enabled).lower(),
+                 "controlled.shutdown.max.retries": "2",
+                 "controlled.shutdown.retry.backoff.ms": "300"}  # fmt: skip
+    attempts: list[float] = []
+
+    async def unreachable(self: KafkaServer) -> None:
+        attempts.append(time.monotonic())
+        raise KafkaError("NETWORK_EXCEPTION", "the controller does not answer")
+
+    monkeypatch.setattr(KafkaServer, "_ask_controller_to_shut_down", unreachable)
+    with KtCluster(2, base_dir=tmp_path, overrides=overrides) as cluster:
+        cluster.stop_broker(1)
+        if not enabled:
+            assert attempts == []
+            return
+        # Kafka's defaults are 3 attempts, 5 s apart: neither can pass for the values set.
+        assert len(attempts) == 2
+        assert 0.3 <= attempts[1] - attempts[0] < 5.0
+        assert "all the controlled shutdown attempts failed" in caplog.text
