@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copy Apache Kafka's jars (interop/pom.xml) into the cache that kt.reference_kafka reads:
-# $KT_KAFKA_HOME, by default ~/.cache/kt/kafka-<version>. Maven's local repository makes a
-# second run fast and offline; nothing lands in the repository.
+# $KT_KAFKA_HOME, by default ~/.cache/kt/kafka-<version>, and Spark's Kafka connector
+# (interop/spark-kafka/pom.xml) into its spark-kafka/ directory. Maven's local repository
+# makes a second run fast and offline; nothing lands in the repository.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")"
@@ -10,3 +11,13 @@ mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$dest/libs" -DoverWriteIfNewer=true
 echo "$version" > "$dest/VERSION"
 echo "Apache Kafka $version: $(ls "$dest/libs" | wc -l) jars in $dest/libs"
+
+# The connector, and of its dependencies only those that pyspark's jars do not hold.
+spark_version="$(sed -n 's:.*<spark.kafka.version>\(.*\)</spark.kafka.version>.*:\1:p' \
+    "$here/spark-kafka/pom.xml")"
+rm -rf "$dest/spark-kafka"
+mvn -q -B -f "$here/spark-kafka/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$dest/spark-kafka" \
+    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
+echo "$spark_version" > "$dest/spark-kafka/VERSION"
+echo "Spark's Kafka connector $spark_version: $(ls "$dest/spark-kafka"/*.jar | wc -l) jars in $dest/spark-kafka"

@@ -89,6 +89,12 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def spark_kafka_jars() -> list[Path]:
+    """Spark's Kafka connector and the jars pyspark lacks for it (interop/spark-kafka),
+    for spark.jars; empty when interop/fetch-kafka.sh has not run."""
+    return sorted((kafka_home() / "spark-kafka").glob("*.jar"))
+
+
 def java_command(main_class: str, heap: list[str], log4j: Path) -> list[str]:
     reason = unavailable_reason()
     if reason is not None:

@@ -1,0 +1,83 @@
+"""Spark's own Kafka connector (spark-sql-kafka, `format("kafka")`) against kt and against
+Apache Kafka 3.9: the same PySpark job (tests/oracle/spark_kafka_job.py) reads, writes
+and streams on each, and every step gives the same rows. kt's own `format("kt")` source
+reads both brokers too, with the rows of Spark's connector.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.reference_kafka import spark_kafka_jars
+
+JOB = Path(__file__).with_name("spark_kafka_job.py")
+TOPICS = ("orders", "written", "streamed", "streamed-by-kt")
+RECORDS = 20
+BASE_MS = 1_700_000_000_000
+
+
+def prepare(bootstrap: str) -> None:
+    """The job's topics, two partitions each, and RECORDS records in `orders`: keys (some
+    null), values (one null), headers (one with a null value), timestamps a second apart."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(t, 2, 1) for t in TOPICS]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i in range(RECORDS):
+        producer.produce(
+            "orders",
+            key=None if i % 5 == 0 else f"key-{i}".encode(),
+            value=None if i == 7 else f"value-{i}".encode() * (i + 1),
+            partition=i % 2,
+            timestamp=BASE_MS + i * 1000,
+            headers=[("i", str(i).encode()), ("empty", None)] if i % 3 == 0 else None,
+        )
+        producer.flush(30)  # one record per batch: offsets as the loop gives them
+    assert producer.flush(30) == 0
+
+
+@pytest.fixture
+def connector_jars() -> list[Path]:
+    jars = spark_kafka_jars()
+    if not jars:
+        pytest.skip("Spark's Kafka connector is not in the cache: run interop/fetch-kafka.sh")
+    return jars
+
+
+def test_spark_kafka_connector_reads_writes_and_streams_as_on_kafka(
+    connector_jars: list[Path], broker, kafka, tmp_path: Path
+) -> None:
+    prepare(broker.bootstrap)
+    prepare(kafka.bootstrap)
+    job = subprocess.run(
+        [sys.executable, str(JOB), str(tmp_path), f"kt={broker.bootstrap}",
+         f"kafka={kafka.bootstrap}"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert job.returncode == 0, job.stderr[-6000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    on_kt, on_kafka = results["kt"], results["kafka"]
+
+    # What the job saw is what was produced, on Kafka itself.
+    read = on_kafka["read"]
+    assert len(read) == RECORDS
+    assert [r["timestamp_ms"] for r in read if r["partition"] == 0] == [
+        BASE_MS + i * 1000 for i in range(0, RECORDS, 2)]  # fmt: skip
+    assert [r["offset"] for r in on_kafka["range"] if r["partition"] == 0] == [1, 2, 3]
+    assert len(on_kafka["range"]) == 3 + RECORDS // 2
+    assert 0 < len(on_kafka["from_timestamp"]) < RECORDS
+    for step in ("written", "streamed", "streamed_by_kt"):
+        assert len(on_kafka[step]) == RECORDS, step
+
+    for step in on_kafka:
+        assert on_kt[step] == on_kafka[step], step
+    # kt's source gives Spark's connector's rows, from either broker.
+    assert on_kt["kt_source"] == on_kt["read"]
+    assert on_kafka["kt_source"] == on_kafka["read"]
