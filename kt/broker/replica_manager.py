@@ -351,6 +351,10 @@ class ReplicaManager:
                 self.fetch_purgatory.check_and_complete(fp.tp)
         except KafkaError as e:
             return FetchResult(error_code=e.code)
+        except ValueError as e:  # a size the client sent that no read can have (max_bytes < 0)
+            log.error("Error processing fetch with max size %s from %s on partition %s: %s",
+                      min(fp.max_bytes, limit), _fetch_source(replica_id), fp.tp, e)  # fmt: skip
+            return FetchResult(error_code=KafkaError("UNKNOWN_SERVER_ERROR").code)
         return FetchResult(
             high_watermark=log_.high_watermark,
             last_stable_offset=log_.last_stable_offset,
@@ -362,6 +366,10 @@ class ReplicaManager:
         """The partition changed (append, HW move, role change): re-check its waiters."""
         self.produce_purgatory.check_and_complete(tp)
         self.fetch_purgatory.check_and_complete(tp)
+
+
+def _fetch_source(replica_id: int) -> str:
+    return f"replica {replica_id}" if replica_id >= 0 else "consumer"
 
 
 def _offline(tp: TopicPartition) -> KafkaStorageError:

@@ -17,6 +17,11 @@ LATEST = -1
 MAX_TIMESTAMP = -3
 INITIAL_EPOCH = 0  # a full fetch that asks for a new session
 FINAL_EPOCH = -1  # a full fetch that closes its session (or wants none)
+ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
+# The negative timestamps ListOffsets takes from each version on (ListOffsetsRequest):
+# -3 from v7, -4 (EARLIEST_LOCAL) from v8, -5 (LATEST_TIERED) from v9. Any other
+# negative timestamp is UNSUPPORTED_VERSION, as Kafka 3.9 answers it.
+SPECIAL_TIMESTAMPS_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, -4: 8, -5: 9}
 
 
 async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
@@ -34,6 +39,8 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
             session_id=0,
             responses=[],
         )
+    if request.isolation_level not in ISOLATION_LEVELS:  # Kafka fails the whole request
+        return _fetch_failed(request, KafkaError("UNKNOWN_SERVER_ERROR").code)
     replica_id = request.replica_id
     wanted = [
         FetchRequestPartition(
@@ -67,6 +74,19 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
     return m.FetchResponse(error_code=0, session_id=0, responses=topics, throttle_time_ms=0)
 
 
+def _fetch_failed(request: Any, error_code: int) -> Any:
+    Data = m.FetchResponse.PartitionData
+    topics = [
+        m.FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=[
+            Data(partition_index=p.partition, error_code=error_code, high_watermark=-1,
+                 last_stable_offset=-1, log_start_offset=-1, preferred_read_replica=-1,
+                 records=None)
+            for p in topic.partitions])
+        for topic in request.topics
+    ]  # fmt: skip
+    return m.FetchResponse(error_code=error_code, session_id=0, responses=topics)
+
+
 def _partition_data(index: int, r: FetchResult) -> Any:
     return m.FetchResponse.PartitionData(
         partition_index=index,
@@ -95,6 +115,12 @@ async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any)
 
 def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p: Any) -> Any:
     Response = m.ListOffsetsResponse.ListOffsetsPartitionResponse
+    if request.isolation_level not in ISOLATION_LEVELS:
+        return Response(partition_index=p.partition_index,
+                        error_code=KafkaError("UNKNOWN_SERVER_ERROR").code)  # fmt: skip
+    if p.timestamp < 0 and SPECIAL_TIMESTAMPS_SINCE.get(p.timestamp, 99) > version:
+        return Response(partition_index=p.partition_index,
+                        error_code=KafkaError("UNSUPPORTED_VERSION").code)  # fmt: skip
     try:
         partition = server.replica_manager.get_partition(TopicPartition(topic, p.partition_index))
         partition.check_leader(p.current_leader_epoch)

@@ -4,6 +4,11 @@ Topic mutations go through the controller (Metadata's controller_id); another br
 answers NOT_CONTROLLER and the client retries there (PROTOCOL.md section 1). After
 writing the znodes, the handler waits (up to timeout_ms) for the controller's work to
 show in this broker's metadata, as Kafka's DelayedCreatePartitions does.
+
+A request that would create more than MAX_PARTITIONS_PER_BATCH partitions is refused
+whole with POLICY_VIOLATION, as KRaft's controller refuses it
+(ReplicationControlManager.validateTotalNumberOfPartitions): its assignment alone would
+take the broker's memory.
 """
 
 from __future__ import annotations
@@ -19,16 +24,22 @@ from kt.protocol import messages as m
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
+MAX_PARTITIONS_PER_BATCH = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
 
 async def _wait_or_time_out(
     server: KafkaServer, results: list[TopicResult], done: Any, timeout_ms: int
 ) -> None:
     """Wait until `done(topics)` holds for the topics that succeeded so far; those still
-    waiting at the timeout get REQUEST_TIMED_OUT (the change itself stays in effect)."""
+    waiting at the timeout get REQUEST_TIMED_OUT (the change itself stays in effect).
+    A timeout of 0 or less times out at once, as ZkAdminManager answers it."""
     pending = [r.name for r in results if not r.error_code]
     if not pending:
         return
-    if not await server.admin_manager.wait_for_metadata(lambda: done(pending), timeout_ms):
+    if timeout_ms <= 0 or not await server.admin_manager.wait_for_metadata(
+        lambda: done(pending), timeout_ms
+    ):
         for r in results:
             if r.name in pending:
                 r.error_code = KafkaError("REQUEST_TIMED_OUT").code
@@ -38,10 +49,31 @@ def _not_controller(server: KafkaServer) -> bool:
     return server.controller is None or not server.controller.is_active
 
 
+def _too_many(names: list[str]) -> list[TopicResult]:
+    error = KafkaError("POLICY_VIOLATION", TOO_MANY_PARTITIONS)
+    return [TopicResult.failed(name, error) for name in names]
+
+
+def _partitions_requested(server: KafkaServer, request: Any) -> int:
+    """The partitions a CreateTopics request would create (KRaft's count: a topic with
+    assignments counts them, -1 counts num.partitions, an invalid count nothing)."""
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += server.config["num.partitions"]
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
 async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     results: list[TopicResult] = []
     seen: set[str] = set()
-    for topic in request.topics:
+    if _partitions_requested(server, request) > MAX_PARTITIONS_PER_BATCH:
+        results = _too_many([t.name for t in request.topics])
+    for topic in request.topics if not results else ():
         if topic.name in seen:
             results.append(
                 TopicResult.failed(
@@ -130,7 +162,11 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
 
 async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     results = []
-    for topic in request.topics:
+    cache = server.metadata_cache
+    added = sum(max(0, t.count - len(cache.topic_partitions(t.name))) for t in request.topics)
+    if added > MAX_PARTITIONS_PER_BATCH:
+        results = _too_many([t.name for t in request.topics])
+    for topic in request.topics if not results else ():
         if _not_controller(server):
             results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
             continue
