@@ -382,6 +382,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object], ...] = (
     ("socket.receive.buffer.bytes", "int", 102400),
     ("queued.max.requests", "int", 500),
     ("connections.max.idle.ms", "long", 600000),
+    ("socket.listen.backlog.size", "int", 50),
     ("offsets.topic.num.partitions", "int", 50),
     ("offsets.topic.replication.factor", "short", 3),
     ("offsets.topic.segment.bytes", "int", 104857600),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -155,6 +156,14 @@ def metadata_broker(cluster: KtCluster) -> tuple[str, str | None]:
         return host, rack
 
 
+def listen_backlog(port: int) -> int:
+    """The backlog of the socket listening on `port`, as the kernel reports it (ss shows
+    a listener's backlog as its Send-Q)."""
+    lines = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True,
+                           text=True, check=True).stdout.splitlines()  # fmt: skip
+    return int(lines[0].split()[2])
+
+
 def store_connection_timeout(config: KafkaConfig) -> float:
     from kt.broker.runner import open_store
 
@@ -290,7 +299,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "num.network.threads": NoEffect("one asyncio event loop serves every connection"),
     "num.io.threads": NoEffect("one asyncio event loop serves every request"),
     "queued.max.requests": NoEffect("a connection's next request is read after its answer"),
-    "connections.max.idle.ms": NoEffect("idle connections are not closed yet: issue 16"),
+    "connections.max.idle.ms": ShownBy(
+        "tests/integration/test_connections.py::test_idle_connections_are_closed"
+    ),
+    "socket.listen.backlog.size": Probe("7", lambda c: listen_backlog(server(c).port), 7),
     # -- groups and offsets
     "offsets.topic.num.partitions": Probe("3", lambda c: offsets_topic(c)[0], 3),
     "offsets.topic.replication.factor": Probe("2", lambda c: offsets_topic(c)[1], 2),

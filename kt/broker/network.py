@@ -14,15 +14,25 @@ selector. Per connection, a KafkaChannel:
   in a plain callback: no task switch and no selector change per chunk (asyncio's
   loop.sendfile takes several loop iterations for every chunk, and a Fetch response of
   1 MiB is several chunks through a 100 KiB socket.send.buffer.bytes);
-- a malformed frame closes that connection and is logged; nothing else happens.
+- a malformed frame closes that connection and is logged; nothing else happens;
+- a connection with no traffic either way for `connections.max.idle.ms` is closed, as
+  Kafka's Selector closes idle connections (a half-sent request does not count as
+  traffic once its bytes stop coming); one with a request being handled is not idle.
+
+The listener is accepted from in a reader callback that takes every pending connection
+until EAGAIN, as Kafka's Acceptor does with the selector's keys: a burst of connects
+never waits in the `socket.listen.backlog.size` queue for a loop iteration per
+connection. Out of descriptors (EMFILE), accepting pauses a moment and is logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import socket
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,7 +45,8 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 256 * 1024
 MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
-BACKLOG = 100  # asyncio.start_server's default
+BACKLOG = 50  # socket.listen.backlog.size's default
+ACCEPT_PAUSE_S = 0.1  # after an accept failed for want of descriptors
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
@@ -64,16 +75,23 @@ class SocketServer:
     max_request_bytes: int = 104857600
     send_buffer_bytes: int = 102400
     receive_buffer_bytes: int = 102400
+    connections_max_idle_ms: int = 600000
+    backlog: int = BACKLOG
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
-    _acceptors: list[asyncio.Task] = field(default_factory=list, init=False)
-    _connections: set[asyncio.Task] = field(default_factory=set, init=False)
+    _idle_reaper: asyncio.Task | None = field(default=None, init=False)
+    _connections: dict[asyncio.Task, KafkaChannel] = field(default_factory=dict, init=False)
     _next_id: int = field(default=0, init=False)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._listeners = bind_listeners(self.host, self.port)
+        self._loop = loop = asyncio.get_running_loop()
+        self._listeners = bind_listeners(self.host, self.port, self.backlog)
+        for listener in self._listeners:  # accepted sockets inherit these options
+            self._tune(listener)
         self.port = self._listeners[0].getsockname()[1]
-        self._acceptors = [loop.create_task(self._accept(s)) for s in self._listeners]
+        for listener in self._listeners:
+            loop.add_reader(listener.fileno(), self._accept, listener)
+        self._idle_reaper = loop.create_task(self._close_idle_connections())
 
     @property
     def bound_port(self) -> int:
@@ -81,34 +99,70 @@ class SocketServer:
 
     async def stop(self) -> None:
         """Stop accepting, then end every connection (a request being handled is cancelled)."""
-        for task in self._acceptors:
-            task.cancel()
-        await asyncio.gather(*self._acceptors, return_exceptions=True)
+        assert self._loop is not None
         for sock in self._listeners:
+            self._loop.remove_reader(sock.fileno())
             sock.close()
+        if self._idle_reaper is not None:
+            self._idle_reaper.cancel()
+            await asyncio.gather(self._idle_reaper, return_exceptions=True)
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
 
-    async def _accept(self, listener: socket.socket) -> None:
-        loop = asyncio.get_running_loop()
+    def _accept(self, listener: socket.socket) -> None:
+        """Accept every pending connection (the listener is readable): all of them first,
+        which empties the kernel's queue at once, then a channel for each."""
+        loop = self._loop
+        assert loop is not None
+        accepted = []
         while True:
             try:
-                sock, peer = await loop.sock_accept(listener)
-            except OSError as e:  # out of descriptors, or a connection reset while queued
+                accepted.append(listener.accept())
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:
+                # Out of descriptors (EMFILE, ENFILE, ENOBUFS), or a connection reset
+                # while it was queued: log it, and let the next connections be tried
+                # after a pause rather than spin on a listener that stays readable.
                 log.warning("accept failed on %s: %s", listener.getsockname(), e)
-                await asyncio.sleep(0.1)
-                continue
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    loop.remove_reader(listener.fileno())
+                    loop.call_later(ACCEPT_PAUSE_S, self._resume_accepting, listener)
+                    break
+        for sock, peer in accepted:
+            sock.setblocking(False)
             self._next_id += 1
-            self._tune(sock)
             channel = KafkaChannel(loop, sock, self.max_request_bytes)
             ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]))
             task = loop.create_task(self._serve(channel, ctx))
-            self._connections.add(task)
-            task.add_done_callback(self._connections.discard)
+            self._connections[task] = channel
+            task.add_done_callback(self._forget)
+
+    def _forget(self, task: asyncio.Task) -> None:
+        self._connections.pop(task, None)
+
+    def _resume_accepting(self, listener: socket.socket) -> None:
+        if listener.fileno() >= 0 and self._loop is not None:
+            self._loop.add_reader(listener.fileno(), self._accept, listener)
+            self._accept(listener)
+
+    async def _close_idle_connections(self) -> None:
+        """Close the connections without traffic for connections.max.idle.ms (Selector's
+        idle expiry), looking a few times per idle period and at least once a second."""
+        idle_s = self.connections_max_idle_ms / 1000
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.01), 1.0))
+            expired_before = time.monotonic() - idle_s
+            for task, channel in list(self._connections.items()):
+                if channel.last_active < expired_before and not channel.busy:
+                    log.debug("closing idle connection %s", channel)
+                    task.cancel()
 
     def _tune(self, sock: socket.socket) -> None:
+        """TCP_NODELAY and the buffer sizes (set on the listener, before any connection
+        asks: the receive buffer decides the window scale offered in the handshake)."""
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.send_buffer_bytes > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer_bytes)
@@ -118,9 +172,11 @@ class SocketServer:
     async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
         try:
             while (frame := await channel.next_request()) is not None:
+                channel.busy = True
                 parts = await self.handler(frame, ctx)
                 if parts and (sent := channel.send(parts)) is not None:
                     await sent
+                channel.busy = False
         except ProtocolError as e:
             log.warning("closing connection from %s:%s: %s", ctx.client_host, ctx.client_port, e)
         except (ConnectionError, asyncio.CancelledError):
@@ -131,7 +187,7 @@ class SocketServer:
             channel.close()
 
 
-def bind_listeners(host: str, port: int) -> list[socket.socket]:
+def bind_listeners(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
     """Non-blocking listening sockets on every address `host` resolves to."""
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     listeners: list[socket.socket] = []
@@ -143,7 +199,7 @@ def bind_listeners(host: str, port: int) -> list[socket.socket]:
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind(address)
-            sock.listen(BACKLOG)
+            sock.listen(backlog)
             sock.setblocking(False)
     except OSError:
         for sock in listeners:
@@ -184,6 +240,8 @@ class KafkaChannel:
         self._out: deque[memoryview | _FileRange] = deque()
         self._sent: asyncio.Future[None] | None = None
         self._closed = False
+        self.last_active = time.monotonic()  # the last bytes in or out
+        self.busy = False  # a request is being handled
         loop.add_reader(self._fd, self._on_readable)
 
     # -- requests ---------------------------------------------------------------------
@@ -217,6 +275,7 @@ class KafkaChannel:
             return self._stop_reading(e)
         if not data:
             return self._stop_reading(EOFError())
+        self.last_active = time.monotonic()
         try:
             frames = self._frames.feed(data)
         except ProtocolError as e:
@@ -263,6 +322,7 @@ class KafkaChannel:
     def _write_some(self) -> bool:
         """Write what the socket takes; True when nothing is left."""
         out = self._out
+        self.last_active = time.monotonic()
         try:
             while out:
                 part = out[0]

@@ -169,6 +169,8 @@ class KafkaServer:
             max_request_bytes=cfg["socket.request.max.bytes"],
             send_buffer_bytes=cfg["socket.send.buffer.bytes"],
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            backlog=cfg["socket.listen.backlog.size"],
         )
         await self.socket_server.start()
         self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])

@@ -1,0 +1,112 @@
+"""The broker's connections as Kafka's SocketServer keeps them: idle ones are closed after
+connections.max.idle.ms (a half-sent request does not keep one open), a burst of
+connects is accepted whole, and running out of file descriptors is logged and survived.
+"""
+
+from __future__ import annotations
+
+import resource
+import socket
+import struct
+import time
+from collections.abc import Callable
+
+import pytest
+
+from kt.client.connection import BrokerConnection
+from kt.protocol import ApiKey, decode_response, encode_request
+from kt.protocol.messages import ApiVersionsRequest
+
+pytestmark = pytest.mark.slow
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
+        time.sleep(0.05)
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Has the broker closed this connection? (Reads without waiting.)"""
+    try:
+        return sock.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def api_versions(connection: BrokerConnection) -> int:
+    return connection.send(ApiKey.API_VERSIONS, ApiVersionsRequest()).error_code
+
+
+def test_idle_connections_are_closed(broker_factory) -> None:
+    broker = broker_factory(**{"connections.max.idle.ms": "500"})
+    silent = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(10)]
+    half_sent = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(10)]
+    for sock in half_sent:
+        sock.sendall(struct.pack(">i", 1000) + b"\x00\x12\x00\x03")  # 8 of 1004 bytes
+    active = BrokerConnection("127.0.0.1", broker.port)
+    try:
+        # A connection that keeps talking, every 100 ms, outlives four idle periods.
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            assert api_versions(active) == 0
+            time.sleep(0.1)
+        wait_until(lambda: all(closed_by_peer(s) for s in silent + half_sent),
+                   "every idle connection closed")  # fmt: skip
+        assert api_versions(active) == 0
+    finally:
+        active.close()
+        for sock in silent + half_sent:
+            sock.close()
+
+
+def test_a_burst_of_connects_is_accepted_whole(broker_factory) -> None:
+    """Four times as many connects at once as the listen backlog holds, each with a
+    request pipelined behind it: every one is accepted and answered."""
+    broker = broker_factory(**{"socket.listen.backlog.size": "50"})
+    socks = [socket.socket() for _ in range(200)]
+    try:
+        for sock in socks:
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", broker.port))
+        for i, sock in enumerate(socks):
+            sock.settimeout(30)
+            sock.sendall(encode_request(ApiKey.API_VERSIONS, 0, i, "burst", ApiVersionsRequest()))
+        for i, sock in enumerate(socks):
+            (size,) = struct.unpack(">i", recv_exactly(sock, 4))
+            correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(sock, size))
+            assert (correlation_id, body.error_code) == (i, 0)
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def recv_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "connection closed early"
+        data += chunk
+    return data
+
+
+def test_out_of_file_descriptors_is_logged_and_survived(broker_factory) -> None:
+    broker = broker_factory()
+    assert broker.proc is not None
+    resource.prlimit(broker.proc.pid, resource.RLIMIT_NOFILE, (64, 64))
+    socks = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(100)]
+    try:
+        wait_until(lambda: "Too many open files" in broker.run_log(), "EMFILE logged")
+        assert broker.alive
+    finally:
+        for sock in socks:
+            sock.close()
+    # Descriptors free again: the broker accepts and answers.
+    connection = BrokerConnection("127.0.0.1", broker.port)
+    try:
+        assert api_versions(connection) == 0
+    finally:
+        connection.close()
