@@ -367,3 +367,12 @@ class InvalidTopicError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__("INVALID_TOPIC_EXCEPTION", message)
+
+
+class RecordValidationError(KafkaError):
+    """Records of a batch that broke a per-record rule (KIP-467): the ProduceResponse
+    names each one, as (index in its batch, message), in `record_errors`."""
+
+    def __init__(self, name: str, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(name, message)
+        self.record_errors = record_errors

@@ -20,7 +20,7 @@ from typing import Any
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import IsrWriter, Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
-from kt.errors import KafkaError, KafkaStorageError
+from kt.errors import KafkaError, KafkaStorageError, RecordValidationError
 from kt.storage.producer_state import ORIGIN_CLIENT
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ class ProduceResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     last_offset: int = -1
+    record_errors: list[tuple[int, str]] = field(default_factory=list)  # KIP-467
 
 
 @dataclass
@@ -240,6 +241,8 @@ class ReplicaManager:
         try:
             partition = self.get_partition(tp)
             info = partition.append_records_to_leader(records, required_acks, origin)
+        except RecordValidationError as e:
+            return ProduceResult(e.code, str(e), record_errors=e.record_errors)
         except KafkaError as e:
             return ProduceResult(e.code, str(e) or None)
         self.fetch_purgatory.check_and_complete(tp)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from crc32c_rs import crc32c
 
 from kt.config import LogConfig
-from kt.errors import CorruptRecordError, KafkaError
+from kt.errors import CorruptRecordError, KafkaError, RecordValidationError
 from kt.storage.batch_header import (
     ATTRIBUTES_OFFSET,
     CONTROL_MASK,
@@ -278,25 +278,46 @@ def validate_records(
       message.timestamp.after.max.ms) takes no record stamped more than the one before
       `now` or the other after it: INVALID_TIMESTAMP. Records without a timestamp (-1)
       pass, as in Kafka.
-    The first record that breaks a rule refuses the whole append."""
+    The first batch with a record that breaks a rule refuses the whole append, naming each
+    of its bad records (RecordValidationError.record_errors, KIP-467), so that a client
+    fails those records with the error and the batch's others as collateral."""
     compact, bounded = config.compact, config.bounds_timestamps
     low = now - config.message_timestamp_before_max_ms
     high = now + config.message_timestamp_after_max_ms
     for position, size, _, _ in entries:
         base_offset = _unpack_header(view, position)[0]
-        for offset, timestamp, key_length in walk_records(view[position : position + size]):
+        errors: list[tuple[int, str]] = []
+        timestamps_bad = False
+        records = walk_records(view[position : position + size])
+        for index, (offset, timestamp, key_length) in enumerate(records):
             if compact and key_length == -1:
-                raise KafkaError(
-                    "INVALID_RECORD",
-                    f"Compacted topic cannot accept message without key in topic partition {name}.",
-                )
-            if bounded and timestamp != NO_TIMESTAMP and not low <= timestamp <= high:
-                raise KafkaError(
-                    "INVALID_TIMESTAMP",
-                    f"Timestamp {timestamp} of message with offset {offset - base_offset} is "
-                    f"out of range. The timestamp should be within [{low}, {high}] "
-                    f"(append to {name})",
-                )
+                errors.append((index, "Compacted topic cannot accept message without key in "
+                                      f"topic partition {name}."))  # fmt: skip
+            elif bounded and timestamp != NO_TIMESTAMP and not low <= timestamp <= high:
+                timestamps_bad = True
+                errors.append((index, f"Timestamp {timestamp} of message with offset "
+                                      f"{offset - base_offset} is out of range. The timestamp "
+                                      f"should be within [{low}, {high}]"))  # fmt: skip
+        if errors:
+            raise _record_validation_error(errors, timestamps_bad)
+
+
+def _record_validation_error(
+    errors: list[tuple[int, str]], timestamps_bad: bool
+) -> RecordValidationError:
+    """LogValidator.processRecordErrors: INVALID_TIMESTAMP if any timestamp was bad, else
+    INVALID_RECORD with the first three errors in the message."""
+    if timestamps_bad:
+        return RecordValidationError(
+            "INVALID_TIMESTAMP", "One or more records have been rejected due to invalid "
+            "timestamp", errors)  # fmt: skip
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{text}')" for i, text in errors[:3])
+    return RecordValidationError(
+        "INVALID_RECORD",
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]",
+        errors,
+    )
 
 
 def analyze_follower_batches(

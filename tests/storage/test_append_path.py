@@ -118,8 +118,13 @@ def test_timestamp_bounds_refuse_a_record_too_old_or_too_new(tmp_path, compressi
         with pytest.raises(KafkaError) as refused:
             log.append_as_leader(bad, leader_epoch=0)
         assert refused.value.name == "INVALID_TIMESTAMP"
-        assert f"of message with offset {offset} is out of range" in str(refused.value)
-        assert f"[{NOW - 600_000}, {NOW + 60_000}]" in str(refused.value)
+        assert (
+            str(refused.value) == "One or more records have been rejected due to invalid timestamp"
+        )
+        [(index, message)] = refused.value.record_errors  # KIP-467: the bad record, named
+        assert index == offset
+        assert f"of message with offset {offset} is out of range" in message
+        assert message.endswith(f"[{NOW - 600_000}, {NOW + 60_000}]")
     assert log.log_end_offset == 3 and log.size == len(ok)  # nothing of a refused append
 
 
@@ -145,8 +150,11 @@ def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path):
     with pytest.raises(KafkaError) as refused:
         log.append_as_leader(bytes(keyed.build()), leader_epoch=0)
     assert refused.value.name == "INVALID_RECORD"
-    assert "Compacted topic cannot accept message without key in topic partition t-0" in str(
-        refused.value
+    reason = "Compacted topic cannot accept message without key in topic partition t-0."
+    assert refused.value.record_errors == [(1, reason)]  # KIP-467: the second record
+    assert str(refused.value) == (
+        "One or more records have been rejected due to 1 record errors in total, and only "
+        f"showing the first three errors at most: [RecordError(batchIndex=1, message='{reason}')]"
     )
     assert log.log_end_offset == 0 and log.size == 0
     with_keys = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)

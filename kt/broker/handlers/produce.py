@@ -77,6 +77,12 @@ def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any
                     log_append_time_ms=r.log_append_time_ms,
                     log_start_offset=r.log_start_offset,
                     error_message=r.error_message if r.error_code else None,
+                    record_errors=[
+                        m.ProduceResponse.BatchIndexAndErrorMessage(
+                            batch_index=index, batch_index_error_message=message
+                        )
+                        for index, message in r.record_errors
+                    ],
                 )
             )
         topics.append(Topic(name=topic.name, partition_responses=partitions))
