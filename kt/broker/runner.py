@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from kt.broker.descriptors import raise_open_files_limit, report_log_descriptors
 from kt.broker.server import KafkaServer
 from kt.config import InvalidConfigError, KafkaConfig
 from kt.metadata.embedded import EmbeddedStore
@@ -73,6 +74,7 @@ async def serve(
 ) -> None:
     """Start the brokers, call `on_ready`, and run until a stop signal."""
     started = time.monotonic()
+    limit = raise_open_files_limit()
     store = open_store(configs)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -83,6 +85,9 @@ async def serve(
         store.on_failure = lambda reason: loop.call_soon_threadsafe(stop.set)
     try:
         servers = await start_brokers(configs, store)
+        report_log_descriptors(
+            (len(log_.segments) for s in servers for log_ in s.log_manager.all_logs()), limit
+        )
         on_ready(servers, time.monotonic() - started)
         signalled = asyncio.create_task(stop.wait())
         all_stopped = asyncio.create_task(_all_stopped(servers))

@@ -48,23 +48,29 @@ class AbstractIndex:
         self.base_offset = base_offset
         self.max_index_size = max_index_size
         newly_created = not os.path.exists(path)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if newly_created:
-            if max_index_size < self.entry_size:
-                os.close(self._fd)
-                raise ValueError(f"Invalid max index size: {max_index_size}")
-            os.ftruncate(self._fd, self._round(max_index_size))
-        self.length = os.fstat(self._fd).st_size
-        self.max_entries = self.length // self.entry_size
-        self.entries = 0 if newly_created else self.max_entries
-        self._reserved = self.entries * self.entry_size
-        self._room_changed()
-        self._mm: mmap.mmap | None = self._map(self.length)
+        if newly_created and max_index_size < self.entry_size:
+            raise ValueError(f"Invalid max index size: {max_index_size}")
+        # The file is open only while it is sized or mapped, as Kafka's AbstractIndex
+        # opens a RandomAccessFile for each resize: the map keeps what it needs (in
+        # CPython, a descriptor of its own), so an index costs one descriptor, not two.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if newly_created:
+                os.ftruncate(fd, self._round(max_index_size))
+            self.length = os.fstat(fd).st_size
+            self.max_entries = self.length // self.entry_size
+            self.entries = 0 if newly_created else self.max_entries
+            self._reserved = self.entries * self.entry_size
+            self._room_changed()
+            self._mm: mmap.mmap | None = self._map(fd, self.length)
+        finally:
+            os.close(fd)
+        self._closed = False
 
     def _round(self, size: int) -> int:
         return self.entry_size * (size // self.entry_size)
 
-    def _map(self, length: int) -> mmap.mmap | None:
+    def _map(self, fd: int, length: int) -> mmap.mmap | None:
         """Map the file's first `length` bytes, with readahead off. Lookups are binary
         searches; appends write past the entries of a sparse, preallocated file; and an
         index left by a crash is opened at its preallocated length, its last entry read
@@ -74,7 +80,7 @@ class AbstractIndex:
         for milliseconds."""
         if length <= 0:
             return None
-        mapped = mmap.mmap(self._fd, length)
+        mapped = mmap.mmap(fd, length)
         mapped.madvise(mmap.MADV_RANDOM)
         return mapped
 
@@ -85,12 +91,15 @@ class AbstractIndex:
         kills the broker; posix_fallocate answers ENOSPC instead, an OSError that takes
         the log dir offline like any failed append."""
         stop = min(self.length, max(end, self._reserved + RESERVE_STEP_BYTES))
+        fd = os.open(self.path, os.O_RDWR)
         try:
-            os.posix_fallocate(self._fd, self._reserved, stop - self._reserved)
+            os.posix_fallocate(fd, self._reserved, stop - self._reserved)
         except OSError as e:
             if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
                 raise
             stop = self.length  # a file system that cannot reserve: the map writes as it is
+        finally:
+            os.close(fd)
         self._reserved = stop
         self._room_changed()
 
@@ -129,10 +138,15 @@ class AbstractIndex:
             return False
         if self._mm is not None:
             self._mm.close()
-        os.ftruncate(self._fd, rounded)
+            self._mm = None
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            os.ftruncate(fd, rounded)
+            self._mm = self._map(fd, rounded)
+        finally:
+            os.close(fd)
         self.length = rounded
         self._reserved = min(self._reserved, rounded)
-        self._mm = self._map(rounded)
         self.max_entries = rounded // self.entry_size
         self.entries = min(self.entries, self.max_entries)
         self._room_changed()
@@ -161,12 +175,10 @@ class AbstractIndex:
         if self._mm is not None:
             self._mm.close()
             self._mm = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if not self._closed:
             self.trim_to_valid_size()
         self.close_handler()
 
