@@ -52,8 +52,7 @@ def validate_topic_name(topic: str) -> None:
         problem = f"'{topic}' is not allowed"
     elif len(topic) > MAX_TOPIC_NAME_LENGTH:
         problem = (
-            f"the length of '{topic}' is longer than the max allowed length "
-            f"{MAX_TOPIC_NAME_LENGTH}"
+            f"the length of '{topic}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
         )
     elif not _LEGAL_TOPIC.fullmatch(topic):
         problem = (
