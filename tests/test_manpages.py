@@ -22,3 +22,22 @@ def test_root_page_names_the_version() -> None:
     page = render_all(cli)["kt.1"]
     assert page.startswith('.TH "KT" "1"')
     assert ".SH SYNOPSIS" in page
+
+
+def test_gen_man_help_helps_and_check_writes_nothing() -> None:
+    """`gen_man.py --help` prints its usage (it once rewrote the pages instead), and
+    `--check` compares without writing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "gen_man.py"
+    man = script.parent.parent / "man"
+    before = {p.name: p.stat().st_mtime_ns for p in man.glob("*.1")}
+    helped = subprocess.run([sys.executable, str(script), "--help"], capture_output=True,
+                            text=True, check=True)  # fmt: skip
+    assert helped.stdout.startswith("usage: gen_man.py [-h] [--check]")
+    checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True,
+                             text=True)  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in man.glob("*.1")} == before
