@@ -369,3 +369,30 @@ def test_command_end_to_end(segment: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[3].endswith("headerKeys: [] payload: 6f6e65")  # decoder implies deep + data
+
+
+def test_a_live_preallocated_index_and_the_sanity_check(tmp_path: Path) -> None:
+    """The active segment's indexes of a running broker are preallocated, their unwritten
+    tail zeros. Kafka's offset index check (whole entries, the last entry not below the
+    base offset) passes that, and so does dump-log's (it once applied the log loader's
+    stricter check and called it corrupt); Kafka's time index check fails it (the last
+    timestamp, 0, is below the first), with the same message from dump-log."""
+    from kt.config import LogConfig
+    from kt.storage.log import Log
+    from kt.tools.dump_log import DumpLogError
+
+    log = Log(str(tmp_path / "t-0"), LogConfig(index_interval_bytes=1))
+    log.append_as_leader(BATCH_A, leader_epoch=0)
+    log.append_as_leader(kp_batch(0, [(T0 + 5, None, b"three", [])]), leader_epoch=0)
+    log.flush()
+    index, time_index = (tmp_path / "t-0" / f"{SEGMENT}.{s}" for s in ("index", "timeindex"))
+    assert index.stat().st_size > 1024 and time_index.stat().st_size > 1024  # preallocated
+    out, err = dump([index], index_sanity_check=True)
+    assert (out, err) == ([f"Dumping {index}", f"{index} passed sanity check."], [])
+    with pytest.raises(DumpLogError) as refused:
+        dump([time_index], index_sanity_check=True)
+    assert str(refused.value) == (
+        f"Corrupt time index found, time index file ({time_index}) has non-zero size but "
+        f"the last timestamp is 0 which is less than the first timestamp {T0 + 5}"
+    )
+    log.close()
