@@ -41,3 +41,18 @@ def test_gen_man_help_helps_and_check_writes_nothing() -> None:
                              text=True)  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     assert {p.name: p.stat().st_mtime_ns for p in man.glob("*.1")} == before
+
+
+def test_name_lines_read_as_man_pages_write_them() -> None:
+    """NAME is `kt-topics - create, delete, ...`: lower case, no final period, and the
+    program's name once (kt.1 said `kt - kt: ...`)."""
+    from pathlib import Path
+
+    man = Path(__file__).resolve().parent.parent / "man"
+
+    def name_line(page: str) -> str:
+        lines = (man / page).read_text().splitlines()
+        return lines[lines.index(".SH NAME") + 1]
+
+    assert name_line("kt-topics.1") == r"kt\-topics \- create, delete, describe, or change a topic"
+    assert name_line("kt.1") == r"kt \- Apache Kafka rebuilt in Python, with an embedded broker"

@@ -37,11 +37,27 @@ def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
     return lines
 
 
+PROPER_NOUNS = {"Apache", "Kafka", "Kafka's", "Spark", "ZooKeeper"}
+
+
+def _name_summary(help_text: str, name: str) -> str:
+    """The NAME line's part after the dash, as man pages write it: lower case, no final
+    period, no repeated program name ("kt-topics - create, delete, ... a topic")."""
+    summary = help_text.splitlines()[0].strip() if help_text else ""
+    prefix = f"{name}:"
+    if summary.startswith(prefix):
+        summary = summary[len(prefix) :].strip()
+    first = summary.split(" ", 1)[0]
+    if first and first not in PROPER_NOUNS and first[1:] == first[1:].lower():
+        summary = summary[0].lower() + summary[1:]
+    return summary.rstrip(".")
+
+
 def render_page(name: str, command: click.Command, ctx: click.Context) -> str:
     """One man page in roff for `command`, whose full name is `name` ("kt topics")."""
     title = name.replace(" ", "-").upper()
     help_text = (command.help or command.short_help or "").strip()
-    summary = help_text.splitlines()[0] if help_text else ""
+    summary = _name_summary(help_text, name)
     usage = " ".join(command.collect_usage_pieces(ctx))
     lines = [
         f'.TH "{title}" "{SECTION}" "" "kt {__version__}" "kt manual"',
