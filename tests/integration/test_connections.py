@@ -16,6 +16,7 @@ import pytest
 from kt.client.connection import BrokerConnection
 from kt.protocol import ApiKey, decode_response, encode_request
 from kt.protocol.messages import ApiVersionsRequest
+from tests.integration.test_malformed_frames import recv_exactly
 
 pytestmark = pytest.mark.slow
 
@@ -82,15 +83,6 @@ def test_a_burst_of_connects_is_accepted_whole(broker_factory) -> None:
     finally:
         for sock in socks:
             sock.close()
-
-
-def recv_exactly(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "connection closed early"
-        data += chunk
-    return data
 
 
 def test_out_of_file_descriptors_is_logged_and_survived(broker_factory) -> None:
