@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import operator
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -72,6 +73,14 @@ class NoEffect:
 
 def server(cluster: KtCluster) -> KafkaServer:
     return cluster.brokers[0]
+
+
+FETCHER_CONFIG = "replica_manager.fetcher_manager.config"
+
+
+def on_server(path: str) -> Callable[[KtCluster], object]:
+    """The attribute at dotted `path` of the first broker, which the key sets."""
+    return lambda cluster: operator.attrgetter(path)(server(cluster))
 
 
 def task_interval(name: str) -> Callable[[KtCluster], object]:
@@ -250,23 +259,13 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     ),  # fmt: skip
     "num.recovery.threads.per.data.dir": NoEffect("recovery runs on one thread"),
     # -- replication
-    "replica.fetch.max.bytes": Probe(
-        "65536", lambda c: server(c).replica_manager.fetcher_manager.config.max_bytes, 65536
-    ),  # fmt: skip
-    "replica.fetch.wait.max.ms": Probe(
-        "250", lambda c: server(c).replica_manager.fetcher_manager.config.max_wait_ms, 250
-    ),  # fmt: skip
-    "replica.fetch.min.bytes": Probe(
-        "10", lambda c: server(c).replica_manager.fetcher_manager.config.min_bytes, 10
-    ),  # fmt: skip
-    "replica.fetch.backoff.ms": Probe(
-        "150", lambda c: server(c).replica_manager.fetcher_manager.config.backoff_ms, 150
-    ),  # fmt: skip
+    "replica.fetch.max.bytes": Probe("65536", on_server(f"{FETCHER_CONFIG}.max_bytes"), 65536),
+    "replica.fetch.wait.max.ms": Probe("250", on_server(f"{FETCHER_CONFIG}.max_wait_ms"), 250),
+    "replica.fetch.min.bytes": Probe("10", on_server(f"{FETCHER_CONFIG}.min_bytes"), 10),
+    "replica.fetch.backoff.ms": Probe("150", on_server(f"{FETCHER_CONFIG}.backoff_ms"), 150),
     "replica.fetch.response.max.bytes": Probe(
-        "131072",
-        lambda c: server(c).replica_manager.fetcher_manager.config.response_max_bytes,
-        131072,
-    ),  # fmt: skip
+        "131072", on_server(f"{FETCHER_CONFIG}.response_max_bytes"), 131072
+    ),
     "replica.lag.time.max.ms": Probe("8000", task_interval("isr-expiration"), 4.0),
     "replica.socket.timeout.ms": NoEffect(
         "a fetcher's request waits replica.fetch.wait.max.ms;"
@@ -288,14 +287,12 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "controlled.shutdown.retry.backoff.ms": ShownBy(CONTROLLED),
     # -- the network
     "socket.request.max.bytes": Probe(
-        "200000", lambda c: server(c).socket_server.max_request_bytes, 200000
-    ),  # fmt: skip
-    "socket.send.buffer.bytes": Probe(
-        "65536", lambda c: server(c).socket_server.send_buffer_bytes, 65536
-    ),  # fmt: skip
+        "200000", on_server("socket_server.max_request_bytes"), 200000
+    ),
+    "socket.send.buffer.bytes": Probe("65536", on_server("socket_server.send_buffer_bytes"), 65536),
     "socket.receive.buffer.bytes": Probe(
-        "65536", lambda c: server(c).socket_server.receive_buffer_bytes, 65536
-    ),  # fmt: skip
+        "65536", on_server("socket_server.receive_buffer_bytes"), 65536
+    ),
     "num.network.threads": NoEffect("one asyncio event loop serves every connection"),
     "num.io.threads": NoEffect("one asyncio event loop serves every request"),
     "queued.max.requests": NoEffect("a connection's next request is read after its answer"),
@@ -319,18 +316,18 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     ),
     "offsets.commit.required.acks": NoEffect("deprecated in Kafka; commits wait for the ISR"),
     "offsets.load.buffer.size": Probe(
-        "65536", lambda c: server(c).group_coordinator.manager.load_buffer_size, 65536
-    ),  # fmt: skip
+        "65536", on_server("group_coordinator.manager.load_buffer_size"), 65536
+    ),
     "group.initial.rebalance.delay.ms": Probe(
-        "100", lambda c: server(c).group_coordinator.initial_rebalance_delay_ms, 100
-    ),  # fmt: skip
+        "100", on_server("group_coordinator.initial_rebalance_delay_ms"), 100
+    ),
     "group.min.session.timeout.ms": Probe(
-        "1000", lambda c: server(c).group_coordinator.min_session_timeout_ms, 1000
-    ),  # fmt: skip
+        "1000", on_server("group_coordinator.min_session_timeout_ms"), 1000
+    ),
     "group.max.session.timeout.ms": Probe(
-        "60000", lambda c: server(c).group_coordinator.max_session_timeout_ms, 60000
-    ),  # fmt: skip
-    "group.max.size": Probe("7", lambda c: server(c).group_coordinator.max_group_size, 7),
+        "60000", on_server("group_coordinator.max_session_timeout_ms"), 60000
+    ),
+    "group.max.size": Probe("7", on_server("group_coordinator.max_group_size"), 7),
     "group.coordinator.rebalance.protocols": NoEffect("the classic protocol only (no KIP-848)"),
     # -- transactions and producer ids
     "transaction.state.log.num.partitions": Probe("4", lambda c: TRANSACTIONS(c)[0], 4),

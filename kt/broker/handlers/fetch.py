@@ -75,15 +75,16 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
 
 
 def _fetch_failed(request: Any, error_code: int) -> Any:
-    Data = m.FetchResponse.PartitionData
+    """Every partition, and the request, failed with `error_code` (Kafka's
+    FetchRequest.getErrorResponse)."""
+    failed = FetchResult(error_code=error_code)
     topics = [
-        m.FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=[
-            Data(partition_index=p.partition, error_code=error_code, high_watermark=-1,
-                 last_stable_offset=-1, log_start_offset=-1, preferred_read_replica=-1,
-                 records=None)
-            for p in topic.partitions])
+        m.FetchResponse.FetchableTopicResponse(
+            topic=topic.topic,
+            partitions=[_partition_data(p.partition, failed) for p in topic.partitions],
+        )
         for topic in request.topics
-    ]  # fmt: skip
+    ]
     return m.FetchResponse(error_code=error_code, session_id=0, responses=topics)
 
 
@@ -118,7 +119,8 @@ def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p:
     if request.isolation_level not in ISOLATION_LEVELS:
         return Response(partition_index=p.partition_index,
                         error_code=KafkaError("UNKNOWN_SERVER_ERROR").code)  # fmt: skip
-    if p.timestamp < 0 and SPECIAL_TIMESTAMPS_SINCE.get(p.timestamp, 99) > version:
+    since = SPECIAL_TIMESTAMPS_SINCE.get(p.timestamp)
+    if p.timestamp < 0 and (since is None or since > version):
         return Response(partition_index=p.partition_index,
                         error_code=KafkaError("UNSUPPORTED_VERSION").code)  # fmt: skip
     try:

@@ -69,11 +69,24 @@ def _partitions_requested(server: KafkaServer, request: Any) -> int:
 
 
 async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    results: list[TopicResult] = []
-    seen: set[str] = set()
     if _partitions_requested(server, request) > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
-    for topic in request.topics if not results else ():
+    else:
+        results = _create_each(server, request)
+    if not request.validate_only:
+        await _wait_or_time_out(
+            server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
+        )
+    return m.CreateTopicsResponse(
+        topics=[_creatable_topic_result(server, header.api_version, r) for r in results],
+        throttle_time_ms=0,
+    )
+
+
+def _create_each(server: KafkaServer, request: Any) -> list[TopicResult]:
+    results: list[TopicResult] = []
+    seen: set[str] = set()
+    for topic in request.topics:
         if topic.name in seen:
             results.append(
                 TopicResult.failed(
@@ -93,14 +106,7 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
             {c.name: c.value for c in topic.configs if c.value is not None},
         )
         results.append(server.admin_manager.create_topic(new, request.validate_only))
-    if not request.validate_only:
-        await _wait_or_time_out(
-            server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
-        )
-    return m.CreateTopicsResponse(
-        topics=[_creatable_topic_result(server, header.api_version, r) for r in results],
-        throttle_time_ms=0,
-    )
+    return results
 
 
 def _creatable_topic_result(server: KafkaServer, version: int, r: TopicResult) -> Any:
@@ -161,21 +167,12 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
 
 
 async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    results = []
     cache = server.metadata_cache
     added = sum(max(0, t.count - len(cache.topic_partitions(t.name))) for t in request.topics)
     if added > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
-    for topic in request.topics if not results else ():
-        if _not_controller(server):
-            results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
-            continue
-        assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
-        results.append(
-            server.admin_manager.create_partitions(
-                topic.name, topic.count, assignments, request.validate_only
-            )
-        )
+    else:
+        results = [_grow(server, topic, request.validate_only) for topic in request.topics]
     counts = {r.name: r.num_partitions for r in results}
 
     def grown(topics: list[str]) -> bool:
@@ -193,6 +190,15 @@ async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx:
             for r in results
         ],
         throttle_time_ms=0,
+    )
+
+
+def _grow(server: KafkaServer, topic: Any, validate_only: bool) -> TopicResult:
+    if _not_controller(server):
+        return TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER"))
+    assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
+    return server.admin_manager.create_partitions(
+        topic.name, topic.count, assignments, validate_only
     )
 
 
