@@ -25,9 +25,10 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
+
+from kt.metadata.znodes import random_uuid, uuid_to_str
 
 KAFKA_VERSION = "3.9.1"  # interop/pom.xml's kafka.version
 
@@ -290,7 +291,6 @@ class ReferenceKafka:
 
 
 def _kafka_uuid() -> str:
-    """A cluster id as `kafka-storage.sh random-uuid` prints it (base64url, no padding)."""
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A cluster id as `kafka-storage.sh random-uuid` prints it: base64url, no padding, and
+    never with a leading '-' (which kafka-storage's argument parser takes for an option)."""
+    return uuid_to_str(random_uuid())
