@@ -50,6 +50,8 @@ class Producer:
         request_timeout_ms: int = 30000,
         retries: int = 3,
         retry_backoff_ms: int = 100,
+        max_block_ms: int = 60000,
+        buffer_memory: int = 33554432,
     ) -> None:
         if compression not in CODECS:
             raise ValueError(f"unknown compression codec {compression}")
@@ -60,13 +62,16 @@ class Producer:
         self.request_timeout_ms = request_timeout_ms
         self.retries = retries
         self.retry_backoff_ms = retry_backoff_ms
+        self.max_block_ms = max_block_ms
+        self.buffer_memory = buffer_memory
+        self._buffered = 0
         self.partitioner = StickyPartitioner()
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._topics: dict[str, TopicInfo] = {}
 
     def _topic(self, topic: str) -> TopicInfo:
         info = self._topics.get(topic)
-        deadline = time.monotonic() + self.request_timeout_ms / 1000
+        deadline = time.monotonic() + self.max_block_ms / 1000
         while (
             info is None
             or not info.partitions
@@ -104,15 +109,20 @@ class Producer:
         pending = self._pending.setdefault((topic, partition), _Pending())
         ts = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
         pending.records.append(Record(None, ts, key, value, headers or ()))
-        pending.size += len(value or b"") + len(key or b"") + 20
+        size = len(value or b"") + len(key or b"") + 20
+        pending.size += size
+        self._buffered += size
         if pending.size >= self.batch_size:
             self.partitioner.on_new_batch(topic, len(info.partitions))
+            return self.flush()
+        if self._buffered >= self.buffer_memory:  # buffer.memory spent: send before more
             return self.flush()
         return []
 
     def flush(self) -> list[SendResult]:
         """Send everything buffered; retriable failures are retried after a refresh."""
         pending, self._pending = self._pending, {}
+        self._buffered = 0
         results: list[SendResult] = []
         attempt = 0
         while pending:

@@ -4,9 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
+
+
+class ArgumentConversionError(click.BadParameter):
+    """An option value of the wrong type, in joptsimple's words."""
+
+
+class JoptInt(click.ParamType):
+    """An integer option that fails as joptsimple does: "Cannot parse argument 'abc' of
+    option partitions"."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value)
+        except ValueError:
+            option = param.opts[0].lstrip("-") if param is not None else "?"
+            raise ArgumentConversionError(
+                f"Cannot parse argument '{value}' of option {option}", ctx, param
+            ) from None
+
+
+INT = JoptInt()
 
 
 def fail(message: str, code: int = 1, *, err: bool = True) -> NoReturn:
@@ -14,6 +39,32 @@ def fail(message: str, code: int = 1, *, err: bool = True) -> NoReturn:
     kt never shows a traceback for bad input."""
     click.echo(message, err=err)
     raise SystemExit(code)
+
+
+def usage_error(message: str) -> NoReturn:
+    """CommandLineUtils.printUsageAndExit: the message, then the help, exit 1 (kt.cli
+    prints both)."""
+    raise click.UsageError(message, click.get_current_context(silent=True))
+
+
+def given_options(ctx: click.Context) -> set[str]:
+    """The options written on the command line, by their Kafka names ("replication-factor")."""
+    from click.core import ParameterSource
+
+    return {
+        param.opts[0].lstrip("-")
+        for param in ctx.command.params
+        if param.name is not None
+        and ctx.get_parameter_source(param.name) == ParameterSource.COMMANDLINE
+    }
+
+
+def check_invalid_args(given: set[str], used: str, invalid: list[str]) -> None:
+    """CommandLineUtils.checkInvalidArgs: `used`, when given, refuses each of `invalid`."""
+    if used in given:
+        for other in invalid:
+            if other in given:
+                usage_error(f'Option "[{used}]" can\'t be used with option "[{other}]"')
 
 
 def parse_key_values(items: tuple[str, ...] | list[str], option: str) -> dict[str, str]:

@@ -4,28 +4,49 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import click
 
-from kt.commands.common import fail, load_client_config, parse_key_values
+from kt.commands.common import (
+    INT,
+    fail,
+    given_options,
+    load_client_config,
+    parse_key_values,
+    usage_error,
+)
+
+TOOLS_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 
 
 @click.command("console-producer")
-@click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
-@click.option("--topic", required=True, help="The topic to produce to.")
-@click.option("--sync", is_flag=True, help="Send each line synchronously.")
+@click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
+@click.option("--topic", required=True, help="REQUIRED: The topic name to produce messages to.")
+@click.option("--sync", is_flag=True, help="Send each line synchronously, one at a time.")
 @click.option(
     "--compression-codec",
-    type=click.Choice(["none", "gzip", "snappy", "lz4", "zstd"]),
+    is_flag=False,
+    flag_value="gzip",
     default="none",
-    help="Compression codec for the batches.",
+    help="none, gzip, snappy, lz4 or zstd; given without a value, gzip.",
 )
-@click.option("--batch-size", type=int, default=16384, show_default=True, help="Batch bytes.")
-@click.option("--message-send-max-retries", type=int, default=3, show_default=True)
-@click.option("--retry-backoff-ms", type=int, default=100, show_default=True)
+@click.option("--batch-size", type=INT, default=16384, show_default=True, help="Batch bytes.")
+@click.option("--message-send-max-retries", type=INT, default=3, show_default=True)
+@click.option("--retry-backoff-ms", type=INT, default=100, show_default=True)
+@click.option("--timeout", type=INT, default=1000, show_default=True,
+              help="linger.ms: how long a line may wait for its batch (async mode).")  # fmt: skip
 @click.option("--request-required-acks", default="-1", show_default=True, help="0, 1, -1/all.")
-@click.option("--request-timeout-ms", type=int, default=1500, show_default=True)
+@click.option("--request-timeout-ms", type=INT, default=1500, show_default=True)
+@click.option("--max-block-ms", type=INT, default=60000, show_default=True,
+              help="max.block.ms: how long to wait for the topic's metadata.")  # fmt: skip
+@click.option("--max-memory-bytes", type=INT, default=33554432, show_default=True,
+              help="buffer.memory: bytes buffered before the producer sends.")  # fmt: skip
+@click.option("--max-partition-memory-bytes", type=INT, default=16384, show_default=True,
+              help="batch.size, as --batch-size sets it.")  # fmt: skip
 @click.option("--property", "properties", multiple=True, help="Line reader property k=v.")
+@click.option("--reader-config", type=click.Path(dir_okay=False),
+              help="Line reader properties file; --property takes precedence.")  # fmt: skip
 @click.option("--producer-property", "producer_properties", multiple=True, help="k=v")
 @click.option("--producer.config", "producer_config", type=click.Path(dir_okay=False))
 def console_producer(
@@ -36,9 +57,14 @@ def console_producer(
     batch_size: int,
     message_send_max_retries: int,
     retry_backoff_ms: int,
+    timeout: int,
     request_required_acks: str,
     request_timeout_ms: int,
+    max_block_ms: int,
+    max_memory_bytes: int,
+    max_partition_memory_bytes: int,
     properties: tuple[str, ...],
+    reader_config: str | None,
     producer_properties: tuple[str, ...],
     producer_config: str | None,
 ) -> None:
@@ -46,38 +72,88 @@ def console_producer(
     from kt.client.client import KafkaClient
     from kt.client.producer import Producer
     from kt.errors import KafkaError
-    from kt.tools.console import LineFormatError, LineReader
+    from kt.tools.console import LineFormatError, LineReader, stdin_lines
 
-    props = {**load_client_config(producer_config),
-             **parse_key_values(producer_properties, "--producer-property")}  # fmt: skip
-    acks_text = props.get("acks", request_required_acks)
-    acks = -1 if acks_text == "all" else int(acks_text)
+    props = _producer_props(
+        click.get_current_context(),
+        {**load_client_config(producer_config),
+         **parse_key_values(producer_properties, "--producer-property")},
+    )  # fmt: skip
+    reader_props = {**load_client_config(reader_config),
+                    **parse_key_values(properties, "--property")}  # fmt: skip
     try:
-        reader = LineReader.from_props(parse_key_values(properties, "--property"))
+        reader = LineReader.from_props(reader_props)
     except LineFormatError as e:
         fail(str(e))
+    client = None
+    failures = 0
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"))
         producer = Producer(
             client,
-            acks=acks,
-            compression=props.get("compression.type", compression_codec),
-            batch_size=1 if sync else int(props.get("batch.size", batch_size)),
-            request_timeout_ms=request_timeout_ms,
-            retries=message_send_max_retries,
-            retry_backoff_ms=retry_backoff_ms,
+            acks=-1 if props["acks"] == "all" else int(props["acks"]),
+            compression=props["compression.type"],
+            batch_size=1 if sync else int(props["batch.size"]),
+            request_timeout_ms=int(props["request.timeout.ms"]),
+            retries=int(props["retries"]),
+            retry_backoff_ms=int(props["retry.backoff.ms"]),
+            max_block_ms=int(props["max.block.ms"]),
+            buffer_memory=int(props["buffer.memory"]),
         )
-        failures = 0
-        for number, line in enumerate(sys.stdin, start=1):
-            key, value, headers = reader.parse(line.rstrip("\n"), number)
-            results = producer.send(topic, value, key, headers)
-            failures += _report(results)
-        failures += _report(producer.flush())
+        number = 0
+        try:
+            for line in stdin_lines(int(props["linger.ms"]) / 1000):
+                if line is None:  # linger.ms passed with nothing new: send what waits
+                    failures += _report(producer.flush())
+                    continue
+                number += 1
+                key, value, headers = reader.parse(line, number)
+                failures += _report(producer.send(topic, value, key, headers))
+        finally:  # everything read before an error is sent before the tool exits
+            failures += _report(producer.flush())
     except (LineFormatError, KafkaError) as e:
         fail(f"ERROR {e}")
-    client.close()
+    finally:
+        if client is not None:
+            client.close()
     if failures:
         raise SystemExit(1)
+
+
+ACKS = ("all", "-1", "0", "1")
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+# Producer configs that ConsoleProducer merges from its options (maybeMergeOptions): the
+# option wins when given, its default fills a config that is not set.
+MERGED_OPTIONS = {
+    "linger.ms": "timeout",
+    "acks": "request_required_acks",
+    "request.timeout.ms": "request_timeout_ms",
+    "retries": "message_send_max_retries",
+    "retry.backoff.ms": "retry_backoff_ms",
+    "buffer.memory": "max_memory_bytes",
+    "max.block.ms": "max_block_ms",
+}
+
+
+def _producer_props(ctx: click.Context, props: dict[str, str]) -> dict[str, str]:
+    """ConsoleProducerOptions.producerProps, with the checks the Java producer's config
+    makes on acks and compression.type."""
+    given = given_options(ctx)
+    props["compression.type"] = ctx.params["compression_codec"]
+    for key, param in MERGED_OPTIONS.items():
+        if param.replace("_", "-") in given or key not in props:
+            props[key] = str(ctx.params[param])
+    for option in ("batch-size", "max-partition-memory-bytes"):  # both set batch.size
+        if option in given or "batch.size" not in props:
+            props["batch.size"] = str(ctx.params[option.replace("-", "_")])
+    for key, allowed in (("acks", ACKS), ("compression.type", CODECS)):
+        if props[key].strip() not in allowed:
+            fail(
+                f"Invalid value {props[key]} for configuration {key}: String must be one of: "
+                + ", ".join(allowed)
+            )
+        props[key] = props[key].strip()
+    return props
 
 
 def _report(results: list) -> int:
@@ -97,13 +173,16 @@ def _report(results: list) -> int:
 
 
 @click.command("console-consumer")
-@click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
-@click.option("--topic", required=True, help="The topic to consume from.")
-@click.option("--partition", type=int, help="Consume only this partition.")
-@click.option("--offset", default="latest", show_default=True, help="earliest, latest or N.")
+@click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
+@click.option("--topic", help="The topic to consume on.")
+@click.option("--include", help="Regular expression specifying list of topics to include.")
+@click.option("--partition", type=INT, help="Consume only this partition.")
+@click.option("--offset", help="earliest, latest (the default) or a non-negative offset.")
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset.")
-@click.option("--max-messages", type=int, help="Exit after this many messages.")
-@click.option("--timeout-ms", type=int, help="Exit when no message arrives for this long.")
+@click.option("--max-messages", type=INT, help="Exit after this many messages.")
+@click.option("--timeout-ms", type=INT, help="Exit when no message arrives for this long.")
+@click.option("--skip-message-on-error", is_flag=True,
+              help="Skip a message that cannot be formatted instead of halting.")  # fmt: skip
 @click.option("--group", help="The consumer group id to join (offsets are committed).")
 @click.option(
     "--isolation-level",
@@ -111,20 +190,32 @@ def _report(results: list) -> int:
     default="read_uncommitted",
     show_default=True,
 )
+@click.option("--formatter", default=TOOLS_FORMATTER, show_default=True,
+              help="Default-, Logging- or NoOpMessageFormatter (Kafka's class names).")  # fmt: skip
+@click.option("--formatter-config", type=click.Path(dir_okay=False),
+              help="Formatter properties file; --property takes precedence.")  # fmt: skip
 @click.option("--property", "properties", multiple=True, help="Formatter property k=v.")
+@click.option("--key-deserializer", help="Deserializer class for keys (formatter's).")
+@click.option("--value-deserializer", help="Deserializer class for values (formatter's).")
 @click.option("--consumer-property", "consumer_properties", multiple=True, help="k=v")
 @click.option("--consumer.config", "consumer_config", type=click.Path(dir_okay=False))
 def console_consumer(
     bootstrap_server: str,
-    topic: str,
+    topic: str | None,
+    include: str | None,
     partition: int | None,
-    offset: str,
+    offset: str | None,
     from_beginning: bool,
     max_messages: int | None,
     timeout_ms: int | None,
+    skip_message_on_error: bool,
     group: str | None,
     isolation_level: str,
+    formatter: str,
+    formatter_config: str | None,
     properties: tuple[str, ...],
+    key_deserializer: str | None,
+    value_deserializer: str | None,
     consumer_properties: tuple[str, ...],
     consumer_config: str | None,
 ) -> None:
@@ -132,30 +223,65 @@ def console_consumer(
     from kt.client.client import KafkaClient
     from kt.client.consumer import EARLIEST, LATEST, Consumer
     from kt.errors import KafkaError
-    from kt.tools.console import GroupSession, MessageFormatter
+    from kt.tools.console import GroupSession, SerializationError, formatter_class
+    from kt.tools.include_list import InvalidRegex, include_list
 
-    if partition is None and offset != "latest":
-        fail("The partition is required when offset is specified.")
-    start = _start_offset(offset, from_beginning, EARLIEST, LATEST)
-    formatter = MessageFormatter.from_props(parse_key_values(properties, "--property"))
+    if (topic is None) == (include is None):
+        usage_error("Exactly one of --include/--topic is required. ")
+    if partition is not None:
+        if topic is None:
+            usage_error("The topic is required when partition is specified.")
+        if from_beginning and offset is not None:
+            usage_error("Options from-beginning and offset cannot be specified together.")
+    elif offset is not None:
+        usage_error("The partition is required when offset is specified.")
+    start = _start_offset(offset or "latest", from_beginning, EARLIEST, LATEST)
     props = {**load_client_config(consumer_config),
              **parse_key_values(consumer_properties, "--consumer-property")}  # fmt: skip
-    group = group or props.get("group.id")
+    groups = {g for g in (group, props.get("group.id")) if g}
+    if len(groups) > 1:
+        usage_error(
+            "The group ids provided in different places (directly using '--group', via "
+            "'--consumer-property', or via '--consumer.config') do not match. Detected group "
+            "ids: " + ", ".join(f"'{g}'" for g in sorted(groups))
+        )
+    group = next(iter(groups), None)
     if group and partition is not None:
-        fail("Options group and partition cannot be specified together.")
+        usage_error("Options group and partition cannot be specified together.")
+    formatter_props = {**load_client_config(formatter_config),
+                       **parse_key_values(properties, "--property")}  # fmt: skip
+    for key, value in (("key.deserializer", key_deserializer),
+                       ("value.deserializer", value_deserializer)):  # fmt: skip
+        if value:
+            formatter_props[key] = value
+    try:
+        printer = formatter_class(formatter).from_props(formatter_props)
+        pattern = include_list(include) if include is not None else None
+    except (ValueError, InvalidRegex) as e:
+        usage_error(str(e))
     processed = 0
     member = None
+    client = None
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"))
         consumer = Consumer(client, isolation_level=1 if isolation_level == "read_committed" else 0)
+        topics = [topic] if topic is not None else _matching_topics(client, pattern)
         if group:
             reset = EARLIEST if start == EARLIEST or props.get(
                 "auto.offset.reset") == "earliest" else LATEST  # fmt: skip
-            member = GroupSession(client, consumer, group, topic, reset, props)
+            member = GroupSession(client, consumer, group, topics, reset, props)
             member.join()
+        elif partition is not None:
+            assert topic is not None
+            existing = consumer.partitions_for(topic)
+            if partition not in existing:
+                fail(
+                    f"ERROR Partition {topic}-{partition} does not exist: topic {topic} has "
+                    f"{len(existing)} partition(s)"
+                )
+            consumer.assign({(topic, partition): start})
         else:
-            partitions = [partition] if partition is not None else consumer.partitions_for(topic)
-            consumer.assign({(topic, p): start for p in partitions})
+            consumer.assign({(t, p): start for t in topics for p in consumer.partitions_for(t)})
         last_data = time.monotonic()
         out = sys.stdout
         while max_messages is None or processed < max_messages:
@@ -165,8 +291,13 @@ def console_consumer(
             if records:
                 last_data = time.monotonic()
             for record in records:
-                out.write(formatter.format(record))
                 processed += 1
+                try:
+                    out.write(printer.format(record))
+                except SerializationError as e:
+                    if not skip_message_on_error:
+                        raise
+                    click.echo(f"Error processing message, skipping this message: {e}", err=True)
                 if member is not None:
                     member.record_consumed(record)
                 if max_messages is not None and processed >= max_messages:
@@ -178,12 +309,20 @@ def console_consumer(
             member.close()
     except KafkaError as e:
         fail(f"ERROR {e}")
+    except SerializationError as e:
+        fail(f"ERROR Unknown error when running consumer: {e}")
     except KeyboardInterrupt:
         if member is not None:
             member.close()
     finally:
         click.echo(f"Processed a total of {processed} messages", err=True)
-    client.close()
+        if client is not None:
+            client.close()
+
+
+def _matching_topics(client: Any, pattern: Any) -> list[str]:
+    """The topics --include names now (kt matches once, at start)."""
+    return sorted(name for name in client.metadata(None) if pattern.fullmatch(name))
 
 
 def _start_offset(offset: str, from_beginning: bool, earliest: int, latest: int) -> int:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kt.commands.common import fail, load_client_config
+from kt.commands.common import INT, fail, load_client_config, usage_error
 
 ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offsets")
 
@@ -34,12 +34,12 @@ ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offs
 @click.option("--to-earliest", is_flag=True, help="Reset to the earliest offsets.")
 @click.option("--to-latest", is_flag=True, help="Reset to the latest offsets.")
 @click.option("--to-current", is_flag=True, help="Reset to the current offsets.")
-@click.option("--to-offset", type=int, help="Reset to this offset.")
-@click.option("--shift-by", type=int, help="Shift the current offsets by n (may be negative).")
+@click.option("--to-offset", type=INT, help="Reset to this offset.")
+@click.option("--shift-by", type=INT, help="Shift the current offsets by n (may be negative).")
 @click.option("--to-datetime", help="Reset to the offsets at 'YYYY-MM-DDTHH:mm:SS.sss'.")
 @click.option("--by-duration", help="Reset to the offsets this long ago: 'PnDTnHnMnS'.")
 @click.option("--from-file", type=click.Path(dir_okay=False), help="Reset to a CSV plan.")
-@click.option("--timeout", "timeout_ms", type=int, default=5000, show_default=True,
+@click.option("--timeout", "timeout_ms", type=INT, default=5000, show_default=True,
               help="Timeout (ms) of the calls that find and ask the coordinators.")  # fmt: skip
 @click.option("--command-config", type=click.Path(dir_okay=False), help="Client config file.")
 def consumer_groups(**o: object) -> None:
@@ -48,7 +48,7 @@ def consumer_groups(**o: object) -> None:
 
     actions = [o["list_"], o["describe"], o["delete"], o["reset_offsets"], o["delete_offsets"]]
     if sum(map(bool, actions)) != 1:
-        fail("Command must include exactly one action: " + ", ".join(ACTIONS))
+        usage_error("Command must include exactly one action: " + ", ".join(ACTIONS))
     try:
         _run(cg, o)
     except cg.ConsumerGroupCommandError as e:
@@ -63,10 +63,10 @@ def _run(cg, o: dict) -> None:  # type: ignore[no-untyped-def]
     groups = list(o["groups"])
     needs_group = o["describe"] or o["delete"] or o["reset_offsets"]
     if needs_group and not groups and not o["all_groups"]:
-        fail("Option '[describe|delete|reset-offsets]' takes one of these options: "
+        usage_error("Option '[describe|delete|reset-offsets]' takes one of these options: "
              "[all-groups], [group]")  # fmt: skip
     if o["delete_offsets"] and (len(groups) != 1 or not o["topics"]):
-        fail("Option [delete-offsets] takes the following options: [topic], [group]")
+        usage_error("Option [delete-offsets] takes the following options: [topic], [group]")
     scenario = _scenario(cg, o) if o["reset_offsets"] else None
     props = load_client_config(o["command_config"])  # type: ignore[arg-type]
     out, err = sys.stdout, sys.stderr
@@ -82,19 +82,21 @@ def _run(cg, o: dict) -> None:  # type: ignore[no-untyped-def]
         if o["list_"]:
             cg.list_groups(admin, out, o["state"])
         elif o["describe"]:
+            # A missing group exits 1 (Kafka's tool exits 0 after its error line).
             if o["members"]:
-                cg.describe_members(admin, out, err, groups, bool(o["verbose"]))
+                ok = cg.describe_members(admin, out, err, groups, bool(o["verbose"]))
             elif o["state"] is not None and not o["offsets"]:
-                cg.describe_state(admin, out, err, groups)
+                ok = cg.describe_state(admin, out, err, groups)
             else:
-                cg.describe_offsets(admin, out, err, groups)
+                ok = cg.describe_offsets(admin, out, err, groups)
         elif o["delete"]:
             ok = cg.delete_groups(admin, out, groups)
         elif o["delete_offsets"]:
             ok = cg.delete_offsets(admin, out, groups[0], list(o["topics"]))
         else:
-            cg.reset_offsets(admin, out, groups, list(o["topics"]), bool(o["all_topics"]),
-                             scenario, bool(o["execute"]), bool(o["export"]))  # fmt: skip
+            _, ok = cg.reset_offsets(admin, out, groups, list(o["topics"]),
+                                     bool(o["all_topics"]), scenario, bool(o["execute"]),
+                                     bool(o["export"]))  # fmt: skip
     except KafkaError as e:
         cg.print_error(out, f"Executing consumer group command failed due to {e}")
         ok = False
@@ -112,13 +114,13 @@ def _scenario(cg, o: dict):  # type: ignore[no-untyped-def]
         ("duration", o["by_duration"]), ("file", o["from_file"]),
     ) if v is not None]  # fmt: skip
     if len(chosen) != 1:
-        fail("Option '[reset-offsets]' requires one of the following scenarios: "
+        usage_error("Option '[reset-offsets]' requires one of the following scenarios: "
              "[to-offset], [to-datetime], [by-duration], [to-earliest], [to-latest], "
              "[shift-by], [from-file], [to-current]")  # fmt: skip
     if o["execute"] and o["dry_run"]:
-        fail("Option [reset-offsets] only accepts one of [execute, dry-run]")
+        usage_error("Option [reset-offsets] only accepts one of [execute, dry-run]")
     if not o["topics"] and not o["all_topics"] and chosen[0][0] != "file":
-        fail("One of the reset scopes should be defined: --all-topics, --topic.")
+        usage_error("One of the reset scopes should be defined: --all-topics, --topic.")
     kind, value = chosen[0]
     if kind == "file":
         try:

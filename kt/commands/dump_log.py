@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kt.commands.common import fail
+from kt.commands.common import INT, fail
 
 DECODERS = click.Choice(["string", "hex", "json"])
 
@@ -40,14 +40,14 @@ DECODERS = click.Choice(["string", "hex", "json"])
 )
 @click.option(
     "--max-message-size",
-    type=int,
+    type=INT,
     default=5 * 1024 * 1024,
     show_default=True,
     help="Size of the largest message.",
 )
 @click.option(
     "--max-bytes",
-    type=int,
+    type=INT,
     default=2**31 - 1,
     show_default=True,
     help="Stop after this many bytes of batches in each .log file.",
@@ -102,7 +102,9 @@ def dump_log(
         parser=parser,
     )
     try:
-        dump_files(files.split(","), options, sys.stdout, sys.stderr)
+        complete = dump_files(files.split(","), options, sys.stdout, sys.stderr)
     except DumpLogError as e:
         sys.stdout.flush()
         fail(str(e))
+    if not complete:
+        raise SystemExit(1)

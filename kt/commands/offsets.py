@@ -32,12 +32,12 @@ def get_offsets(
         spec = o.parse_time(time_)
         filters = o.parse_topic_partitions(topic, topic_partitions, partitions)
     except o.OffsetsCommandError as e:
-        fail(str(e))
+        fail(f"Error occurred: {e}")  # GetOffsetShell's TerseException line
     with admin_session(bootstrap_server, command_config) as admin:
         try:
             lines = o.get_offsets(admin, filters, spec, exclude_internal_topics)
         except o.OffsetsCommandError as e:
-            fail(str(e))
+            fail(f"Error occurred: {e}")
     for line in lines:
         click.echo(line)
 
@@ -68,3 +68,5 @@ def delete_records(
         lines = o.delete_records(admin, wanted)
     for line in lines:
         click.echo(line)
+    if any("\terror: " in line for line in lines):
+        raise SystemExit(1)  # Kafka's tool exits 0 here; a failed partition is a failure

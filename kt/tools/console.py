@@ -9,7 +9,14 @@ by key.separator and ended by line.separator. Formats: ../shared/TOOLS.md A3.
 
 from __future__ import annotations
 
+import datetime
+import os
+import select
+import struct
+import sys
 import time
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +36,34 @@ def _flag(props: dict[str, str], key: str, default: bool) -> bool:
 
 def _unescape(text: str) -> str:
     return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+def stdin_lines(linger_s: float) -> Iterator[str | None]:
+    """Standard input's lines (without their end, decoded as UTF-8 with replacement, as
+    Java's reader does), and None whenever `linger_s` passes with no new line after some
+    were read: the producer's cue to send what waits (its linger.ms)."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream with no descriptor (tests)
+        for line in sys.stdin:
+            yield line.rstrip("\n").removesuffix("\r")
+        return
+    pending = b""
+    unsent = False
+    while True:
+        if unsent and not select.select([fd], [], [], linger_s)[0]:
+            unsent = False
+            yield None
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield line.removesuffix(b"\r").decode("utf-8", "replace")
+        unsent = unsent or bool(lines)
+    if pending:
+        yield pending.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 @dataclass
@@ -77,6 +112,16 @@ class LineReader:
                     ("key.separator", self.key_separator),
                 )
             ]
+        used = [("key.separator", self.key_separator)] if self.parse_key else []
+        if self.parse_headers:
+            used += [
+                ("headers.delimiter", self.headers_delimiter),
+                ("headers.separator", self.headers_separator),
+                ("headers.key.separator", self.headers_key_separator),
+            ]
+        for name, value in used:
+            if not value:
+                raise LineFormatError(f"{name} may not be empty")
         for name_a, a, name_b, b in pairs:
             if a == b:
                 raise LineFormatError(f"{name_a} and {name_b} may not be equal")
@@ -121,11 +166,74 @@ class LineReader:
         return key, self._null(rest), headers
 
 
+class SerializationError(Exception):
+    """A record a deserializer cannot read; the message is Kafka's."""
+
+
+def _fixed(name: str, size: int, fmt: str) -> Callable[[bytes], str]:
+    def read(data: bytes) -> str:
+        if len(data) != size:
+            raise SerializationError(f"Size of data received by {name}Deserializer is not {size}")
+        value = struct.unpack(fmt, data)[0]
+        return _java_float(value) if fmt in (">d", ">f") else str(value)
+
+    return read
+
+
+def _java_float(value: float) -> str:
+    """Double.toString for the values a console shows: 1.0, 2.5, NaN, Infinity."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    return repr(float(value))
+
+
+def _uuid(data: bytes) -> str:
+    return str(uuid.UUID(data.decode("utf-8", "replace")))
+
+
+def _bytes(data: bytes) -> str:
+    """org.apache.kafka.common.utils.Bytes.toString: printable ASCII as is, the rest \\xNN."""
+    return "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02X}" for b in data)
+
+
+DESERIALIZERS: dict[str, Callable[[bytes], str]] = {
+    "StringDeserializer": lambda data: data.decode("utf-8", "replace"),
+    "ByteArrayDeserializer": lambda data: data.decode("utf-8", "replace"),
+    "ByteBufferDeserializer": lambda data: data.decode("utf-8", "replace"),
+    "BytesDeserializer": _bytes,
+    "ShortDeserializer": _fixed("Short", 2, ">h"),
+    "IntegerDeserializer": _fixed("Integer", 4, ">i"),
+    "LongDeserializer": _fixed("Long", 8, ">q"),
+    "FloatDeserializer": _fixed("Float", 4, ">f"),
+    "DoubleDeserializer": _fixed("Double", 8, ">d"),
+    "UUIDDeserializer": _uuid,
+    "VoidDeserializer": lambda data: "null",
+}
+SERIALIZATION_PACKAGE = "org.apache.kafka.common.serialization."
+
+
+def deserializer(name: str) -> Callable[[bytes], str]:
+    """A deserializer by Kafka class name (full or short); ValueError names the unknown."""
+    short = name.removeprefix(SERIALIZATION_PACKAGE)
+    if short not in DESERIALIZERS:
+        raise ValueError(
+            f"Unable to instantiate a deserializer from {name}: kt reads "
+            + ", ".join(SERIALIZATION_PACKAGE + n for n in DESERIALIZERS)
+        )
+    return DESERIALIZERS[short]
+
+
 @dataclass
 class MessageFormatter:
+    """DefaultMessageFormatter: the enabled fields, each followed by key.separator when
+    another follows and by line.separator after the last."""
+
     print_timestamp: bool = False
     print_key: bool = False
     print_offset: bool = False
+    print_epoch: bool = False
     print_partition: bool = False
     print_headers: bool = False
     print_value: bool = True
@@ -133,13 +241,20 @@ class MessageFormatter:
     line_separator: str = "\n"
     headers_separator: str = ","
     null_literal: str = "null"
+    key_deserializer: Callable[[bytes], str] | None = None
+    value_deserializer: Callable[[bytes], str] | None = None
+    headers_deserializer: Callable[[bytes], str] | None = None
 
     @classmethod
     def from_props(cls, props: dict[str, str]) -> MessageFormatter:
+        def read_with(key: str) -> Callable[[bytes], str] | None:
+            return deserializer(props[key].strip()) if props.get(key) else None
+
         return cls(
             print_timestamp=_flag(props, "print.timestamp", False),
             print_key=_flag(props, "print.key", False),
             print_offset=_flag(props, "print.offset", False),
+            print_epoch=_flag(props, "print.epoch", False),
             print_partition=_flag(props, "print.partition", False),
             print_headers=_flag(props, "print.headers", False),
             print_value=_flag(props, "print.value", True),
@@ -147,10 +262,15 @@ class MessageFormatter:
             line_separator=_unescape(props.get("line.separator", "\n")),
             headers_separator=_unescape(props.get("headers.separator", ",")),
             null_literal=props.get("null.literal", "null"),
+            key_deserializer=read_with("key.deserializer"),
+            value_deserializer=read_with("value.deserializer"),
+            headers_deserializer=read_with("headers.deserializer"),
         )
 
-    def _text(self, data: bytes | None) -> str:
-        return self.null_literal if data is None else data.decode("utf-8", "replace")
+    def _text(self, data: bytes | None, read: Callable[[bytes], str] | None) -> str:
+        if read is None:
+            return self.null_literal if data is None else data.decode("utf-8", "replace")
+        return read(self.null_literal.encode() if data is None else data)
 
     def format(self, record: Any) -> str:
         fields = []
@@ -164,18 +284,74 @@ class MessageFormatter:
             fields.append(f"Partition:{record.partition}")
         if self.print_offset:
             fields.append(f"Offset:{record.offset}")
+        if self.print_epoch:
+            fields.append("Epoch:NOT_PRESENT")  # ConsoleConsumer hands the formatter none
         if self.print_headers:
             headers = list(record.headers)
             fields.append(
-                self.headers_separator.join(f"{k}:{self._text(v)}" for k, v in headers)
+                self.headers_separator.join(
+                    f"{k}:{self._text(v, self.headers_deserializer)}" for k, v in headers
+                )
                 if headers
                 else "NO_HEADERS"
             )
         if self.print_key:
-            fields.append(self._text(record.key))
+            fields.append(self._text(record.key, self.key_deserializer))
         if self.print_value:
-            fields.append(self._text(record.value))
-        return self.key_separator.join(fields) + self.line_separator
+            fields.append(self._text(record.value, self.value_deserializer))
+        return self.key_separator.join(fields) + self.line_separator if fields else ""
+
+
+class LoggingMessageFormatter(MessageFormatter):
+    """DefaultMessageFormatter's output, and each record logged at INFO on stderr."""
+
+    def format(self, record: Any) -> str:
+        text = super().format(record)
+        stamp = ""
+        if record.timestamp_type in (0, 1):
+            label = "CreateTime" if record.timestamp_type == 0 else "LogAppendTime"
+            stamp = f"{label}:{record.timestamp}, "
+        key = "key:" + ("null " if record.key is None else self._text(record.key, None) + ", ")
+        value = "value:" + self._text(record.value, None)
+        now = datetime.datetime.now()
+        when = now.strftime("%Y-%m-%d %H:%M:%S") + f",{now.microsecond // 1000:03d}"
+        sys.stderr.write(
+            f"[{when}] INFO {stamp}{key}{value} "
+            "(org.apache.kafka.tools.consumer.LoggingMessageFormatter)\n"
+        )
+        return text
+
+
+class NoOpMessageFormatter(MessageFormatter):
+    """Prints nothing: for measuring consumption alone."""
+
+    def format(self, record: Any) -> str:
+        return ""
+
+
+TOOLS_PACKAGE = "org.apache.kafka.tools.consumer."
+FORMATTERS: dict[str, type[MessageFormatter]] = {
+    "DefaultMessageFormatter": MessageFormatter,
+    "LoggingMessageFormatter": LoggingMessageFormatter,
+    "NoOpMessageFormatter": NoOpMessageFormatter,
+}
+
+
+def formatter_class(name: str) -> type[MessageFormatter]:
+    """--formatter: Kafka's class names (kafka.tools.X warns that it is deprecated, as Kafka
+    does); ValueError for any other."""
+    short = name.removeprefix(TOOLS_PACKAGE).removeprefix("kafka.tools.")
+    if short not in FORMATTERS or name not in (TOOLS_PACKAGE + short, "kafka.tools." + short):
+        raise ValueError(
+            f"Unknown message formatter {name}: kt has "
+            + ", ".join(TOOLS_PACKAGE + n for n in FORMATTERS)
+        )
+    if name.startswith("kafka.tools."):
+        sys.stderr.write(
+            f"WARNING: {name} is deprecated and will be removed in the next major release. "
+            f"Please use {TOOLS_PACKAGE}{short} instead\n"
+        )
+    return FORMATTERS[short]
 
 
 class GroupSession:
@@ -187,7 +363,7 @@ class GroupSession:
     """
 
     def __init__(
-        self, client: KafkaClient, consumer: Consumer, group: str, topic: str, reset: int,
+        self, client: KafkaClient, consumer: Consumer, group: str, topics: list[str], reset: int,
         props: dict[str, str],
     ) -> None:  # fmt: skip
         self.consumer = consumer
@@ -195,7 +371,7 @@ class GroupSession:
         self.member = GroupMember(
             client,
             group,
-            [topic],
+            topics,
             session_timeout_ms=int(props.get("session.timeout.ms", 45000)),
             heartbeat_interval_ms=int(props.get("heartbeat.interval.ms", 3000)),
         )

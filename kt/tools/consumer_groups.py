@@ -111,9 +111,12 @@ def offsets_rows(
     return rows
 
 
-def describe_offsets(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str]) -> None:
+def describe_offsets(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str]) -> bool:
+    """The offsets table of each group; False when one of them does not exist."""
+    found = True
     for group in sorted(groups):
         d = admin.describe_group(group)
+        found = found and d.state != "Dead"
         rows = offsets_rows(admin, d) if d.state != "Dead" else []
         if not _should_print(out, err, group, d.state, len(rows)):
             continue
@@ -124,13 +127,17 @@ def describe_offsets(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[s
         for row in (header, *rows):
             out.write("\n" + _row(widths, row))
         out.write("\n")
+    return found
 
 
 def describe_members(
     admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str], verbose: bool
-) -> None:
+) -> bool:
+    """The members table of each group; False when one of them does not exist."""
+    found = True
     for group in sorted(groups):
         d = admin.describe_group(group)
+        found = found and d.state != "Dead"
         if not _should_print(out, err, group, d.state, len(d.members)):
             continue
         with_instance = any(x.group_instance_id for x in d.members)
@@ -151,6 +158,7 @@ def describe_members(
             if verbose:
                 line += _assignment_text(assignment)
             out.write(line + "\n")
+    return found
 
 
 def _assignment_text(assignment: list[tuple[str, int]]) -> str:
@@ -162,9 +170,12 @@ def _assignment_text(assignment: list[tuple[str, int]]) -> str:
     return ", ".join(sorted("(" + ",".join(sorted(ps)) + ")" for ps in by_topic.values()))
 
 
-def describe_state(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str]) -> None:
+def describe_state(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str]) -> bool:
+    """The state line of each group; False when one of them does not exist."""
+    found = True
     for group in sorted(groups):
         d = admin.describe_group(group)
+        found = found and d.state != "Dead"
         if not _should_print(out, err, group, d.state, 1):
             continue
         node, host, port = d.coordinator
@@ -174,6 +185,7 @@ def describe_state(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str
                                        "STATE", "#MEMBERS"]))  # fmt: skip
         out.write("\n" + _row(widths, [group, coordinator, d.assignor, d.state, len(d.members)]))
         out.write("\n")
+    return found
 
 
 # -- delete -----------------------------------------------------------------------------
@@ -292,14 +304,18 @@ def reset_offsets(
     scenario: ResetScenario,
     execute: bool,
     export: bool,
-) -> dict[str, dict[tuple[str, int], int]]:
+) -> tuple[dict[str, dict[tuple[str, int], int]], bool]:
+    """The new offsets by group (printed or committed), and whether every group could be
+    reset: only an inactive (Empty or Dead) group can."""
     result: dict[str, dict[tuple[str, int], int]] = {}
+    refused = False
     for group in groups:
         d = admin.describe_group(group)
         if d.state not in ("Empty", "Dead"):
             print_error(out, f"Assignments can only be reset if the group '{group}' is "
                              f"inactive, but the current state is {d.state}.")  # fmt: skip
             result[group] = {}
+            refused = True
             continue
         if all_topics:
             partitions = sorted(admin.fetch_offsets(group))
@@ -321,7 +337,7 @@ def reset_offsets(
                 out.write(f"{prefix}{topic},{partition},{offset}\n")
     else:
         print_reset_plan(out, result)
-    return result
+    return result, not refused
 
 
 def print_reset_plan(out: TextIO, result: dict[str, dict[tuple[str, int], int]]) -> None:

@@ -70,6 +70,7 @@ class DumpErrors:
     time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)  # files reported as they came
 
     def print_to(self, err: TextIO) -> None:
         for name, pairs in self.index_mismatches.items():
@@ -96,11 +97,16 @@ class DumpErrors:
                 err.write(f"  {first} is followed by {second}\n")
 
 
-def dump_files(paths: Iterable[str], options: DumpLogOptions, out: TextIO, err: TextIO) -> None:
-    """Dump every file in turn, then the problems found, as DumpLogSegments.main does."""
+def dump_files(paths: Iterable[str], options: DumpLogOptions, out: TextIO, err: TextIO) -> bool:
+    """Dump every file in turn, then the problems found, as DumpLogSegments.main does;
+    False when a file could not be read (its error already on `err`)."""
     errors = DumpErrors()
     for path in paths:
         out.write(f"Dumping {path}\n")
+        if os.path.isdir(path):
+            raise DumpLogError(
+                f"{path} is a directory: --files takes log, index, snapshot and checkpoint files"
+            )
         name = os.path.basename(path)
         suffix = name[name.rfind(".") :] if "." in name else ""
         if name == LEADER_EPOCH_CHECKPOINT or suffix in _KNOWN_SUFFIXES:
@@ -114,12 +120,14 @@ def dump_files(paths: Iterable[str], options: DumpLogOptions, out: TextIO, err: 
         elif suffix == ".timeindex":
             dump_time_index(path, options, out, errors)
         elif suffix == ".snapshot":
-            dump_producer_snapshot(path, out, err)
+            if not dump_producer_snapshot(path, out, err):
+                errors.unreadable.append(path)
         elif suffix == ".txnindex":
             dump_txn_index(path, out)
         else:
             err.write(f"Ignoring unknown file {path}\n")
     errors.print_to(err)
+    return not errors.unreadable
 
 
 # --- files ---------------------------------------------------------------------------
@@ -311,6 +319,18 @@ def _require_log(path: str) -> str:
     return log_path
 
 
+def _check_slice(log: bytes | mmap.mmap, position: int, log_path: str) -> None:
+    """FileRecords.slice's checks on an index entry's position, with its messages."""
+    if 0 <= position <= len(log):
+        return
+    records = (
+        f"FileRecords(size={len(log)}, file={os.path.abspath(log_path)}, start=0, end={INT32_MAX})"
+    )
+    if position < 0:
+        raise DumpLogError(f"Invalid position: {position} in read from {records}")
+    raise DumpLogError(f"Slice from position {position} exceeds end position of {records}")
+
+
 def _sanity_check(path: str, index_class: type, base_offset: int, out: TextIO) -> None:
     from kt.storage.abstract_index import CorruptIndexError
 
@@ -358,6 +378,7 @@ def dump_index(path: str, options: DumpLogOptions, out: TextIO, errors: DumpErro
             offset = base + relative
             if offset == base and i > 0:
                 break  # a zero entry: the unwritten, preallocated part of the file
+            _check_slice(log, position, log_path)
             found = _last_offset_at(log, position, options.max_message_size)
             if found != offset:
                 errors.index_mismatches.setdefault(abs_path, []).append((offset, found))
@@ -387,6 +408,7 @@ def dump_time_index(path: str, options: DumpLogOptions, out: TextIO, errors: Dum
                 break
             slot = bisect.bisect_right(index_offsets, offset) - 1
             position = offset_entries[slot][1] if slot >= 0 else 0
+            _check_slice(log, position, log_path)
             batch = _first_batch_reaching(log, position, offset)
             if batch is None or batch.last_offset != offset:
                 found = -1 if batch is None else batch.last_offset
@@ -418,8 +440,9 @@ def _first_batch_reaching(log: bytes | mmap.mmap, position: int, offset: int) ->
 # --- producer snapshots, transaction indexes, leader epochs ---------------------------
 
 
-def dump_producer_snapshot(path: str, out: TextIO, err: TextIO) -> None:
-    """One line per producer in a producer-state snapshot; a corrupt one goes to stderr."""
+def dump_producer_snapshot(path: str, out: TextIO, err: TextIO) -> bool:
+    """One line per producer in a producer-state snapshot. A corrupt one is reported on
+    stderr, as Kafka does, and False returned: the tool goes on, then exits 1 (Kafka 0)."""
     from kt.storage.producer_state import CorruptSnapshotError, read_snapshot
 
     read_file(path)  # a missing or unreadable file is one line, not a traceback
@@ -427,7 +450,7 @@ def dump_producer_snapshot(path: str, out: TextIO, err: TextIO) -> None:
         entries = read_snapshot(path)
     except CorruptSnapshotError as e:
         err.write(f"{e}\n")  # as Kafka: the message, and on to the next file
-        return
+        return False
     except (OSError, ValueError, struct.error) as e:
         raise DumpLogError(f"{path}: {e}") from e
     for e in entries:
@@ -445,6 +468,7 @@ def dump_producer_snapshot(path: str, out: TextIO, err: TextIO) -> None:
                 f"timestamp: {m.timestamp}"
             )
         out.write(line + "\n")
+    return True
 
 
 def dump_txn_index(path: str, out: TextIO) -> None:
@@ -452,6 +476,11 @@ def dump_txn_index(path: str, out: TextIO) -> None:
     data = read_file(path)
     usable = len(data) - len(data) % _TXN_INDEX_ENTRY.size
     for version, producer_id, first, last, lso in _TXN_INDEX_ENTRY.iter_unpack(data[:usable]):
+        if version != 0:
+            raise DumpLogError(
+                f"Unexpected aborted transaction version {version} in transaction index "
+                f"{os.path.abspath(path)}, current version is 0"
+            )
         out.write(
             f"version: {version} producerId: {producer_id} firstOffset: {first} "
             f"lastOffset: {last} lastStableOffset: {lso}\n"

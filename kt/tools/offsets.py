@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kt.client.admin import AdminClient
 from kt.errors import error_for
+from kt.tools.include_list import InvalidRegex, include_list
 
 TIME_NAMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
 
@@ -49,6 +50,13 @@ class TopicPartitionFilter:
     partitions: set[int] | None
 
 
+def _topic_regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return include_list(pattern)
+    except InvalidRegex as e:
+        raise OffsetsCommandError(str(e)) from None
+
+
 def parse_topic_partitions(
     topic: str | None, topic_partitions: str | None, partitions: str | None
 ) -> list[TopicPartitionFilter]:
@@ -62,12 +70,12 @@ def parse_topic_partitions(
             name, colon, parts = item.partition(":")
             filters.append(
                 TopicPartitionFilter(
-                    re.compile(name or ".*"), _partition_filter(parts if colon else None)
+                    _topic_regex(name or ".*"), _partition_filter(parts if colon else None)
                 )
             )
         return filters
     return [
-        TopicPartitionFilter(re.compile(topic) if topic else None, _partition_filter(partitions))
+        TopicPartitionFilter(_topic_regex(topic) if topic else None, _partition_filter(partitions))
     ]
 
 
@@ -89,6 +97,8 @@ def get_offsets(
             for p, part in info.partitions.items():
                 if f.partitions is None or p in f.partitions:
                     leaders[(name, p)] = part.leader
+    if not leaders:
+        raise OffsetsCommandError("Could not match any topic-partitions with the specified filters")
     found = admin.list_offsets({tp: time_spec for tp in leaders}, leaders)
     lines = []
     for (topic, partition), (code, offset, _) in sorted(
@@ -119,6 +129,7 @@ def parse_offset_json(text: str) -> dict[tuple[str, int], int]:
 
 
 def delete_records(admin: AdminClient, offsets: dict[tuple[str, int], int]) -> list[str]:
+    """Kafka's report lines; a partition that failed has a line with `error:`."""
     topics = admin.describe_topics(sorted({t for t, _ in offsets}))
     leaders = {}
     for t, p in offsets:

@@ -6,7 +6,6 @@ message; the click command prints them. Output formats: ../shared/TOOLS.md A2.
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
 from dataclasses import dataclass
@@ -14,7 +13,9 @@ from dataclasses import dataclass
 from kt.client.admin import TOPIC_RESOURCE, AdminClient
 from kt.client.client import PartitionInfo, TopicInfo
 from kt.errors import InvalidTopicError, error_for
+from kt.metadata.znodes import ZERO_UUID, uuid_from_str, uuid_to_str
 from kt.storage.names import validate_topic_name
+from kt.tools.include_list import InvalidRegex, include_list
 
 DEFAULT_CONFIG_SOURCE = 5
 LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -25,9 +26,7 @@ class TopicCommandError(Exception):
 
 
 def topic_id_str(topic_id: object) -> str:
-    if isinstance(topic_id, uuid.UUID):
-        return base64.urlsafe_b64encode(topic_id.bytes).decode("ascii").rstrip("=")
-    return str(topic_id)
+    return uuid_to_str(topic_id) if isinstance(topic_id, uuid.UUID) else str(topic_id)
 
 
 def validate_name(name: str) -> None:
@@ -106,7 +105,10 @@ def matching_topics(
     admin: AdminClient, pattern: str | None, exclude_internal: bool
 ) -> dict[str, TopicInfo]:
     topics = admin.describe_topics(None)
-    regex = re.compile(pattern) if pattern else None
+    try:
+        regex = include_list(pattern) if pattern else None
+    except InvalidRegex as e:
+        raise TopicCommandError(str(e)) from None
     return {
         name: info
         for name, info in sorted(topics.items())
@@ -137,10 +139,22 @@ def describe_topics(
     exclude_internal: bool,
     filters: DescribeFilters,
     if_exists: bool = False,
+    topic_id: str | None = None,
 ) -> list[str]:
-    topics = matching_topics(admin, pattern, exclude_internal)
-    if pattern and not topics and not if_exists and not _is_regex(pattern):
-        raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
+    """The describe lines; a non-zero `topic_id` (--topic-id) wins over `pattern`."""
+    wanted_id = _parse_topic_id(topic_id) if topic_id is not None else ZERO_UUID
+    if wanted_id != ZERO_UUID:
+        topics = {
+            name: info
+            for name, info in matching_topics(admin, None, exclude_internal).items()
+            if info.topic_id == wanted_id
+        }
+        if not topics and not if_exists:
+            raise TopicCommandError(f"TopicId '{topic_id}' does not exist as expected")
+    else:
+        topics = matching_topics(admin, pattern, exclude_internal)
+        if pattern and not topics and not if_exists and not _is_regex(pattern):
+            raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
     live = set(admin.client.brokers)
     lines: list[str] = []
     for name, info in topics.items():
@@ -171,6 +185,15 @@ def describe_topics(
                 "Elr: N/A\tLastKnownElr: N/A"
             )
     return lines
+
+
+def _parse_topic_id(text: str) -> uuid.UUID:
+    try:
+        return uuid_from_str(text)
+    except ValueError:
+        raise TopicCommandError(
+            f"Input string '{text}' is not a valid topic id (22 base64url characters)"
+        ) from None
 
 
 def _is_regex(pattern: str) -> bool:
