@@ -308,6 +308,8 @@ def parse_listeners(value: str) -> list[Endpoint]:
         if not sep or not colon or not port.lstrip("-").isdigit():
             raise InvalidConfigError(f"Invalid listener '{item}': expected NAME://host:port")
         host = host.strip("[]")
+        if not 0 <= int(port) <= 65535:
+            raise InvalidConfigError(f"Invalid listener '{item}': port out of range:{port}")
         endpoints.append(Endpoint(name.upper(), host, int(port)))
     return endpoints
 

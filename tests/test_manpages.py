@@ -56,3 +56,9 @@ def test_name_lines_read_as_man_pages_write_them() -> None:
 
     assert name_line("kt-topics.1") == r"kt\-topics \- create, delete, describe, or change a topic"
     assert name_line("kt.1") == r"kt \- Apache Kafka rebuilt in Python, with an embedded broker"
+
+
+def test_every_page_has_examples_and_exit_status() -> None:
+    pages = render_all(cli)
+    for name, page in pages.items():
+        assert ".SH EXAMPLES" in page and ".SH EXIT STATUS" in page, name

@@ -34,6 +34,19 @@ class JoptInt(click.ParamType):
 INT = JoptInt()
 
 
+class KafkaCommand(click.Command):
+    """A kt subcommand: every usage error carries the command's context, so that kt.cli
+    prints the command's help after the message, as printUsageAndExit does."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            if e.ctx is None:
+                e.ctx = ctx
+            raise
+
+
 def fail(message: str, code: int = 1, *, err: bool = True) -> NoReturn:
     """Print the message (one line; on stdout where Kafka's tool prints it there) and exit:
     kt never shows a traceback for bad input."""

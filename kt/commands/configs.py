@@ -6,10 +6,10 @@ import sys
 
 import click
 
-from kt.commands.common import admin_session, fail
+from kt.commands.common import KafkaCommand, admin_session, fail
 
 
-@click.command("configs")
+@click.command("configs", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
 @click.option("--command-config", type=click.Path(dir_okay=False), help="Client config file.")
 @click.option("--entity-type", type=click.Choice(["topics", "brokers"]), help="Entity type.")

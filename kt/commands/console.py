@@ -10,6 +10,7 @@ import click
 
 from kt.commands.common import (
     INT,
+    KafkaCommand,
     fail,
     given_options,
     load_client_config,
@@ -20,7 +21,7 @@ from kt.commands.common import (
 TOOLS_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 
 
-@click.command("console-producer")
+@click.command("console-producer", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--topic", required=True, help="REQUIRED: The topic name to produce messages to.")
 @click.option("--sync", is_flag=True, help="Send each line synchronously, one at a time.")
@@ -172,7 +173,7 @@ def _report(results: list) -> int:
     return failed
 
 
-@click.command("console-consumer")
+@click.command("console-consumer", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--topic", help="The topic to consume on.")
 @click.option("--include", help="Regular expression specifying list of topics to include.")
@@ -326,14 +327,18 @@ def _matching_topics(client: Any, pattern: Any) -> list[str]:
 
 
 def _start_offset(offset: str, from_beginning: bool, earliest: int, latest: int) -> int:
-    if from_beginning or offset == "earliest":
+    """ConsoleConsumerOptions.parseOffset."""
+    if from_beginning or offset.lower() == "earliest":
         return earliest
-    if offset == "latest":
+    if offset.lower() == "latest":
         return latest
     try:
         value = int(offset)
     except ValueError:
-        fail(f"Invalid --offset '{offset}': earliest, latest or a non-negative offset")
+        value = -1
     if value < 0:
-        fail(f"Invalid --offset '{offset}': earliest, latest or a non-negative offset")
+        usage_error(
+            f"The provided offset value '{offset}' is incorrect. Valid values are 'earliest', "
+            "'latest', or a non-negative long."
+        )
     return value

@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from kt.commands.common import INT, fail, load_client_config, usage_error
+from kt.commands.common import INT, KafkaCommand, fail, load_client_config, usage_error
 
 ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offsets")
 
 
-@click.command("consumer-groups")
+@click.command("consumer-groups", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
 @click.option("--group", "groups", multiple=True, help="The consumer group we wish to act on.")
 @click.option("--topic", "topics", multiple=True,

@@ -6,12 +6,12 @@ import sys
 
 import click
 
-from kt.commands.common import INT, fail
+from kt.commands.common import INT, KafkaCommand, fail
 
 DECODERS = click.Choice(["string", "hex", "json"])
 
 
-@click.command("dump-log")
+@click.command("dump-log", cls=KafkaCommand)
 @click.option(
     "--files",
     required=True,

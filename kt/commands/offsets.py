@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from kt.commands.common import admin_session, fail
+from kt.commands.common import KafkaCommand, admin_session, fail
 
 
-@click.command("get-offsets")
+@click.command("get-offsets", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
 @click.option("--topic", help="A regex of the topics to get offsets of (all by default).")
 @click.option("--topic-partitions", help="Topic-partition specs, e.g. 't:0-2,u'.")
@@ -42,7 +42,7 @@ def get_offsets(
         click.echo(line)
 
 
-@click.command("delete-records")
+@click.command("delete-records", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
 @click.option(
     "--offset-json-file",

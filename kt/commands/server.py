@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from kt.commands.common import fail, parse_key_values
+from kt.commands.common import INT, KafkaCommand, fail, parse_key_values
 
 
-@click.command("server-start")
+@click.command("server-start", cls=KafkaCommand)
 @click.argument("properties", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--override",
@@ -24,7 +24,12 @@ from kt.commands.common import fail, parse_key_values
     metavar="KEY=VALUE",
     help="Override a property of server.properties (repeatable); applies to every broker.",
 )
-@click.option("--daemon", is_flag=True, help="Run in the background, detached from the terminal.")
+@click.option(
+    "--daemon",
+    is_flag=True,
+    help="Run in the background: print the PID and the ready line, then log to "
+    "$LOG_DIR/server.log (without LOG_DIR: server.log beside the first log dir).",
+)
 @click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
@@ -56,45 +61,86 @@ def server_start(
     for config in configs:
         for key in config.unknown_keys:
             logging.getLogger("kt.config").warning("unknown configuration key '%s'", key)
-    if daemon:
-        _daemonize()
+    ready_pipe = _daemonize(daemon_log_path(configs[0])) if daemon else None
 
     def on_ready(servers: list, elapsed: float) -> None:
+        lines = []
         for server in servers:
             endpoints = ",".join(str(e) for e in server.advertised_endpoints)
             log_dirs = ",".join(str(d) for d in server.config.log_dirs)
-            click.echo(
+            lines.append(
                 f"[KafkaServer id={server.broker_id}] started: {endpoints} "
                 f"log.dirs={log_dirs} ({elapsed:.2f} s)"
             )
+        click.echo("\n".join(lines))
         sys.stdout.flush()
+        if ready_pipe is not None:  # tell the waiting parent, then let it go
+            os.write(ready_pipe, ("\n".join(lines) + "\n").encode())
+            os.close(ready_pipe)
 
     from kt.metadata.store import MetadataStoreError
-    from kt.storage.log_manager import LogDirLockedError
+    from kt.storage.log_manager import LogDirLockedError, LogDirUnusableError
 
     try:
         asyncio.run(serve(configs, on_ready))
     except OSError as e:
-        fail(f"cannot start the broker: {e.strerror or e}")
-    except (InvalidConfigError, LogDirLockedError, MetadataStoreError) as e:
+        where = f": {e.filename}" if e.filename else ""
+        fail(f"cannot start the broker: {e.strerror or e}{where}")
+    except (InvalidConfigError, LogDirLockedError, LogDirUnusableError, MetadataStoreError) as e:
         fail(f"cannot start the broker: {e}")
     except BrokerHaltedError as e:
         fail(str(e))
 
 
-def _daemonize() -> None:
-    """Detach as kafka-server-start.sh -daemon does: fork, new session, output to a log."""
+def daemon_log_path(config: object) -> Path:
+    """Where --daemon logs: $LOG_DIR/server.log as kafka-run-class.sh puts it, else
+    server.log beside the first log dir (/tmp/kt-logs -> /tmp/server.log)."""
+    log_dir = os.environ.get("LOG_DIR")
+    if log_dir:
+        return Path(log_dir) / "server.log"
+    first = Path(config.log_dirs[0]).absolute()  # type: ignore[attr-defined]
+    return first.parent / "server.log"
+
+
+def _daemonize(log_path: Path) -> int:
+    """Detach as kafka-server-start.sh -daemon does (fork, new session, output to the log),
+    while the starting process waits: it prints the daemon's PID and its ready line and
+    exits 0, or exits 1 with the log's last line if the daemon ends before it is ready.
+    Returns, in the daemon, the pipe on which to send the ready line."""
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as e:
+        fail(f"cannot write the server log {log_path}: {e.strerror}")
+    read_end, write_end = os.pipe()
     if os.fork() > 0:
-        os._exit(0)
+        os.close(write_end)
+        _wait_for_daemon(read_end, log_path)
+    os.close(read_end)
     os.setsid()
     if os.fork() > 0:
         os._exit(0)
+    os.write(write_end, f"{os.getpid()}\n".encode())
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
-    log_path = Path(os.environ.get("KT_LOG_FILE", "kt-server.out"))
-    out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(out, 1)
     os.dup2(out, 2)
+    return write_end
+
+
+def _wait_for_daemon(read_end: int, log_path: Path) -> None:
+    chunks = []
+    while chunk := os.read(read_end, 4096):
+        chunks.append(chunk)
+    pid, _, ready = b"".join(chunks).decode().partition("\n")
+    if not ready:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] if (
+            log_path.exists()) else []  # fmt: skip
+        fail(f"kt server failed to start (see {log_path}): {''.join(tail)}")
+    click.echo(f"kt server started in the background, PID {pid}, logging to {log_path}")
+    click.echo(ready, nl=False)
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def find_server_pids() -> list[int]:
@@ -112,13 +158,57 @@ def find_server_pids() -> list[int]:
     return sorted(pids)
 
 
-@click.command("server-stop")
+def server_node_ids(pid: int) -> set[int]:
+    """The node ids a `kt server-start` process runs: read from the property files and
+    overrides on its command line (relative paths from its working directory), as
+    kafka-server-stop.sh --node-id reads node.id from the started process's config file."""
+    from kt.config import SINGLE_BROKER_DEFAULTS, InvalidConfigError, KafkaConfig
+
+    proc = Path(f"/proc/{pid}")
+    try:
+        argv = [a.decode() for a in (proc / "cmdline").read_bytes().split(b"\0") if a]
+        cwd = os.readlink(proc / "cwd")
+    except OSError:
+        return set()
+    args = argv[argv.index("server-start") + 1 :]
+    files, overrides = [], {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--override" and i + 1 < len(args):
+            key, _, value = args[i + 1].partition("=")
+            overrides[key] = value
+            i += 2
+            continue
+        if arg.startswith("--override="):
+            key, _, value = arg.removeprefix("--override=").partition("=")
+            overrides[key] = value
+        elif arg == "--log-level":
+            i += 1
+        elif not arg.startswith("-"):
+            files.append(os.path.join(cwd, arg))
+        i += 1
+    try:
+        if not files:
+            return {KafkaConfig.from_files([], {**SINGLE_BROKER_DEFAULTS, **overrides}).broker_id}
+        return {KafkaConfig.from_files([f], overrides).broker_id for f in files}
+    except (InvalidConfigError, OSError):
+        return set()
+
+
+@click.command("server-stop", cls=KafkaCommand)
+@click.option("--node-id", type=INT, help="Stop only the server running this node id.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds to wait for exit.")
-def server_stop(timeout: float) -> None:
-    """Stop every running `kt server-start` with SIGTERM and wait until they exit."""
+def server_stop(node_id: int | None, timeout: float) -> None:
+    """Stop every running `kt server-start` (or, with --node-id, the one running that node)
+    with SIGTERM, and wait until they exit."""
     pids = find_server_pids()
     if not pids:
         fail("No kt server to stop")
+    if node_id is not None:
+        pids = [pid for pid in pids if node_id in server_node_ids(pid)]
+        if not pids:
+            fail(f"No kt server with node id {node_id} to stop")
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from kt.commands.common import fail
+from kt.commands.common import KafkaCommand, fail
 
 
-@click.command("spark-export")
+@click.command("spark-export", cls=KafkaCommand)
 @click.option("--bootstrap-server", metavar="HOST:PORT", help="Read through a running broker.")
 @click.option(
     "--log-dirs",
@@ -90,7 +90,8 @@ def spark_export(
     columns = (TextColumn("exporting"), BarColumn(), MofNCompleteColumn(),
                TextColumn("partitions"), TimeElapsedColumn())  # fmt: skip
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
+        with Progress(*columns, console=console, transient=True,
+                      disable=not console.is_terminal) as bar:  # fmt: skip
             task = bar.add_task("export", total=None)
             result = export(
                 request, progress=lambda done, total: bar.update(task, completed=done, total=total)

@@ -6,6 +6,7 @@ import click
 
 from kt.commands.common import (
     INT,
+    KafkaCommand,
     admin_session,
     check_invalid_args,
     fail,
@@ -15,7 +16,7 @@ from kt.commands.common import (
 )
 
 
-@click.command("topics")
+@click.command("topics", cls=KafkaCommand)
 @click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
 @click.option("--command-config", type=click.Path(dir_okay=False), help="Client config file.")
 @click.option("--create", is_flag=True, help="Create a new topic.")

@@ -17,6 +17,7 @@ nothing more is written there, not even at shutdown.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -39,6 +40,10 @@ TopicPartitionKey = tuple[str, int]
 # Directories in a log dir that hold no partition: the embedded metadata store keeps its
 # files in the first log dir (as KRaft keeps __cluster_metadata-0 there).
 NOT_LOG_DIRS = frozenset({"__kt_metadata"})
+
+
+class LogDirUnusableError(Exception):
+    """A log dir that cannot be created or written (LogManager.createAndValidateLogDirs)."""
 
 
 class LogDirLockedError(Exception):
@@ -84,7 +89,14 @@ class LogManager:
     # -- start-up ---------------------------------------------------------------------
 
     def _lock(self, directory: str) -> None:
-        os.makedirs(directory, exist_ok=True)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            if not os.access(directory, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, "Permission denied")
+        except OSError as e:
+            raise LogDirUnusableError(
+                f"Failed to create or validate data directory {directory}: {e.strerror or e}"
+            ) from None
         fd = os.open(os.path.join(directory, names.LOCK_FILE_NAME), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -37,6 +37,87 @@ def _option_lines(command: click.Command, ctx: click.Context) -> list[str]:
     return lines
 
 
+# Commands a user would type, by page; each pair is (what it does, the command line).
+EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    "kt": [
+        ("Start a broker on 127.0.0.1:9092 and list its topics:",
+         "kt server-start &\nkt topics --bootstrap-server 127.0.0.1:9092 --list"),
+    ],
+    "kt configs": [
+        ("Keep a topic's records for a day:",
+         "kt configs --bootstrap-server 127.0.0.1:9092 --alter --topic orders "
+         "--add-config retention.ms=86400000"),
+        ("Show a broker's dynamic configs:",
+         "kt configs --bootstrap-server 127.0.0.1:9092 --describe --broker 0"),
+    ],
+    "kt console-consumer": [
+        ("Print every record of a topic with its key, then stop after 5 s of quiet:",
+         "kt console-consumer --bootstrap-server 127.0.0.1:9092 --topic orders "
+         "--from-beginning --property print.key=true --timeout-ms 5000"),
+        ("Read every topic whose name starts with logs- as group audit:",
+         "kt console-consumer --bootstrap-server 127.0.0.1:9092 --include 'logs-.*' "
+         "--group audit"),
+    ],
+    "kt console-producer": [
+        ("Send lines as keyed records (key, a tab, the value):",
+         "printf 'k1\\tv1\\n' | kt console-producer --bootstrap-server 127.0.0.1:9092 "
+         "--topic orders --property parse.key=true"),
+    ],
+    "kt consumer-groups": [
+        ("Show a group's offsets and lag:",
+         "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group audit"),
+        ("Rewind a stopped group to the start of a topic:",
+         "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group audit "
+         "--topic orders --to-earliest --execute"),
+    ],
+    "kt delete-records": [
+        ("Delete the records of orders-0 before offset 10:",
+         "echo '{\"partitions\":[{\"topic\":\"orders\",\"partition\":0,\"offset\":10}],"
+         "\"version\":1}' > del.json\n"
+         "kt delete-records --bootstrap-server 127.0.0.1:9092 --offset-json-file del.json"),
+    ],
+    "kt dump-log": [
+        ("Print the batches and records of a segment:",
+         "kt dump-log --files /tmp/kt-logs/orders-0/00000000000000000000.log "
+         "--print-data-log"),
+        ("Check an index as a broker does at start-up:",
+         "kt dump-log --files /tmp/kt-logs/orders-0/00000000000000000000.index "
+         "--index-sanity-check"),
+    ],
+    "kt get-offsets": [
+        ("The latest offset of every partition of a topic:",
+         "kt get-offsets --bootstrap-server 127.0.0.1:9092 --topic orders"),
+        ("The first offset at or after a time:",
+         "kt get-offsets --bootstrap-server 127.0.0.1:9092 --topic orders "
+         "--time 1700000000000"),
+    ],
+    "kt server-start": [
+        ("A broker with Kafka's server.properties and one override:",
+         "kt server-start config/server.properties --override num.partitions=3"),
+        ("In the background, logging to $LOG_DIR/server.log:",
+         "LOG_DIR=/var/log/kt kt server-start --daemon config/server.properties"),
+    ],
+    "kt server-stop": [
+        ("Stop every broker on this machine, or only node 2:",
+         "kt server-stop\nkt server-stop --node-id 2"),
+    ],
+    "kt spark-export": [
+        ("Write a topic to Parquet files, one directory per partition:",
+         "kt spark-export --bootstrap-server 127.0.0.1:9092 --topic orders --output /tmp/orders "
+         "--partition-by partition"),
+    ],
+    "kt topics": [
+        ("Create a topic with 3 partitions, then describe it:",
+         "kt topics --bootstrap-server 127.0.0.1:9092 --create --topic orders --partitions 3\n"
+         "kt topics --bootstrap-server 127.0.0.1:9092 --describe --topic orders"),
+    ],
+}  # fmt: skip
+EXIT_STATUS = (
+    "0 on success. 1 on any failure: a usage error prints its message and then the option "
+    "help on stderr; any other error prints one line (no traceback). 130 when interrupted."
+)
+
+
 PROPER_NOUNS = {"Apache", "Kafka", "Kafka's", "Spark", "ZooKeeper"}
 
 
@@ -71,6 +152,13 @@ def render_page(name: str, command: click.Command, ctx: click.Context) -> str:
     options = _option_lines(command, ctx)
     if options:
         lines += [".SH OPTIONS", *options]
+    examples = EXAMPLES.get(name, [])
+    if examples:
+        lines.append(".SH EXAMPLES")
+        for what, command_line in examples:
+            lines += [".PP", _escape(what), ".PP", ".nf", ".RS", _escape(command_line), ".RE",
+                      ".fi"]  # fmt: skip
+    lines += [".SH EXIT STATUS", _escape(EXIT_STATUS)]
     if isinstance(command, click.Group):
         subs = command.list_commands(ctx)
         if subs:

@@ -1,0 +1,272 @@
+"""Every `kt` subcommand over a table of bad inputs: exit 1, Kafka's words, no traceback.
+
+Two kinds of failure, as Kafka's tools have them (CommandLineUtils):
+- a usage error prints joptsimple's or the tool's message, then the command's help, all on
+  stderr;
+- any other failure prints its message and nothing else (Kafka adds a stack trace, kt
+  does not). Where the Kafka tool prints a fixed line of its own besides the message
+  (console-consumer's "Processed a total of N messages", kafka-configs' "Error while
+  executing config command with args ..."), the table names that line too.
+
+The messages are the Kafka 3.9 tools' own, checked against them (tests/oracle); where kt
+goes further than Kafka (it exits 1 where the Java tool exits 0 or hangs), the case says so.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+
+from tests.integration.conftest import kt_command, kt_ok
+
+pytestmark = pytest.mark.slow
+
+B = "{bootstrap}"  # replaced by the module broker's address
+DIR = "{dir}"  # replaced by a directory of bad files
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]
+    stderr: list[str] = field(default_factory=list)  # the exact lines, or a usage error's first
+    stdout: list[str] | None = None  # the exact lines, when the tool prints its error there
+    usage: bool = False  # a usage error: the message, then the command's help
+    stdin: str | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+PROCESSED_0 = "Processed a total of 0 messages"
+CASES = [
+    # -- topics ------------------------------------------------------------------------
+    Case("topics-describe-regex", ["topics", "--bootstrap-server", B, "--describe",
+         "--topic", "a(b"], stdout=["Error while executing topic command : a(b is an invalid "
+         "regex."]),
+    Case("topics-list-regex", ["topics", "--bootstrap-server", B, "--list", "--topic", "a[b"],
+         stdout=["Error while executing topic command : a[b is an invalid regex."]),
+    Case("topics-delete-regex", ["topics", "--bootstrap-server", B, "--delete", "--topic",
+         "*"], stdout=["Error while executing topic command : * is an invalid regex."]),
+    Case("topics-alter-replication-factor", ["topics", "--bootstrap-server", B, "--alter",
+         "--topic", "cli-errors", "--partitions", "2", "--replication-factor", "2"],
+         ['Option "[replication-factor]" can\'t be used with option "[alter]"'], usage=True),
+    Case("topics-alter-without-partitions", ["topics", "--bootstrap-server", B, "--alter",
+         "--topic", "cli-errors"], ['Missing required argument "[partitions]"'], usage=True),
+    Case("topics-unknown-option", ["topics", "--bootstrap-server", B, "--list", "--bogus"],
+         ["bogus is not a recognized option"], usage=True),
+    Case("topics-bad-number", ["topics", "--bootstrap-server", B, "--create", "--topic", "x",
+         "--partitions", "abc"], ["Cannot parse argument 'abc' of option partitions"],
+         usage=True),
+    Case("topics-no-bootstrap", ["topics", "--list"],
+         ['Missing required argument "[bootstrap-server]"'], usage=True),
+    Case("topics-missing-value", ["topics", "--bootstrap-server", B, "--describe", "--topic"],
+         ["Option topic requires an argument"], usage=True),
+    Case("topics-no-action", ["topics", "--bootstrap-server", B], ["Command must include "
+         "exactly one action: --list, --describe, --create, --alter or --delete"], usage=True),
+    Case("topics-unknown-topic-id", ["topics", "--bootstrap-server", B, "--describe",
+         "--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ"], stdout=["Error while executing topic "
+         "command : TopicId 'AAAAAAAAAAAAAAAAAAAAAQ' does not exist as expected"]),
+    # -- console-producer --------------------------------------------------------------
+    Case("producer-empty-key-separator", ["console-producer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--property", "parse.key=true", "--property",
+         "key.separator="], ["key.separator may not be empty"], stdin="k\tv\n"),
+    Case("producer-bad-acks", ["console-producer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--producer.config", f"{DIR}/acks.properties"],
+         ["Invalid value 7 for configuration acks: String must be one of: all, -1, 0, 1"],
+         stdin="v\n"),
+    Case("producer-bad-codec", ["console-producer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--compression-codec", "bogus"], ["Invalid value bogus for "
+         "configuration compression.type: String must be one of: none, gzip, snappy, lz4, "
+         "zstd"], stdin="v\n"),
+    Case("producer-no-topic", ["console-producer", "--bootstrap-server", B],
+         ['Missing required argument "[topic]"'], usage=True),
+    Case("producer-unparsable-line", ["console-producer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--property", "parse.key=true"],
+         ["ERROR No key separator found on line number 1: 'no-key'"], stdin="no-key\n"),
+    # -- console-consumer --------------------------------------------------------------
+    Case("consumer-missing-partition", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--partition", "5", "--timeout-ms", "1000"],
+         ["ERROR Partition cli-errors-5 does not exist: topic cli-errors has 1 partition(s)",
+          PROCESSED_0]),
+    Case("consumer-negative-partition", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--partition", "-1", "--timeout-ms", "1000"],
+         ["ERROR Partition cli-errors--1 does not exist: topic cli-errors has 1 partition(s)",
+          PROCESSED_0]),
+    Case("consumer-beginning-and-offset", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--partition", "0", "--offset", "1", "--from-beginning"],
+         ["Options from-beginning and offset cannot be specified together."], usage=True),
+    Case("consumer-topic-and-include", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--include", "cli.*"],
+         ["Exactly one of --include/--topic is required. "], usage=True),
+    Case("consumer-include-regex", ["console-consumer", "--bootstrap-server", B,
+         "--include", "a(b"], ["a(b is an invalid regex."], usage=True),
+    Case("consumer-offset-without-partition", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--offset", "3"],
+         ["The partition is required when offset is specified."], usage=True),
+    Case("consumer-bad-offset", ["console-consumer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--partition", "0", "--offset", "-4"], ["The provided offset value "
+         "'-4' is incorrect. Valid values are 'earliest', 'latest', or a non-negative long."],
+         usage=True),
+    Case("consumer-unknown-formatter", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--formatter", "com.example.Fancy"],
+         ["Unknown message formatter com.example.Fancy: kt has "
+          "org.apache.kafka.tools.consumer.DefaultMessageFormatter, "
+          "org.apache.kafka.tools.consumer.LoggingMessageFormatter, "
+          "org.apache.kafka.tools.consumer.NoOpMessageFormatter"], usage=True),
+    Case("consumer-undecodable-value", ["console-consumer", "--bootstrap-server", B,
+         "--topic", "cli-errors", "--from-beginning", "--max-messages", "1",
+         "--value-deserializer", "org.apache.kafka.common.serialization.LongDeserializer"],
+         ["ERROR Unknown error when running consumer: Size of data received by "
+          "LongDeserializer is not 8", "Processed a total of 1 messages"]),
+    # -- get-offsets, delete-records ---------------------------------------------------
+    Case("get-offsets-regex", ["get-offsets", "--bootstrap-server", B, "--topic", "a(b"],
+         ["Error occurred: a(b is an invalid regex."]),
+    Case("get-offsets-missing-topic", ["get-offsets", "--bootstrap-server", B, "--topic",
+         "no-such-topic"],
+         ["Error occurred: Could not match any topic-partitions with the specified filters"]),
+    Case("get-offsets-missing-partition", ["get-offsets", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--partitions", "7"],
+         ["Error occurred: Could not match any topic-partitions with the specified filters"]),
+    Case("delete-records-beyond-end", ["delete-records", "--bootstrap-server", B,
+         "--offset-json-file", f"{DIR}/delete.json"], [],
+         stdout=["Executing records delete operation", "Records delete operation completed:",
+                 "partition: cli-errors-0\terror: The requested offset is not within the "
+                 "range of offsets maintained by the server."]),  # Kafka's tool exits 0
+    # -- consumer-groups ---------------------------------------------------------------
+    Case("groups-describe-missing", ["consumer-groups", "--bootstrap-server", B,
+         "--describe", "--group", "no-such-group"],
+         stdout=["", "Error: Consumer group 'no-such-group' does not exist."]),  # Kafka: 0
+    Case("groups-reset-stable", ["consumer-groups", "--bootstrap-server", B, "--reset-offsets",
+         "--group", "cli-errors-active", "--topic", "cli-errors", "--to-earliest",
+         "--execute"], stdout=["", "Error: Assignments can only be reset if the group "
+         "'cli-errors-active' is inactive, but the current state is Stable.", "",
+         f"{'GROUP':<30} {'TOPIC':<30} {'PARTITION':<10} {'NEW-OFFSET':<15}"]),  # Kafka: 0
+    Case("groups-no-action", ["consumer-groups", "--bootstrap-server", B], ["Command must "
+         "include exactly one action: --list, --describe, --delete, --reset-offsets, "
+         "--delete-offsets"], usage=True),
+    # -- configs -----------------------------------------------------------------------
+    Case("configs-no-entity", ["configs", "--bootstrap-server", B, "--describe"],
+         ["Must specify --entity-type (or --topic, --broker, --broker-defaults)"]),
+    Case("configs-unknown-key", ["configs", "--bootstrap-server", B, "--alter", "--topic",
+         "cli-errors", "--add-config", "bogus.key=1"], ["Error while executing config command "
+         "with args '--bootstrap-server {bootstrap} --alter --topic cli-errors --add-config "
+         "bogus.key=1'", "Unknown topic config name: bogus.key"]),
+    # -- dump-log ----------------------------------------------------------------------
+    Case("dump-log-directory", ["dump-log", "--files", DIR], [f"{DIR} is a directory: --files "
+         "takes log, index, snapshot and checkpoint files"], stdout=[f"Dumping {DIR}"]),
+    Case("dump-log-timeindex-beyond-log", ["dump-log", "--files",
+         f"{DIR}/00000000000000000100.timeindex"], ["Slice from position 5000 exceeds end "
+         f"position of FileRecords(size=1000, file={DIR}/00000000000000000100.log, start=0, "
+         "end=2147483647)"], stdout=[f"Dumping {DIR}/00000000000000000100.timeindex"]),
+    Case("dump-log-index-before-log", ["dump-log", "--files",
+         f"{DIR}/00000000000000000000.index"], ["Invalid position: -1395978286 in read from "
+         f"FileRecords(size=1000, file={DIR}/00000000000000000000.log, start=0, "
+         "end=2147483647)"], stdout=[f"Dumping {DIR}/00000000000000000000.index"]),
+    Case("dump-log-random-snapshot", ["dump-log", "--files",
+         f"{DIR}/00000000000000000000.snapshot"],
+         ["Snapshot contained an unknown file version 18765"],
+         stdout=[f"Dumping {DIR}/00000000000000000000.snapshot"]),  # Kafka's tool exits 0
+    Case("dump-log-random-txnindex", ["dump-log", "--files",
+         f"{DIR}/00000000000000000000.txnindex"], [f"Unexpected aborted transaction version "
+         f"18765 in transaction index {DIR}/00000000000000000000.txnindex, current version is "
+         "0"], stdout=[f"Dumping {DIR}/00000000000000000000.txnindex"]),
+    Case("dump-log-no-files", ["dump-log"], ['Missing required argument "[files]"'],
+         usage=True),
+    # -- server-start, server-stop, spark-export ---------------------------------------
+    Case("server-port-out-of-range", ["server-start", "--override",
+         "listeners=PLAINTEXT://127.0.0.1:70000", "--override", f"log.dirs={DIR}/unused"],
+         ["Invalid listener 'PLAINTEXT://127.0.0.1:70000': port out of range:70000"]),
+    Case("server-uncreatable-log-dir", ["server-start", "--override",
+         "listeners=PLAINTEXT://127.0.0.1:0", "--override",
+         f"log.dirs={DIR}/acks.properties/logs"], [f"cannot start the broker: Not a directory: "
+         f"{DIR}/acks.properties/logs"]),
+    Case("server-stop-unknown-node", ["server-stop", "--node-id", "987654"],
+         [re.compile(r"No kt server (with node id 987654 )?to stop")]),
+    Case("spark-export-bad-offsets", ["spark-export", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--output", f"{DIR}/export", "--starting-offsets", "{bad json"],
+         [re.compile(r"startingOffsets: invalid JSON \(.*\): \{bad json")]),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Seeded random bytes under every name dump-log knows (each file's first field reads
+    18765), and indexes whose entries point before or beyond their 1000-byte log."""
+    directory = tmp_path_factory.mktemp("bad-files")
+    noise = bytes([0x49, 0x4D]) + random.Random(7).randbytes(998)
+    for base in (0, 100):
+        for suffix in ("log", "snapshot", "txnindex"):
+            (directory / f"{base:020d}.{suffix}").write_bytes(noise)
+    (directory / f"{0:020d}.index").write_bytes(struct.pack(">ii", 7, -1_395_978_286) + noise)
+    (directory / f"{100:020d}.index").write_bytes(struct.pack(">ii", 0, 5000))
+    (directory / f"{100:020d}.timeindex").write_bytes(struct.pack(">qi", 1, 10))
+    (directory / "acks.properties").write_text("acks=7\n")
+    (directory / "delete.json").write_text(
+        '{"partitions":[{"topic":"cli-errors","partition":0,"offset":50}],"version":1}'
+    )
+    return directory
+
+
+@pytest.fixture(scope="module")
+def active_group(module_broker) -> object:
+    """A topic with one record, and a group with a live member (Stable)."""
+    kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--create", "--topic",
+          "cli-errors", "--partitions", "1")  # fmt: skip
+    kt_ok("console-producer", "--bootstrap-server", module_broker.bootstrap, "--topic",
+          "cli-errors", input="v\n")  # fmt: skip
+    consumer = Consumer({
+        "bootstrap.servers": module_broker.bootstrap, "group.id": "cli-errors-active",
+        "auto.offset.reset": "earliest",
+    })  # fmt: skip
+    consumer.subscribe(["cli-errors"])
+    for _ in range(60):
+        if consumer.poll(0.5) is not None or consumer.assignment():
+            break
+    assert consumer.assignment(), "the group never became Stable"
+    yield consumer
+    consumer.close()
+
+
+def _fill(text: str, bootstrap: str, directory: Path) -> str:
+    return text.replace(B, bootstrap).replace(DIR, str(directory))
+
+
+def _matches(expected: str | re.Pattern[str], line: str) -> bool:
+    return bool(expected.fullmatch(line)) if isinstance(expected, re.Pattern) else expected == line
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_bad_input(case: Case, module_broker, bad_files: Path, active_group: object) -> None:
+    def fill(text: str | re.Pattern[str]) -> str | re.Pattern[str]:
+        return text if isinstance(text, re.Pattern) else _fill(text, module_broker.bootstrap,
+                                                                bad_files)  # fmt: skip
+
+    args = [str(fill(a)) for a in case.args]
+    result = kt_command(*args, input=case.stdin, timeout_s=90)
+    assert "Traceback" not in result.stdout + result.stderr, result.stderr
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    err = result.stderr.splitlines()
+    expected = [fill(e) for e in case.stderr]
+    if case.usage:
+        (message,) = expected
+        assert err and _matches(message, err[0]), err[:3]
+        assert err[1] == f"Usage: kt {args[0]} [OPTIONS]", err[:3]  # then the help
+    else:
+        assert len(err) == len(expected), err
+        assert all(_matches(e, line) for e, line in zip(expected, err, strict=True)), err
+    if case.stdout is not None:
+        assert result.stdout.splitlines() == [fill(s) for s in case.stdout]
+
+
+def test_every_subcommand_has_a_case() -> None:
+    from kt.commands import COMMANDS
+
+    covered = {case.args[0] for case in CASES}
+    assert covered == set(COMMANDS), set(COMMANDS) - covered

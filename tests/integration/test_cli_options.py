@@ -1,0 +1,174 @@
+"""Options of the Kafka tools that an operator reaches for, run as the `kt` executable:
+the console producer's linger and its behaviour on a bad line, the console consumer's
+--include and formatters, topics --topic-id, server-start --daemon and server-stop
+--node-id."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import kt_command, kt_ok
+
+pytestmark = pytest.mark.slow
+
+
+def create(broker, topic: str, partitions: int = 1) -> None:
+    kt_ok("topics", "--bootstrap-server", broker.bootstrap, "--create", "--topic", topic,
+          "--partitions", str(partitions))  # fmt: skip
+
+
+def consume(broker, *args: str) -> subprocess.CompletedProcess:
+    return kt_command("console-consumer", "--bootstrap-server", broker.bootstrap,
+                      "--from-beginning", "--timeout-ms", "3000", *args)  # fmt: skip
+
+
+def test_producer_sends_every_line_read_before_a_bad_one(module_broker) -> None:
+    create(module_broker, "before-error")
+    result = kt_command("console-producer", "--bootstrap-server", module_broker.bootstrap,
+                        "--topic", "before-error", "--property", "parse.key=true",
+                        input="k1\tv1\nk2\tv2\nno-key\nk3\tv3\n")  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == "ERROR No key separator found on line number 3: 'no-key'\n"
+    out = consume(module_broker, "--topic", "before-error", "--property", "print.key=true")
+    assert out.stdout.splitlines() == ["k1\tv1", "k2\tv2"]
+
+
+def test_producer_sends_after_linger_while_input_stays_open(module_broker) -> None:
+    """A line typed at the terminal is sent after --timeout ms, not when input ends."""
+    create(module_broker, "linger")
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "kt", "console-producer", "--bootstrap-server",
+         module_broker.bootstrap, "--topic", "linger", "--timeout", "200"],
+        stdin=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert producer.stdin is not None
+        producer.stdin.write("typed\n")
+        producer.stdin.flush()
+        deadline = time.monotonic() + 30
+        seen: list[str] = []
+        while not seen and time.monotonic() < deadline:
+            out = consume(module_broker, "--topic", "linger")
+            seen = out.stdout.splitlines()
+        assert seen == ["typed"]
+        assert producer.poll() is None  # still reading its input
+    finally:
+        producer.stdin.close()
+        assert producer.wait(30) == 0
+
+
+def test_consumer_include_reads_every_matching_topic(module_broker) -> None:
+    for topic in ("inc-a", "inc-b", "other"):
+        create(module_broker, topic)
+        kt_ok("console-producer", "--bootstrap-server", module_broker.bootstrap, "--topic",
+              topic, input=f"{topic}-value\n")  # fmt: skip
+    out = consume(module_broker, "--include", "inc-.*", "--max-messages", "2")
+    assert sorted(out.stdout.splitlines()) == ["inc-a-value", "inc-b-value"]
+    out = consume(module_broker, "--include", "inc-a, other", "--max-messages", "2")
+    assert sorted(out.stdout.splitlines()) == ["inc-a-value", "other-value"]
+
+
+def test_consumer_formatters(module_broker) -> None:
+    create(module_broker, "formatted")
+    kt_ok("console-producer", "--bootstrap-server", module_broker.bootstrap, "--topic",
+          "formatted", "--property", "parse.key=true", input="k\tv\n")  # fmt: skip
+    noop = consume(module_broker, "--topic", "formatted", "--max-messages", "1", "--formatter",
+                   "org.apache.kafka.tools.consumer.NoOpMessageFormatter")  # fmt: skip
+    assert (noop.returncode, noop.stdout) == (0, "")
+    logged = consume(module_broker, "--topic", "formatted", "--max-messages", "1",
+                     "--formatter", "org.apache.kafka.tools.consumer.LoggingMessageFormatter",
+                     "--property", "print.key=true")  # fmt: skip
+    assert logged.stdout == "k\tv\n"
+    assert re.search(
+        r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] INFO CreateTime:\d+, key:k, value:v "
+        r"\(org\.apache\.kafka\.tools\.consumer\.LoggingMessageFormatter\)$",
+        logged.stderr, re.M,
+    ), logged.stderr  # fmt: skip
+    deprecated = consume(module_broker, "--topic", "formatted", "--max-messages", "1",
+                         "--formatter", "kafka.tools.DefaultMessageFormatter")  # fmt: skip
+    assert deprecated.stdout == "v\n"
+    assert deprecated.stderr.startswith(
+        "WARNING: kafka.tools.DefaultMessageFormatter is deprecated and will be removed in the "
+        "next major release. Please use org.apache.kafka.tools.consumer.DefaultMessageFormatter "
+        "instead\n"
+    )
+
+
+def test_consumer_deserializers(module_broker) -> None:
+    from confluent_kafka import Producer
+
+    create(module_broker, "typed")
+    producer = Producer({"bootstrap.servers": module_broker.bootstrap})
+    producer.produce(
+        "typed", key=(7).to_bytes(8, "big"), value=(-2).to_bytes(4, "big", signed=True)
+    )
+    producer.produce("typed", key=b"k", value=b"no")
+    assert producer.flush(30) == 0
+    out = consume(module_broker, "--topic", "typed", "--max-messages", "2",
+                  "--key-deserializer", "org.apache.kafka.common.serialization.LongDeserializer",
+                  "--value-deserializer", "IntegerDeserializer", "--property", "print.key=true",
+                  "--skip-message-on-error")  # fmt: skip
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == ["7\t-2"]
+    assert "Error processing message, skipping this message: Size of data received by " \
+        "LongDeserializer is not 8" in out.stderr  # fmt: skip
+
+
+def test_topics_describe_by_topic_id(module_broker) -> None:
+    create(module_broker, "by-id", 2)
+    summary = kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--describe",
+                    "--topic", "by-id")[0]  # fmt: skip
+    topic_id = re.search(r"TopicId: (\S+)", summary).group(1)
+    lines = kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--describe",
+                  "--topic-id", topic_id)  # fmt: skip
+    assert lines[0] == summary and len(lines) == 3
+
+
+def _start_daemon(tmp_path: Path, node_id: int) -> tuple[int, str]:
+    env = {**os.environ, "LOG_DIR": str(tmp_path / f"logs-{node_id}")}
+    result = subprocess.run(
+        [sys.executable, "-m", "kt", "server-start", "--daemon", "--override",
+         f"node.id={node_id}", "--override", f"log.dirs={tmp_path / f'data-{node_id}'}",
+         "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    first, ready = result.stdout.splitlines()
+    match = re.fullmatch(r"kt server started in the background, PID (\d+), logging to (.*)", first)
+    assert match and match.group(2) == f"{tmp_path}/logs-{node_id}/server.log"
+    assert ready.startswith(f"[KafkaServer id={node_id}] started: PLAINTEXT://127.0.0.1:")
+    assert ready in Path(match.group(2)).read_text()
+    return int(match.group(1)), ready
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_daemon_and_stop_by_node_id(tmp_path: Path) -> None:
+    pids = {}
+    try:
+        for node_id in (41, 42):
+            pids[node_id], _ = _start_daemon(tmp_path, node_id)
+        assert all(_alive(pid) for pid in pids.values())
+        stopped = kt_command("server-stop", "--node-id", "41")
+        assert stopped.returncode == 0, stopped.stderr
+        assert not _alive(pids[41]) and _alive(pids[42])
+        again = kt_command("server-stop", "--node-id", "41")
+        assert (again.returncode, again.stderr) == (1, "No kt server with node id 41 to stop\n")
+    finally:
+        for pid in pids.values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGTERM)
