@@ -383,6 +383,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object], ...] = (
     ("socket.send.buffer.bytes", "int", 102400),
     ("socket.receive.buffer.bytes", "int", 102400),
     ("queued.max.requests", "int", 500),
+    ("queued.max.request.bytes", "long", -1),
     ("connections.max.idle.ms", "long", 600000),
     ("socket.listen.backlog.size", "int", 50),
     ("offsets.topic.num.partitions", "int", 50),

@@ -296,6 +296,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "num.network.threads": NoEffect("one asyncio event loop serves every connection"),
     "num.io.threads": NoEffect("one asyncio event loop serves every request"),
     "queued.max.requests": NoEffect("a connection's next request is read after its answer"),
+    "queued.max.request.bytes": ShownBy(
+        "tests/integration/test_connections.py"
+        "::test_queued_max_request_bytes_bounds_what_requests_hold"
+    ),
     "connections.max.idle.ms": ShownBy(
         "tests/integration/test_connections.py::test_idle_connections_are_closed"
     ),

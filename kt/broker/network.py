@@ -17,7 +17,10 @@ selector. Per connection, a KafkaChannel:
 - a malformed frame closes that connection and is logged; nothing else happens;
 - a connection with no traffic either way for `connections.max.idle.ms` is closed, as
   Kafka's Selector closes idle connections (a half-sent request does not count as
-  traffic once its bytes stop coming); one with a request being handled is not idle.
+  traffic once its bytes stop coming); one with a request being handled is not idle;
+- with `queued.max.request.bytes` set, the bytes read are held from one MemoryPool per
+  listener until their request is answered, and while it is spent no connection starts
+  reading a new request (one begun is read to its end).
 
 The listener is accepted from in a reader callback that takes every pending connection
 until EAGAIN, as Kafka's Acceptor does with the selector's keys: a burst of connects
@@ -38,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.memory_pool import MemoryPool
 from kt.errors import ProtocolError
 from kt.protocol import FrameReader
 
@@ -77,6 +81,7 @@ class SocketServer:
     receive_buffer_bytes: int = 102400
     connections_max_idle_ms: int = 600000
     backlog: int = BACKLOG
+    memory_pool: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -134,7 +139,7 @@ class SocketServer:
         for sock, peer in accepted:
             sock.setblocking(False)
             self._next_id += 1
-            channel = KafkaChannel(loop, sock, self.max_request_bytes)
+            channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool)
             ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]))
             task = loop.create_task(self._serve(channel, ctx))
             self._connections[task] = channel
@@ -177,6 +182,7 @@ class SocketServer:
                 if parts and (sent := channel.send(parts)) is not None:
                     await sent
                 channel.busy = False
+                channel.release(frame)
         except ProtocolError as e:
             log.warning("closing connection from %s:%s: %s", ctx.client_host, ctx.client_port, e)
         except (ConnectionError, asyncio.CancelledError):
@@ -227,8 +233,14 @@ class KafkaChannel:
     while a response is partly sent, and then `_sent` is the future of that response.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket, max_bytes: int):
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, max_bytes: int,
+        pool: MemoryPool | None = None,
+    ) -> None:  # fmt: skip
         self._loop = loop
+        self._pool = pool if pool is not None and pool.bounded else None
+        self._held = 0  # bytes read and not yet released to the pool
+        self._waiting_for_memory = False
         self._sock = sock
         self._fd = sock.fileno()
         self._frames = FrameReader(max_bytes)
@@ -263,10 +275,21 @@ class KafkaChannel:
         self._queued_bytes -= len(frame)
         if not self._reading and self._end is None and self._queued_bytes <= READ_CHUNK:
             self._reading = True
-            self._loop.add_reader(self._fd, self._on_readable)
+            if not self._waiting_for_memory:
+                self._loop.add_reader(self._fd, self._on_readable)
         return frame
 
     def _on_readable(self) -> None:
+        pool = self._pool
+        # Between requests only: a request once begun is read to its end, as Kafka
+        # allocates a request's whole size when it reads the size prefix.
+        at_boundary = self._frames.buffered < 4
+        if pool is not None and at_boundary and (self._waiting_for_memory or pool.spent):
+            self._loop.remove_reader(self._fd)  # muted until requests in flight finish
+            if not self._waiting_for_memory:
+                self._waiting_for_memory = True
+                pool.wait(self._resume_after_memory)
+            return
         try:
             data = self._sock.recv(READ_CHUNK)
         except (BlockingIOError, InterruptedError):
@@ -275,6 +298,9 @@ class KafkaChannel:
             return self._stop_reading(e)
         if not data:
             return self._stop_reading(EOFError())
+        if pool is not None:
+            pool.take(len(data))
+            self._held += len(data)
         self.last_active = time.monotonic()
         try:
             frames = self._frames.feed(data)
@@ -291,6 +317,19 @@ class KafkaChannel:
             self._reading = False
             self._loop.remove_reader(self._fd)
         self._wake()
+
+    def _resume_after_memory(self) -> None:
+        self._waiting_for_memory = False
+        if self._reading and self._end is None and not self._closed:
+            self._loop.add_reader(self._fd, self._on_readable)
+
+    def release(self, frame: memoryview) -> None:
+        """The request in `frame` is answered: its bytes (and its size prefix) go back to
+        the memory pool."""
+        if self._pool is not None:
+            size = min(len(frame) + 4, self._held)
+            self._held -= size
+            self._pool.release(size)
 
     def _stop_reading(self, end: BaseException) -> None:
         self._end = end
@@ -372,3 +411,8 @@ class KafkaChannel:
                 future.cancel()
         self._out.clear()
         self._sock.close()
+        if self._pool is not None:
+            if self._waiting_for_memory:
+                self._pool.forget(self._resume_after_memory)
+            held, self._held = self._held, 0
+            self._pool.release(held)

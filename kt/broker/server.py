@@ -23,6 +23,7 @@ from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.kafka_apis import KafkaApis
+from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache, PartitionState
 from kt.broker.network import SocketServer
@@ -171,6 +172,7 @@ class KafkaServer:
             receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"],
             backlog=cfg["socket.listen.backlog.size"],
+            memory_pool=MemoryPool(cfg["queued.max.request.bytes"]),
         )
         await self.socket_server.start()
         self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])

@@ -102,3 +102,73 @@ def test_out_of_file_descriptors_is_logged_and_survived(broker_factory) -> None:
         assert api_versions(connection) == 0
     finally:
         connection.close()
+
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def hog(port: int, declared: int, send: int) -> socket.socket:
+    """A connection that declares a `declared`-byte request and sends up to `send` bytes of
+    it, as much as the broker takes within a short while."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    sock.settimeout(0.2)
+    data = struct.pack(">i", declared) + bytes(send)
+    sent = 0
+    try:
+        while sent < len(data):
+            sent += sock.send(data[sent : sent + 65536])
+    except TimeoutError:
+        pass  # the broker stopped reading: what the pool is for
+    return sock
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["pool-2MB", "unbounded"])
+def test_queued_max_request_bytes_bounds_what_requests_hold(broker_factory, bounded) -> None:
+    """20 connections each send 10 MB of a declared 100 MB request. With a 2 MB pool the
+    first request begun is read on (Kafka's SimpleMemoryPool is not strict: it hands a
+    request its whole size), and no other starts while the pool is spent, so the broker
+    holds about one request's bytes; unbounded (Kafka's default, -1) it holds every byte
+    sent. Closing them gives the memory back: a new connection is answered."""
+    pool = "2097152" if bounded else "-1"
+    broker = broker_factory(**{"queued.max.request.bytes": pool,
+                               "socket.request.max.bytes": "104857600"})  # fmt: skip
+    before = rss_bytes(broker.proc.pid)
+    hogs = [hog(broker.port, 100 * 1024 * 1024, 10 * 1024 * 1024) for _ in range(20)]
+    try:
+        time.sleep(0.5)  # let the broker read what it will
+        grown = rss_bytes(broker.proc.pid) - before
+        if bounded:
+            assert grown < 40 * 1024 * 1024, grown
+        else:
+            assert grown > 100 * 1024 * 1024, grown
+    finally:
+        for sock in hogs:
+            sock.close()
+    connection = BrokerConnection("127.0.0.1", broker.port)
+    try:
+        assert api_versions(connection) == 0
+    finally:
+        connection.close()
+
+
+def test_a_small_pool_serves_requests_larger_than_itself(broker_factory) -> None:
+    """Every answered request gives its bytes back: 8 MB produced through a 64 KB pool."""
+    from confluent_kafka import Producer
+
+    broker = broker_factory(**{"queued.max.request.bytes": "65536"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all",
+                         "linger.ms": 5, "batch.size": 262144})  # fmt: skip
+    for i in range(8 * 1024):
+        producer.produce("pooled", value=bytes(1024), key=str(i).encode())
+    assert producer.flush(60) == 0
+    connection = BrokerConnection("127.0.0.1", broker.port)
+    try:
+        assert api_versions(connection) == 0
+    finally:
+        connection.close()
