@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.descriptors import check_descriptors_for
 from kt.broker.replica_assignment import assign_replicas_to_brokers
 from kt.config import InvalidConfigError, LogConfig
 from kt.errors import KafkaError
@@ -89,6 +90,11 @@ class AdminManager:
             replication_factor=len(next(iter(assignment.values()))),
             config=config,
         )
+        local = sum(self.server.broker_id in replicas for replicas in assignment.values())
+        try:
+            check_descriptors_for(local)
+        except OSError as e:
+            return TopicResult.failed(topic.name, KafkaError("KAFKA_STORAGE_ERROR", e.strerror))
         if not validate_only:
             try:
                 result.topic_id = self.zk.create_topic(topic.name, assignment, topic.configs)

@@ -9,7 +9,9 @@ warning when little is left for connections and new segments.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 import resource
 from collections.abc import Iterable
 
@@ -17,6 +19,24 @@ log = logging.getLogger(__name__)
 
 DESCRIPTORS_PER_SEGMENT = 3
 WARN_FRACTION = 0.8
+CONNECTION_RESERVE = 64  # kept free for connections when creating logs
+
+
+def check_descriptors_for(new_segments: int) -> None:
+    """Raise OSError(EMFILE) when `new_segments` would leave fewer than CONNECTION_RESERVE
+    of the open files limit free: CreateTopics then answers an error instead of creating
+    logs that cannot be opened (or leaving nothing to accept connections with)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or new_segments <= 0:
+        return
+    in_use = len(os.listdir("/proc/self/fd"))
+    needed = new_segments * DESCRIPTORS_PER_SEGMENT
+    if in_use + needed + CONNECTION_RESERVE > soft:
+        raise OSError(
+            errno.EMFILE,
+            f"Too many open files: {new_segments} new logs need {needed} file descriptors, "
+            f"and {soft - in_use} of the limit of {soft} are free (raise ulimit -n)",
+        )
 
 
 def raise_open_files_limit() -> int:

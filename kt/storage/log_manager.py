@@ -211,6 +211,8 @@ class LogManager:
             )
         except OSError as e:
             message = f"Error while creating log for {topic}-{partition} in dir {directory}"
+            if e.errno in (errno.EMFILE, errno.ENFILE):  # the process's limit, not the disk
+                raise KafkaStorageError(f"{message}: {e.strerror}") from e
             self.failure_channel.maybe_add_offline_log_dir(directory, message, e)
             raise KafkaStorageError(message) from e
         self.logs[key] = created

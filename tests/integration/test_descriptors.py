@@ -108,3 +108,28 @@ def test_a_thousand_topics_of_four_partitions_under_a_soft_limit_of_1024(
     finally:
         broker.stop(proc)
     assert "4000 segments hold 12000 file descriptors" in broker.log.read_text()
+
+
+def test_create_topics_beyond_the_limit_answers_an_error(tmp_path: Path) -> None:
+    """Under a hard limit of 256, a topic whose logs would leave fewer than 64 descriptors
+    for connections is refused with KAFKA_STORAGE_ERROR and its reason (once, such a
+    request was never answered); nothing is created, and a topic that fits still is."""
+    from confluent_kafka import KafkaException
+
+    broker = LimitedBroker(tmp_path, soft=256, hard=256)
+    proc, bootstrap = broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        future = admin.create_topics([NewTopic("too-big", 100, 1)], request_timeout=60)
+        with pytest.raises(KafkaException) as refused:
+            future["too-big"].result(60)
+        error = refused.value.args[0]
+        assert error.name() == "KAFKA_STORAGE_ERROR"
+        assert re.fullmatch(
+            r"Too many open files: 100 new logs need 300 file descriptors, and \d+ of the "
+            r"limit of 256 are free \(raise ulimit -n\)", error.str()
+        ), error.str()  # fmt: skip
+        admin.create_topics([NewTopic("fits", 4, 1)], request_timeout=60)["fits"].result(60)
+        assert set(admin.list_topics(timeout=30).topics) == {"fits"}
+    finally:
+        broker.stop(proc)
