@@ -6,7 +6,13 @@ import sys
 
 import click
 
-from kt.commands.common import KafkaCommand, admin_session, fail
+from kt.commands.common import (
+    KafkaCommand,
+    admin_session,
+    fail,
+    load_client_config,
+    usage_error,
+)
 
 
 @click.command("configs", cls=KafkaCommand)
@@ -22,6 +28,8 @@ from kt.commands.common import KafkaCommand, admin_session, fail
 @click.option("--all", "show_all", is_flag=True, help="With --describe: every config.")
 @click.option("--alter", is_flag=True, help="Alter the configuration of the entity.")
 @click.option("--add-config", help="Configs to set: 'k1=v1,k2=[v1,v2,v2],k3=v3'.")
+@click.option("--add-config-file", type=click.Path(dir_okay=False),
+              help="A properties file of configs to add.")  # fmt: skip
 @click.option("--delete-config", help="Config keys to remove: 'k1,k2'.")
 def configs(
     bootstrap_server: str,
@@ -36,6 +44,7 @@ def configs(
     show_all: bool,
     alter: bool,
     add_config: str | None,
+    add_config_file: str | None,
     delete_config: str | None,
 ) -> None:
     """Add, remove or describe configs of topics and brokers."""
@@ -68,7 +77,10 @@ def configs(
             else:
                 if entity_name is None:
                     fail("An entity name must be specified with --alter")
+                if add_config and add_config_file:
+                    usage_error("Only one of --add-config or --add-config-file must be specified")
                 add = c.parse_add_config(add_config) if add_config else {}
+                add |= load_client_config(add_config_file)
                 delete = [k.strip() for k in (delete_config or "").split(",") if k.strip()]
                 lines = c.alter(admin, entity_type, entity_name, add, delete)
         except c.ConfigBrokerError as e:

@@ -172,3 +172,23 @@ def test_daemon_and_stop_by_node_id(tmp_path: Path) -> None:
         for pid in pids.values():
             if _alive(pid):
                 os.kill(pid, signal.SIGTERM)
+
+
+def test_configs_add_config_file(module_broker, tmp_path: Path) -> None:
+    create(module_broker, "from-file")
+    props = tmp_path / "topic.properties"
+    props.write_text("retention.ms=3600000\ncleanup.policy=compact\n")
+    assert kt_ok("configs", "--bootstrap-server", module_broker.bootstrap, "--alter",
+                 "--topic", "from-file", "--add-config-file", str(props)) == [
+        "Completed updating config for topic from-file."]  # fmt: skip
+    lines = kt_ok("configs", "--bootstrap-server", module_broker.bootstrap, "--describe",
+                  "--topic", "from-file")  # fmt: skip
+    assert [line.split()[0] for line in lines[1:]] == [
+        "cleanup.policy=compact", "retention.ms=3600000"]  # fmt: skip
+    both = kt_command("configs", "--bootstrap-server", module_broker.bootstrap, "--alter",
+                      "--topic", "from-file", "--add-config", "retention.ms=1",
+                      "--add-config-file", str(props))  # fmt: skip
+    assert both.returncode == 1
+    assert both.stderr.splitlines()[0] == (
+        "Only one of --add-config or --add-config-file must be specified"
+    )
