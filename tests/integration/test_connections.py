@@ -42,6 +42,14 @@ def api_versions(connection: BrokerConnection) -> int:
     return connection.send(ApiKey.API_VERSIONS, ApiVersionsRequest()).error_code
 
 
+def assert_answers_a_new_connection(broker) -> None:
+    connection = BrokerConnection("127.0.0.1", broker.port)
+    try:
+        assert api_versions(connection) == 0
+    finally:
+        connection.close()
+
+
 def test_idle_connections_are_closed(broker_factory) -> None:
     broker = broker_factory(**{"connections.max.idle.ms": "500"})
     silent = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(10)]
@@ -97,11 +105,7 @@ def test_out_of_file_descriptors_is_logged_and_survived(broker_factory) -> None:
         for sock in socks:
             sock.close()
     # Descriptors free again: the broker accepts and answers.
-    connection = BrokerConnection("127.0.0.1", broker.port)
-    try:
-        assert api_versions(connection) == 0
-    finally:
-        connection.close()
+    assert_answers_a_new_connection(broker)
 
 
 def rss_bytes(pid: int) -> int:
@@ -150,11 +154,7 @@ def test_queued_max_request_bytes_bounds_what_requests_hold(broker_factory, boun
     finally:
         for sock in hogs:
             sock.close()
-    connection = BrokerConnection("127.0.0.1", broker.port)
-    try:
-        assert api_versions(connection) == 0
-    finally:
-        connection.close()
+    assert_answers_a_new_connection(broker)
 
 
 def test_a_small_pool_serves_requests_larger_than_itself(broker_factory) -> None:
@@ -167,8 +167,4 @@ def test_a_small_pool_serves_requests_larger_than_itself(broker_factory) -> None
     for i in range(8 * 1024):
         producer.produce("pooled", value=bytes(1024), key=str(i).encode())
     assert producer.flush(60) == 0
-    connection = BrokerConnection("127.0.0.1", broker.port)
-    try:
-        assert api_versions(connection) == 0
-    finally:
-        connection.close()
+    assert_answers_a_new_connection(broker)
