@@ -19,6 +19,7 @@ from kt.broker.handlers import (
     groups,
     log_dirs,
     produce,
+    quotas,
     topics,
 )
 from kt.broker.handlers.produce import CloseConnection
@@ -55,6 +56,8 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
     ApiKey.LEADER_AND_ISR: controller.leader_and_isr,
     ApiKey.UPDATE_METADATA: controller.update_metadata,
     ApiKey.STOP_REPLICA: controller.stop_replica,

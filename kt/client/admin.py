@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt.client.client import KafkaClient, TopicInfo
+from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
@@ -175,6 +176,52 @@ class AdminClient:
         )
         r = response.responses[0]
         return r.error_code, r.error_message
+
+    def describe_client_quotas(
+        self, components: list[tuple[str, str | None]], strict: bool
+    ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:
+        """Quotas by entity for a filter of (entity type, name) components: a name, "" for
+        the default entity, or None for any (ClientQuotaFilterComponent)."""
+        R = m.DescribeClientQuotasRequest
+        request = R(
+            components=[
+                R.ComponentData(
+                    entity_type=kind,
+                    match_type=2 if name is None else 1 if name == "" else 0,
+                    match=name or None,
+                )
+                for kind, name in components
+            ],
+            strict=strict,
+        )
+        response = self.client.any_connection().send(ApiKey.DESCRIBE_CLIENT_QUOTAS, request)
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        return {
+            tuple((e.entity_type, e.entity_name) for e in entry.entity): {
+                v.key: v.value for v in entry.values
+            }
+            for entry in response.entries or ()
+        }
+
+    def alter_client_quotas(
+        self, entity: list[tuple[str, str | None]], ops: list[tuple[str, float | None]]
+    ) -> None:
+        """Set (a value) or remove (None) quota keys of one entity; names None = default."""
+        R = m.AlterClientQuotasRequest
+        request = R(
+            entries=[
+                R.EntryData(
+                    entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+                    ops=[R.OpData(key=k, value=v or 0.0, remove=v is None) for k, v in ops],
+                )
+            ],
+            validate_only=False,
+        )
+        response = self.client.controller().send(ApiKey.ALTER_CLIENT_QUOTAS, request)
+        for entry in response.entries:
+            if entry.error_code:
+                raise KafkaError(entry.error_code, entry.error_message)
 
     def _config_connection(self, resource_type: int, name: str) -> Any:
         if resource_type == BROKER_RESOURCE and name and name.isdigit():

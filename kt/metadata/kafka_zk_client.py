@@ -332,6 +332,28 @@ class KafkaZkClient:
             return {}
         return z.decode_entity_config(data)
 
+    def entity_names(self, entity_type: str) -> list[str]:
+        """The entities with a config node under /config/<entity_type> (as stored, that
+        is sanitized), sorted."""
+        try:
+            return sorted(self.session.get_children(f"{z.CONFIG}/{entity_type}"))
+        except NoNodeError:
+            return []
+
+    def child_entity_names(self, entity_type: str, child_type: str) -> list[str]:
+        """AdminZkClient.fetchAllChildEntityConfigs' names: `<entity>/<child_type>/<child>`
+        for every /config/<entity_type>/<entity>/<child_type>/<child> node."""
+        names = []
+        for parent in self.entity_names(entity_type):
+            try:
+                children = self.session.get_children(
+                    z.config_entity_path(entity_type, f"{parent}/{child_type}")
+                )
+            except NoNodeError:
+                continue
+            names += [f"{parent}/{child_type}/{child}" for child in sorted(children)]
+        return names
+
     def change_entity_config(
         self, entity_type: str, entity_name: str, config: Mapping[str, str]
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient, ConfigValue
-from kt.errors import error_for
+from kt.errors import KafkaError, error_for
 
 SOURCE_NAMES = {
     0: "UNKNOWN",
@@ -97,3 +97,108 @@ def alter(
         return ["Completed updating default config for brokers in the cluster."]
     what = "broker" if entity_type == "brokers" else "topic"
     return [f"Completed updating config for {what} {name}."]
+
+
+# -- client quotas (users, clients, ips) ---------------------------------------------------
+
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+QUOTA_TYPE_WORDS = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
+IP_QUOTA_KEYS = ("connection_creation_rate",)
+USER_CLIENT_QUOTA_KEYS = (
+    "producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate",
+)  # fmt: skip
+
+
+def _java_double(value: float) -> str:
+    """Double.toString for a quota: 1024.0, 0.5, 1.0E7."""
+    if value != 0 and (abs(value) >= 1e7 or abs(value) < 1e-3):
+        mantissa, exponent = f"{value:.16E}".split("E")
+        mantissa = mantissa.rstrip("0")
+        mantissa += "0" if mantissa.endswith(".") else ""
+        return f"{mantissa}E{int(exponent)}"
+    return repr(float(value))
+
+
+def quota_components(
+    entities: list[tuple[str, str | None]],
+) -> list[tuple[str, str | None]]:
+    """(entity type as the API names it, name: "" for the default, None for any)."""
+    return [(QUOTA_ENTITY_TYPES[kind], name) for kind, name in entities]
+
+
+def describe_quotas(admin: AdminClient, entities: list[tuple[str, str | None]]) -> list[str]:
+    """ConfigCommand.describeQuotaConfigs: one line per entity the filter holds to."""
+    found = admin.describe_client_quotas(quota_components(entities), strict=True)
+    lines = []
+    for entity, values in found.items():
+        names = dict(entity)
+        parts = []
+        for kind in ("user", "client-id", "ip"):
+            if kind in names:
+                word = QUOTA_TYPE_WORDS[kind]
+                name = names[kind]
+                parts.append(f"{word} '{name}'" if name is not None else f"the default {word}")
+        shown = ", ".join(f"{k}={_java_double(v)}" for k, v in values.items())
+        lines.append(f"Quota configs for {', '.join(parts)} are {shown}")
+    return lines
+
+
+def alter_quotas(
+    admin: AdminClient,
+    entities: list[tuple[str, str | None]],
+    add: dict[str, str],
+    delete: list[str],
+) -> list[str]:
+    """ConfigCommand.alterQuotaConfigs: every name given (or "" for the default)."""
+    if not add and not delete:
+        raise ConfigCommandError(
+            "At least one of --add-config or --delete-config must be specified with --alter"
+        )
+    if any(name is None for _, name in entities):
+        raise ConfigCommandError("Exactly one entity name must be specified for every entity type")
+    if entities[0][0] == "ips":
+        unknown = [k for k in [*add, *delete] if k not in IP_QUOTA_KEYS]
+        if unknown:
+            raise ConfigCommandError(
+                "Only connection quota configs can be added for 'ips' using --bootstrap-server. "
+                f"Unexpected config names: {','.join(unknown)}"
+            )
+    kinds = [kind for kind, _ in entities]
+    if kinds != ["ips"]:
+        _check_user_client_keys("clients" if "clients" in kinds else "users", add, delete)
+    components = quota_components(entities)
+    current = admin.describe_client_quotas(components, strict=True)
+    old = next(iter(current.values()), {})
+    missing = [k for k in delete if k not in old]
+    if missing:
+        raise ConfigBrokerError(f"Invalid config(s): {','.join(missing)}")
+    ops: list[tuple[str, float | None]] = []
+    for key, value in add.items():
+        try:
+            ops.append((key, float(value)))
+        except ValueError:
+            raise ConfigCommandError(
+                f"Cannot parse quota configuration value for {key}: {value}"
+            ) from None
+    ops += [(key, None) for key in delete]
+    try:
+        admin.alter_client_quotas([(t, n or None) for t, n in components], ops)
+    except KafkaError as e:
+        raise ConfigBrokerError(str(e)) from None
+    kind, name = entities[0]
+    if name:
+        return [f"Completed updating config for {kind[:-1]} {name}."]
+    return [f"Completed updating default config for {kind} in the cluster."]
+
+
+def _check_user_client_keys(kind: str, add: dict[str, str], delete: list[str]) -> None:
+    """ConfigCommand's own check of the keys given for users and clients (kt has no SCRAM
+    credentials, so for users only quota keys pass)."""
+    which = "quota configs" if kind == "clients" else "quota and SCRAM credential configs"
+    for verb, keys, shown in (("added", list(add), "Set"), ("deleted", delete, "List")):
+        unknown = [k for k in keys if k not in USER_CLIENT_QUOTA_KEYS]
+        if unknown:
+            raise ConfigCommandError(
+                f"Only {which} can be {verb} for '{kind}' using --bootstrap-server. Unexpected "
+                f"config names: {shown}({', '.join(unknown)})"
+            )

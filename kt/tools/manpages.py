@@ -49,6 +49,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "--add-config retention.ms=86400000"),
         ("Show a broker's dynamic configs:",
          "kt configs --bootstrap-server 127.0.0.1:9092 --describe --broker 0"),
+        ("Give client id ingest a produce quota of 1 MB/s:",
+         "kt configs --bootstrap-server 127.0.0.1:9092 --alter --client ingest "
+         "--add-config producer_byte_rate=1048576"),
     ],
     "kt console-consumer": [
         ("Print every record of a topic with its key, then stop after 5 s of quiet:",

@@ -192,3 +192,48 @@ def test_configs_add_config_file(module_broker, tmp_path: Path) -> None:
     assert both.stderr.splitlines()[0] == (
         "Only one of --add-config or --add-config-file must be specified"
     )
+
+
+def test_configs_client_quotas(module_broker) -> None:
+    """kafka-configs' quota entities through DescribeClientQuotas/AlterClientQuotas; the
+    same steps are checked against Kafka 3.9 in tests/oracle/test_tools.py."""
+    from kt.client.admin import AdminClient
+    from kt.client.client import KafkaClient
+
+    b = ["--bootstrap-server", module_broker.bootstrap]
+    kt_ok("configs", *b, "--alter", "--client", "q1", "--add-config",
+          "producer_byte_rate=1024,request_percentage=50")  # fmt: skip
+    kt_ok("configs", *b, "--alter", "--user", "bob", "--client", "q1", "--add-config",
+          "consumer_byte_rate=2048")  # fmt: skip
+    kt_ok("configs", *b, "--alter", "--user-defaults", "--add-config",
+          "producer_byte_rate=10000000")  # fmt: skip
+    assert kt_ok("configs", *b, "--describe", "--client", "q1") == [
+        "Quota configs for client-id 'q1' are request_percentage=50.0, producer_byte_rate=1024.0"
+    ]
+    assert kt_ok("configs", *b, "--describe", "--user", "bob", "--client", "q1") == [
+        "Quota configs for user-principal 'bob', client-id 'q1' are consumer_byte_rate=2048.0"
+    ]
+    assert kt_ok("configs", *b, "--describe", "--user-defaults") == [
+        "Quota configs for the default user-principal are producer_byte_rate=1.0E7"
+    ]
+    client = KafkaClient(module_broker.bootstrap)
+    try:
+        admin = AdminClient(client)
+        # Not strict: every entity with a client id, alone or with a user.
+        loose = admin.describe_client_quotas([("client-id", None)], strict=False)
+        assert set(loose) == {(("client-id", "q1"),), (("user", "bob"), ("client-id", "q1"))}
+        assert admin.describe_client_quotas([("client-id", None)], strict=True) == {
+            (("client-id", "q1"),): {"request_percentage": 50.0, "producer_byte_rate": 1024.0}
+        }
+    finally:
+        client.close()
+    kt_ok("configs", *b, "--alter", "--client", "q1", "--delete-config", "producer_byte_rate")
+    assert kt_ok("configs", *b, "--describe", "--client", "q1") == [
+        "Quota configs for client-id 'q1' are request_percentage=50.0"
+    ]
+    refused = kt_command("configs", *b, "--alter", "--client", "q1", "--add-config",
+                         "producer_byte_rate=1.5")  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines()[-1] == (
+        "Configuration producer_byte_rate must be a LONG value"
+    )

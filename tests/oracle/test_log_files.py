@@ -23,7 +23,9 @@ from kt.reference_kafka import SIGTERM_EXIT, run_tool
 
 TOPIC = "files"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
-TOPIC_CONFIG = {"segment.bytes": "16384", "index.interval.bytes": "1024"}
+# Retention off: the records' timestamps are of 2023, and Kafka's first retention check,
+# 30 s after it starts, would delete the segments on a slow run.
+TOPIC_CONFIG = {"segment.bytes": "16384", "index.interval.bytes": "1024", "retention.ms": "-1"}
 
 
 def produce_workload(bootstrap: str) -> int:

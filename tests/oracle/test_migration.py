@@ -103,7 +103,10 @@ def test_kafka_takes_over_a_kt_broker_and_kt_takes_it_back(
 ) -> None:
     kt = broker_factory(**{"broker.id": "0", "zookeeper.connect": zookeeper})
     admin = AdminClient({"bootstrap.servers": kt.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
+    # Retention off: the records' timestamps are of 2023, and a broker's retention check
+    # (30 s after start, then every 5 min) would delete them on a slow run.
+    new = NewTopic(TOPIC, PARTITIONS, 1, config={"retention.ms": "-1"})
+    admin.create_topics([new])[TOPIC].result(30)
     written = produce(kt.bootstrap, 0, 3000)
     commit(kt.bootstrap, "by-kt", {0: 17, 1: 500, 2: 1000})
     assert kt.stop() == 0

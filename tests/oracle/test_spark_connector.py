@@ -25,9 +25,12 @@ BASE_MS = 1_700_000_000_000
 
 def prepare(bootstrap: str) -> None:
     """The job's topics, two partitions each, and RECORDS records in `orders`: keys (some
-    null), values (one null), headers (one with a null value), timestamps a second apart."""
+    null), values (one null), headers (one with a null value), timestamps a second apart.
+    The timestamps are of 2023, so retention is off: Kafka's first retention check, 30 s
+    after it starts, deleted them on a loaded machine, and the job then read nothing."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(t, 2, 1) for t in TOPICS]).values():
+    new = [NewTopic(t, 2, 1, config={"retention.ms": "-1"}) for t in TOPICS]
+    for future in admin.create_topics(new).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for i in range(RECORDS):

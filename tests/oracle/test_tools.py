@@ -46,6 +46,7 @@ class Step:
 def scenario(delete_json: Path) -> list[Step]:
     t = ["--topic", "orders"]
     topic_entity = ["--entity-type", "topics", "--entity-name", "orders"]
+    client = ["--entity-type", "clients", "--entity-name", "c1"]
     return [
         Step(
             "kafka-topics",
@@ -83,6 +84,55 @@ def scenario(delete_json: Path) -> list[Step]:
         Step("kafka-configs", [*topic_entity, "--describe"]),
         Step("kafka-configs", [*topic_entity, "--alter", "--add-config", "no.such.key=1"]),
         Step("kafka-configs", ["--entity-type", "brokers", "--entity-name", "0", "--describe"]),
+        # Client quotas (DescribeClientQuotas / AlterClientQuotas): one entity per describe,
+        # as Kafka prints several in hash order.
+        Step(
+            "kafka-configs",
+            [*client, "--alter", "--add-config", "producer_byte_rate=1024,request_percentage=50"],
+        ),
+        Step("kafka-configs", [*client, "--describe"]),
+        Step(
+            "kafka-configs",
+            [
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                *client,
+                "--alter",
+                "--add-config",
+                "consumer_byte_rate=2048",
+            ],
+        ),
+        Step("kafka-configs", ["--entity-type", "users", "--entity-type", "clients", "--describe"]),
+        Step(
+            "kafka-configs",
+            [
+                "--entity-type",
+                "clients",
+                "--entity-default",
+                "--alter",
+                "--add-config",
+                "producer_byte_rate=10000000",
+            ],
+        ),
+        Step("kafka-configs", ["--entity-type", "clients", "--entity-default", "--describe"]),
+        Step(
+            "kafka-configs",
+            [
+                "--entity-type",
+                "ips",
+                "--entity-name",
+                "127.0.0.1",
+                "--alter",
+                "--add-config",
+                "connection_creation_rate=10",
+            ],
+        ),
+        Step("kafka-configs", ["--entity-type", "ips", "--describe"]),
+        Step("kafka-configs", [*client, "--alter", "--delete-config", "producer_byte_rate"]),
+        Step("kafka-configs", [*client, "--describe"]),
+        Step("kafka-configs", [*client, "--alter", "--add-config", "bogus_rate=1"]),
         Step(
             "kafka-console-producer",
             [*t, "--property", "parse.key=true"],

@@ -399,4 +399,73 @@ SCHEMAS = (
           F('removing_replicas', 'RemovingReplicas', '[]int32', (0, None), default=()),
         ),
       }),
+    M('DescribeClientQuotasRequest', 48, 'request', (0, 1), (1, None),
+      fields=(
+        F('components', 'Components', '[]ComponentData', (0, None), default=()),
+        F('strict', 'Strict', 'bool', (0, None), default=False),
+      ),
+      structs={
+        'ComponentData': (
+          F('entity_type', 'EntityType', 'string', (0, None), default=''),
+          F('match_type', 'MatchType', 'int8', (0, None), default=0),
+          F('match', 'Match', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+      }),
+    M('DescribeClientQuotasResponse', 48, 'response', (0, 1), (1, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+        F('entries', 'Entries', '[]EntryData', (0, None), nullable=(0, None), default=()),
+      ),
+      structs={
+        'EntryData': (
+          F('entity', 'Entity', '[]EntityData', (0, None), default=()),
+          F('values', 'Values', '[]ValueData', (0, None), default=()),
+        ),
+        'EntityData': (
+          F('entity_type', 'EntityType', 'string', (0, None), default=''),
+          F('entity_name', 'EntityName', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+        'ValueData': (
+          F('key', 'Key', 'string', (0, None), default=''),
+          F('value', 'Value', 'float64', (0, None), default=0.0),
+        ),
+      }),
+    M('AlterClientQuotasRequest', 49, 'request', (0, 1), (1, None),
+      fields=(
+        F('entries', 'Entries', '[]EntryData', (0, None), default=()),
+        F('validate_only', 'ValidateOnly', 'bool', (0, None), default=False),
+      ),
+      structs={
+        'EntryData': (
+          F('entity', 'Entity', '[]EntityData', (0, None), default=()),
+          F('ops', 'Ops', '[]OpData', (0, None), default=()),
+        ),
+        'EntityData': (
+          F('entity_type', 'EntityType', 'string', (0, None), default=''),
+          F('entity_name', 'EntityName', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+        'OpData': (
+          F('key', 'Key', 'string', (0, None), default=''),
+          F('value', 'Value', 'float64', (0, None), default=0.0),
+          F('remove', 'Remove', 'bool', (0, None), default=False),
+        ),
+      }),
+    M('AlterClientQuotasResponse', 49, 'response', (0, 1), (1, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('entries', 'Entries', '[]EntryData', (0, None), default=()),
+      ),
+      structs={
+        'EntryData': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+          F('entity', 'Entity', '[]EntityData', (0, None), default=()),
+        ),
+        'EntityData': (
+          F('entity_type', 'EntityType', 'string', (0, None), default=''),
+          F('entity_name', 'EntityName', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+      }),
 )

@@ -1,0 +1,234 @@
+"""DescribeClientQuotas and AlterClientQuotas, as ZooKeeper-mode Kafka (ZkAdminManager).
+
+Quotas are entity configs in the store: /config/users/<user>,
+/config/users/<user>/clients/<client-id>, /config/clients/<client-id> and
+/config/ips/<ip>, names sanitized as Kafka's Sanitizer does (URL-encoded) and the default
+entity spelled `<default>`; every change leaves a /config/changes notification, as for
+topic and broker configs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+DEFAULT_ENTITY = "<default>"
+EXACT, DEFAULT, ANY = 0, 1, 2  # DescribeClientQuotasRequest's match types
+# The quota keys (DynamicConfig.User/Client/Ip) and their types: "long" and "int" values
+# must be whole numbers, and are stored without a fraction.
+USER_CLIENT_KEYS = {
+    "producer_byte_rate": "long",
+    "consumer_byte_rate": "long",
+    "request_percentage": "double",
+    "controller_mutation_rate": "double",
+}
+IP_KEYS = {"connection_creation_rate": "int"}
+
+Entity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None = default), ...)
+
+
+def sanitize(name: str | None) -> str:
+    """Sanitizer.sanitize, with None as the default entity."""
+    return DEFAULT_ENTITY if name is None else quote(name, safe="")
+
+
+def desanitize(name: str) -> str | None:
+    return None if name == DEFAULT_ENTITY else unquote(name)
+
+
+def java_hash_order(keys: Iterable[str]) -> list[str]:
+    """The keys in the order a java.util.HashMap of up to 12 of them iterates: by bucket of
+    their String.hashCode (spread as HashMap.hash does) in a table of 16. Kafka's broker
+    answers quotas in this order, and kafka-configs prints them as answered."""
+
+    def bucket(key: str) -> int:
+        h = 0
+        for ch in key:
+            h = (31 * h + ord(ch)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 15
+
+    return sorted(keys, key=bucket)
+
+
+# -- describe -----------------------------------------------------------------------------
+
+
+async def describe_client_quotas(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.DescribeClientQuotasResponse
+    try:
+        found = describe(server, request.components, request.strict)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=str(e), entries=None)
+    entries = [
+        R.EntryData(
+            entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+            values=[R.ValueData(key=k, value=values[k]) for k in java_hash_order(values)],
+        )
+        for entity, values in found.items()
+    ]
+    return R(entries=entries)
+
+
+def describe(server: KafkaServer, components: Iterable[Any], strict: bool) -> dict[Entity, dict]:
+    """The quotas of the entities the filter matches, by entity."""
+    by_type: dict[str, Any] = {}
+    for component in components:
+        kind = component.entity_type
+        if kind not in (USER, CLIENT_ID, IP):
+            if not kind:
+                raise KafkaError("INVALID_REQUEST", "Unexpected empty filter component entity type")
+            raise KafkaError("UNSUPPORTED_VERSION", f"Custom entity type '{kind}' not supported")
+        if kind in by_type:
+            word = "client" if kind == CLIENT_ID else kind
+            raise KafkaError("INVALID_REQUEST", f"Duplicate {word} filter component entity type")
+        by_type[kind] = component
+    if IP in by_type and (USER in by_type or CLIENT_ID in by_type):
+        raise KafkaError(
+            "INVALID_REQUEST",
+            "Invalid entity filter component combination, IP filter component should not be "
+            "used with user or clientId filter component.",
+        )
+    zk = server.zk
+    stored: list[tuple[Entity, dict[str, str]]] = []
+    if IP not in by_type:
+        for name in zk.entity_names("users"):
+            stored.append((((USER, desanitize(name)),), zk.get_entity_config("users", name)))
+        for name in zk.entity_names("clients"):
+            entity = ((CLIENT_ID, desanitize(name)),)
+            stored.append((entity, zk.get_entity_config("clients", name)))
+        for path in zk.child_entity_names("users", "clients"):
+            user, _, client = path.split("/")
+            entity = ((USER, desanitize(user)), (CLIENT_ID, desanitize(client)))
+            stored.append((entity, zk.get_entity_config("users", path)))
+    if USER not in by_type and CLIENT_ID not in by_type:
+        for name in zk.entity_names("ips"):
+            stored.append((((IP, desanitize(name)),), zk.get_entity_config("ips", name)))
+    found: dict[Entity, dict] = {}
+    for entity, config in stored:
+        keys = IP_KEYS if entity[0][0] == IP else USER_CLIENT_KEYS
+        values = {k: float(v) for k, v in config.items() if k in keys}
+        if values and _matches(entity, by_type, strict):
+            found[entity] = values
+    return found
+
+
+def _matches(entity: Entity, by_type: dict[str, Any], strict: bool) -> bool:
+    names = dict(entity)
+    for kind in (USER, CLIENT_ID, IP):
+        component = by_type.get(kind)
+        if component is None:
+            if kind in names and strict:
+                return False
+            continue
+        if kind not in names:
+            return False
+        name = names[kind]
+        if component.match_type == EXACT and name != component.match:
+            return False
+        if component.match_type == DEFAULT and name is not None:
+            return False
+    return True
+
+
+# -- alter ---------------------------------------------------------------------------------
+
+
+async def alter_client_quotas(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.AlterClientQuotasResponse
+    results = []
+    for entry in request.entries:
+        entity = [(e.entity_type, e.entity_name) for e in entry.entity]
+        try:
+            alter(server, entity, entry.ops, request.validate_only)
+            error = KafkaError("NONE")
+        except KafkaError as e:
+            error = e
+        results.append(
+            R.EntryData(
+                error_code=error.code,
+                error_message=None if error.code == 0 else str(error),
+                entity=[R.EntityData(entity_type=t, entity_name=n) for t, n in entity],
+            )
+        )
+    return R(entries=results)
+
+
+def alter(
+    server: KafkaServer, entity: list[tuple[str, str | None]], ops: Iterable[Any],
+    validate_only: bool,
+) -> None:  # fmt: skip
+    """ZkAdminManager.alterClientQuotas for one entity."""
+    entity_type, path, keys = _entity_path(entity)
+    config = server.zk.get_entity_config(entity_type, path)
+    for op in ops:
+        if op.remove:
+            config.pop(op.key, None)
+            continue
+        kind = keys.get(op.key)
+        if kind is None:
+            raise KafkaError("INVALID_REQUEST", f"Invalid configuration key {op.key}")
+        if kind == "double":
+            config[op.key] = repr(float(op.value))
+            continue
+        whole = int(op.value + 1e-6)
+        if abs(whole - op.value) > 1e-6:
+            raise KafkaError(
+                "INVALID_REQUEST", f"Configuration {op.key} must be a {kind.upper()} value"
+            )
+        config[op.key] = str(whole)
+    if not validate_only:
+        server.zk.change_entity_config(entity_type, path, config)
+
+
+def _entity_path(entity: list[tuple[str, str | None]]) -> tuple[str, str, dict[str, str]]:
+    """(config type, path under it, the keys it takes) of a quota entity."""
+    if not entity:
+        raise KafkaError("INVALID_REQUEST", "Invalid empty client quota entity")
+    names: dict[str, str | None] = {}
+    for kind, name in entity:
+        if kind not in (USER, CLIENT_ID, IP):
+            raise KafkaError("INVALID_REQUEST", f"Unhandled client quota entity type: {kind}")
+        if name == "":
+            raise KafkaError("INVALID_REQUEST", f"Empty {kind} not supported")
+        names[kind] = name
+    if IP in names:
+        if len(names) > 1:
+            raise KafkaError(
+                "INVALID_REQUEST",
+                "Invalid quota entity combination, IP entity should not be used with "
+                "user/client ID entity.",
+            )
+        ip = names[IP]
+        if ip is not None and not _valid_ip(ip):
+            raise KafkaError("INVALID_REQUEST", f"{ip} is not a valid IP or resolvable host.")
+        return "ips", sanitize(ip), IP_KEYS
+    if USER in names and CLIENT_ID in names:
+        path = f"{sanitize(names[USER])}/clients/{sanitize(names[CLIENT_ID])}"
+        return "users", path, USER_CLIENT_KEYS
+    if USER in names:
+        return "users", sanitize(names[USER]), USER_CLIENT_KEYS
+    return "clients", sanitize(names[CLIENT_ID]), USER_CLIENT_KEYS
+
+
+def _valid_ip(name: str) -> bool:
+    """DynamicConfig.Ip.isValidIpEntity: an address, or a host name that resolves."""
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(name, None)
+        return True
+    except OSError:
+        return False
