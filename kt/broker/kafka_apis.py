@@ -20,6 +20,7 @@ from kt.broker.handlers import (
     log_dirs,
     produce,
     quotas,
+    reassignments,
     topics,
 )
 from kt.broker.handlers.produce import CloseConnection
@@ -56,6 +57,8 @@ HANDLERS = {
     ApiKey.ALTER_CONFIGS: configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
     ApiKey.LEADER_AND_ISR: controller.leader_and_isr,

@@ -177,6 +177,55 @@ class AdminClient:
         r = response.responses[0]
         return r.error_code, r.error_message
 
+    def alter_partition_reassignments(
+        self, targets: dict[tuple[str, int], list[int] | None]
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """Move partitions to target replicas (None cancels a move); (error code, message)
+        per partition. A request-level error raises KafkaError."""
+        R = m.AlterPartitionReassignmentsRequest
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, partition), replicas in sorted(targets.items()):
+            by_topic.setdefault(topic, []).append(
+                R.ReassignablePartition(partition_index=partition, replicas=replicas)
+            )
+        request = R(topics=[R.ReassignableTopic(name=t, partitions=ps)
+                            for t, ps in by_topic.items()])  # fmt: skip
+        response = self.client.controller().send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        return {
+            (t.name, p.partition_index): (p.error_code, p.error_message)
+            for t in response.responses
+            for p in t.partitions
+        }
+
+    def list_partition_reassignments(
+        self, partitions: list[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], tuple[list[int], list[int], list[int]]]:
+        """Moves in progress: (replicas, adding, removing) per partition."""
+        R = m.ListPartitionReassignmentsRequest
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [R.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
+                      for t, ps in by_topic.items()]  # fmt: skip
+        response = self.client.controller().send(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, R(topics=topics)
+        )
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        return {
+            (t.name, p.partition_index): (
+                list(p.replicas),
+                list(p.adding_replicas),
+                list(p.removing_replicas),
+            )
+            for t in response.topics
+            for p in t.partitions
+        }
+
     def describe_client_quotas(
         self, components: list[tuple[str, str | None]], strict: bool
     ) -> dict[tuple[tuple[str, str | None], ...], dict[str, float]]:

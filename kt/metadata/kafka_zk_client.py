@@ -238,6 +238,41 @@ class KafkaZkClient:
         path = z.topic_path(assignment.topic)
         return self.session.set(path, assignment.encode(), expected_version).version
 
+    # -- /admin/reassign_partitions ---------------------------------------------------------
+
+    def get_partition_reassignment(
+        self, watch: WatchCallback | None = None
+    ) -> dict[tuple[str, int], list[int]] | None:
+        """The legacy reassignment request, or None; `watch` fires on its creation, change
+        or deletion."""
+        if self.session.exists(z.REASSIGN_PARTITIONS, watch) is None:
+            return None
+        try:
+            data, _ = self.session.get(z.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return None
+        return z.decode_reassignment(data)
+
+    def set_partition_reassignment(
+        self, reassignment: Mapping[tuple[str, int], Sequence[int]]
+    ) -> None:
+        """Rewrite /admin/reassign_partitions, deleting it once nothing is left in it."""
+        try:
+            if reassignment:
+                self.session.set(z.REASSIGN_PARTITIONS, z.encode_reassignment(reassignment))
+            else:
+                self.session.delete(z.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            pass
+
+    def create_partition_reassignment(
+        self, reassignment: Mapping[tuple[str, int], Sequence[int]]
+    ) -> None:
+        """What the 2.x tool's --zookeeper mode wrote; NodeExistsError while one is running."""
+        self.session.create(
+            z.REASSIGN_PARTITIONS, z.encode_reassignment(reassignment), make_parents=True
+        )
+
     def get_partition_state(self, topic: str, partition: int) -> z.LeaderAndIsr | None:
         try:
             data, stat = self.session.get(z.partition_state_path(topic, partition))

@@ -1,0 +1,96 @@
+"""Partition reassignment (KIP-455) on an embedded cluster: AlterPartitionReassignments and
+ListPartitionReassignments through kt's admin client, and /admin/reassign_partitions
+written as the 2.x tool did. Data comes from librdkafka; nothing produced may be lost."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient as RdAdmin
+from confluent_kafka.admin import NewTopic
+
+from kt.client.admin import AdminClient
+from kt.client.client import KafkaClient
+from kt.metadata import znodes as z
+from kt.testing import KtCluster
+from tests.integration.test_replication import read_partition
+
+pytestmark = pytest.mark.slow
+
+FAST = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100",
+        "offsets.topic.replication.factor": "1"}  # fmt: skip
+
+
+def create(cluster: KtCluster, topic: str, assignment: dict[int, list[int]]) -> None:
+    admin = RdAdmin({"bootstrap.servers": cluster.bootstrap_servers})
+    new = NewTopic(topic, len(assignment),
+                   replica_assignment=[assignment[p] for p in sorted(assignment)])  # fmt: skip
+    admin.create_topics([new])[topic].result(30)
+    for p in assignment:
+        cluster.wait_until(lambda p=p: cluster.leader_of(topic, p) >= 0, what="a leader")
+
+
+def produce(cluster: KtCluster, topic: str, partitions: int, count: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(start, start + count):
+        producer.produce(topic, value=b"%d" % i, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def assignment(cluster: KtCluster, topic: str) -> z.TopicAssignment:
+    return cluster._call(lambda: cluster._any_broker().zk.get_topic_assignment(topic))  # type: ignore[union-attr]
+
+
+def test_reassignment_moves_replicas_and_keeps_every_record(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "moving", {0: [0, 1], 1: [1, 0], 2: [0, 1]})
+    produce(cluster, "moving", 3, 300)
+    client = KafkaClient(cluster.bootstrap_servers)
+    try:
+        admin = AdminClient(client)
+        results = admin.alter_partition_reassignments(
+            {("moving", 0): [1, 2], ("moving", 1): [2, 1], ("moving", 2): [1, 2]}
+        )
+        assert results == {("moving", p): (0, None) for p in range(3)}
+        produce(cluster, "moving", 3, 300, start=300)
+        cluster.wait_until(lambda: admin.list_partition_reassignments() == {},
+                           what="the moves completing")  # fmt: skip
+        done = assignment(cluster, "moving")
+        assert dict(done.partitions) == {0: [1, 2], 1: [2, 1], 2: [1, 2]}
+        assert (dict(done.adding_replicas), dict(done.removing_replicas)) == ({}, {})
+        for p in range(3):
+            state = cluster.partition_state("moving", p)
+            assert state.leader in (1, 2) and sorted(state.isr) == [1, 2]
+        assert not (cluster.log_dir(0) / "moving-0").exists()
+        bootstrap = cluster.bootstrap_servers
+        values = sorted(int(v) for p in range(3) for v in read_partition(bootstrap, "moving", p))
+        assert values == list(range(600))
+        # Errors as Kafka's controller gives them.
+        refused = admin.alter_partition_reassignments(
+            {("moving", 0): [1, 1], ("moving", 9): [1], ("moving", 1): None}
+        )
+        assert refused[("moving", 0)] == (39, "Duplicate replica ids in partition "
+                                          "reassignment replica list: List(1, 1)")  # fmt: skip
+        assert refused[("moving", 9)] == (3, "The partition does not exist.")
+        assert refused[("moving", 1)][0] == 85  # NO_REASSIGNMENT_IN_PROGRESS
+    finally:
+        client.close()
+
+
+def test_reassignment_through_the_admin_znode(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "by-znode", {0: [0, 1], 1: [1, 2]})
+    produce(cluster, "by-znode", 2, 100)
+    zk = cluster._any_broker().zk
+    cluster._call(lambda: zk.create_partition_reassignment({("by-znode", 0): [2, 0]}))  # type: ignore[union-attr]
+    cluster.wait_until(
+        lambda: dict(assignment(cluster, "by-znode").partitions)[0] == [2, 0],
+        what="the move through /admin/reassign_partitions",
+    )
+    cluster.wait_until(
+        lambda: cluster._call(lambda: zk.get_partition_reassignment()) is None,  # type: ignore[union-attr]
+        what="/admin/reassign_partitions deleted once done",
+    )
+    values = sorted(int(v) for p in range(2)
+                    for v in read_partition(cluster.bootstrap_servers, "by-znode", p))  # fmt: skip
+    assert values == list(range(100))
