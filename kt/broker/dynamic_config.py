@@ -71,6 +71,9 @@ class DynamicConfigManager:
                 if tp.topic == name:
                     partition.min_insync_replicas = config.min_insync_replicas
             log.info("applied new config of topic %s", name)
+        elif entity_type == "brokers" and name in (str(self.server.broker_id), "<default>"):
+            self.server.apply_dynamic_broker_config()
+            log.info("applied new dynamic config of broker %s", name)
 
 
 def _sequence(name: str) -> int:

@@ -80,6 +80,7 @@ class PartitionFetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    in_sync: bool = False  # caught up with the leader's high watermark at the last fetch
 
     def is_ready(self, now: float) -> bool:
         return now >= self.delayed_until
@@ -260,9 +261,15 @@ class ReplicaFetcher:
     async def _fetch(self, connection: AsyncBrokerConnection, partitions: _States) -> None:
         R = m.FetchRequest
         by_topic: dict[str, list[Any]] = {}
+        quota = self.replica_manager.follower_quota
+        throttled = {
+            tp for tp, state in partitions.items()
+            if not state.in_sync and self.replica_manager.follower_throttles(tp)
+        }  # fmt: skip
+        held_back = throttled if quota.is_quota_exceeded() else set()
         for tp, state in partitions.items():
             log_ = self._current(tp, state)
-            if log_ is None:
+            if log_ is None or tp in held_back:  # shouldFollowerThrottle
                 continue
             by_topic.setdefault(tp.topic, []).append(
                 R.FetchPartition(
@@ -270,10 +277,16 @@ class ReplicaFetcher:
                     current_leader_epoch=state.leader_epoch,
                     fetch_offset=log_.log_end_offset,
                     log_start_offset=log_.log_start_offset,
-                    partition_max_bytes=self.config.max_bytes,
+                    partition_max_bytes=(
+                        max(1, min(self.config.max_bytes, quota.allowance()))
+                        if tp in throttled
+                        else self.config.max_bytes
+                    ),
                 )
             )
         if not by_topic:
+            if held_back:  # everything waits for the rate to fall: not a busy loop
+                await asyncio.sleep(quota.window_s / 10)
             return
         request = R(
             replica_id=self.config.broker_id,
@@ -301,6 +314,8 @@ class ReplicaFetcher:
                     self._on_partition_error(tp, state, p.error_code)
                 else:
                     self._process_partition_data(tp, state, log_, p)
+                    if tp in throttled:
+                        quota.record(len(p.records or b""))
 
     def _process_partition_data(
         self, tp: TopicPartition, state: PartitionFetchState, log_: Any, data: Any
@@ -310,6 +325,7 @@ class ReplicaFetcher:
             if len(records):
                 log_.append_as_follower(records)
             log_.high_watermark = data.high_watermark  # bounded by our log end offset
+            state.in_sync = log_.log_end_offset >= data.high_watermark
             if data.log_start_offset > log_.log_start_offset:
                 log_.maybe_increment_log_start_offset(
                     min(data.log_start_offset, log_.high_watermark)

@@ -20,6 +20,7 @@ from typing import Any
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import IsrWriter, Partition, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
+from kt.broker.replication_quota import ReplicationQuotaManager, is_throttled
 from kt.errors import KafkaError, KafkaStorageError, RecordValidationError
 from kt.storage.producer_state import ORIGIN_CLIENT
 
@@ -90,6 +91,9 @@ class ReplicaManager:
     fetcher_manager: Any = None
     isr_writer: IsrWriter | None = None
     replica_lag_time_max_ms: int = 30_000
+    # leader.replication.throttled.rate and follower.replication.throttled.rate.
+    leader_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
+    follower_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
 
     # -- partitions ---------------------------------------------------------------
 
@@ -341,12 +345,20 @@ class ReplicaManager:
                 max_offset = log_.last_stable_offset
             else:
                 max_offset = log_.high_watermark
-            info = log_.read(
-                fp.fetch_offset,
-                min(fp.max_bytes, limit),
-                max_offset=max_offset,
-                min_one_message=min_one_message,
-            )
+            throttled = replica_id >= 0 and self._leader_throttles(partition, replica_id)
+            if throttled and self.leader_quota.is_quota_exceeded():
+                records: Any = b""  # held back: the throttled replica is over its rate
+            else:
+                if throttled:
+                    limit = min(limit, self.leader_quota.allowance())
+                records = log_.read(
+                    fp.fetch_offset,
+                    min(fp.max_bytes, limit),
+                    max_offset=max_offset,
+                    min_one_message=min_one_message,
+                ).records
+                if throttled:
+                    self.leader_quota.record(len(records))
             if replica_id >= 0 and partition.update_follower_fetch_state(
                 replica_id, fp.fetch_offset
             ):
@@ -362,8 +374,25 @@ class ReplicaManager:
             high_watermark=log_.high_watermark,
             last_stable_offset=log_.last_stable_offset,
             log_start_offset=log_.log_start_offset,
-            records=info.records,
+            records=records,
         )
+
+    def _leader_throttles(self, partition: Partition, replica_id: int) -> bool:
+        """shouldLeaderThrottle: a follower out of the ISR, of a partition throttled on this
+        leader (leader.replication.throttled.replicas), while a rate is set."""
+        if not self.leader_quota.bounded or replica_id in partition.isr:
+            return False
+        value = partition.log.config.leader_replication_throttled_replicas
+        return is_throttled(value, partition.tp.partition, self.broker_id)
+
+    def follower_throttles(self, tp: TopicPartition) -> bool:
+        """Is this follower's replica of `tp` throttled (follower.replication.throttled.
+        replicas), while a rate is set?"""
+        partition = self.partitions.get(tp)
+        if partition is None or not self.follower_quota.bounded:
+            return False
+        value = partition.log.config.follower_replication_throttled_replicas
+        return is_throttled(value, tp.partition, self.broker_id)
 
     def wake(self, tp: TopicPartition) -> None:
         """The partition changed (append, HW move, role change): re-check its waiters."""

@@ -118,6 +118,19 @@ class KafkaServer:
         self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
         return coordinator
 
+    def apply_dynamic_broker_config(self) -> None:
+        """The dynamic broker configs that act at once: this broker's override, else the
+        cluster default, else server.properties (DynamicBrokerConfig's precedence).
+        Today: the replication throttle rates."""
+        assert self.zk is not None
+        mine = self.zk.get_entity_config("brokers", str(self.broker_id))
+        default = self.zk.get_entity_config("brokers", "<default>")
+        rm = self.replica_manager
+        for key, quota in (("leader.replication.throttled.rate", rm.leader_quota),
+                           ("follower.replication.throttled.rate", rm.follower_quota)):  # fmt: skip
+            value = mine.get(key) or default.get(key)
+            quota.update_quota(float(value) if value else float(self.config[key]))
+
     def topic_config(self, topic: str) -> LogConfig:
         """A topic's effective config: this broker's defaults and the topic's overrides."""
         assert self.zk is not None
@@ -162,6 +175,7 @@ class KafkaServer:
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
         self.dynamic_config.startup()
+        self.apply_dynamic_broker_config()
         listener = cfg.listeners[0]
         self.socket_server = SocketServer(
             listener.host or "0.0.0.0",

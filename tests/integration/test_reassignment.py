@@ -4,18 +4,23 @@ written as the 2.x tool did. Data comes from librdkafka; nothing produced may be
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient as RdAdmin
 from confluent_kafka.admin import NewTopic
 
-from kt.client.admin import AdminClient
+from kt.broker.partition import TopicPartition as KtPartition
+from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
 from kt.client.client import KafkaClient
 from kt.metadata import znodes as z
 from kt.testing import KtCluster
 from tests.integration.test_replication import read_partition
 
 pytestmark = pytest.mark.slow
+
+SET = 0  # IncrementalAlterConfigs' operation
 
 FAST = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100",
         "offsets.topic.replication.factor": "1"}  # fmt: skip
@@ -61,7 +66,8 @@ def test_reassignment_moves_replicas_and_keeps_every_record(kt_cluster) -> None:
         for p in range(3):
             state = cluster.partition_state("moving", p)
             assert state.leader in (1, 2) and sorted(state.isr) == [1, 2]
-        assert not (cluster.log_dir(0) / "moving-0").exists()
+        cluster.wait_until(lambda: not (cluster.log_dir(0) / "moving-0").exists(),
+                           what="the removed replica's log deleted")  # fmt: skip
         bootstrap = cluster.bootstrap_servers
         values = sorted(int(v) for p in range(3) for v in read_partition(bootstrap, "moving", p))
         assert values == list(range(600))
@@ -94,3 +100,60 @@ def test_reassignment_through_the_admin_znode(kt_cluster) -> None:
     values = sorted(int(v) for p in range(2)
                     for v in read_partition(cluster.bootstrap_servers, "by-znode", p))  # fmt: skip
     assert values == list(range(100))
+
+
+RATE = 200_000  # bytes/s, for leader and follower alike
+
+
+def throttle(admin: AdminClient, topic: str, leaders: str, followers: str) -> None:
+    """What `kt reassign --execute --throttle` sets: the rates on every broker, the
+    throttled replicas on the topic."""
+    for broker in ("0", "1", "2"):
+        assert admin.incremental_alter_configs(BROKER_RESOURCE, broker, [
+            (SET, "leader.replication.throttled.rate", str(RATE)),
+            (SET, "follower.replication.throttled.rate", str(RATE)),
+        ]) == (0, None)  # fmt: skip
+    assert admin.incremental_alter_configs(TOPIC_RESOURCE, topic, [
+        (SET, "leader.replication.throttled.replicas", leaders),
+        (SET, "follower.replication.throttled.replicas", followers),
+    ]) == (0, None)  # fmt: skip
+
+
+def replica_bytes(cluster: KtCluster, broker: int, topic: str) -> int:
+    def size() -> int:
+        partition = cluster.brokers[broker].replica_manager.partitions.get(KtPartition(topic, 0))
+        return partition.log.size if partition is not None else 0
+
+    return cluster._call(size)
+
+
+def test_a_throttled_move_copies_at_the_throttled_rate(kt_cluster) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "throttled", {0: [0, 1]})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                         "linger.ms": 20, "batch.size": 65536})  # fmt: skip
+    for i in range(3000):
+        producer.produce("throttled", value=b"%06d" % i + bytes(1000), partition=0)
+    assert producer.flush(30) == 0
+    backlog = replica_bytes(cluster, 0, "throttled")
+    client = KafkaClient(cluster.bootstrap_servers)
+    try:
+        admin = AdminClient(client)
+        throttle(admin, "throttled", "0:0,0:1", "0:2")
+        start = time.monotonic()
+        assert admin.alter_partition_reassignments({("throttled", 0): [1, 2]}) == {
+            ("throttled", 0): (0, None)
+        }
+        # Measured over 8 s of the copy's 15 s (3 MB at 200 KB/s).
+        cluster.wait_until(lambda: time.monotonic() - start >= 2, timeout_s=20)
+        copied_at_2 = replica_bytes(cluster, 2, "throttled")
+        assert copied_at_2 < backlog, "the move finished within the burst: too little data"
+        time.sleep(8)
+        rate = (replica_bytes(cluster, 2, "throttled") - copied_at_2) / 8
+        assert 0.8 * RATE <= rate <= 1.2 * RATE, rate
+        cluster.wait_until(lambda: admin.list_partition_reassignments() == {}, timeout_s=60,
+                           what="the move completing")  # fmt: skip
+    finally:
+        client.close()
+    values = read_partition(cluster.bootstrap_servers, "throttled", 0)
+    assert [int(v[:6]) for v in values] == list(range(3000))
