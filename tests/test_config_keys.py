@@ -78,6 +78,11 @@ def server(cluster: KtCluster) -> KafkaServer:
 FETCHER_CONFIG = "replica_manager.fetcher_manager.config"
 
 
+THROTTLED_MOVE = (
+    "tests/integration/test_reassignment.py::test_a_throttled_move_copies_at_the_throttled_rate"
+)
+
+
 def on_server(path: str) -> Callable[[KtCluster], object]:
     """The attribute at dotted `path` of the first broker, which the key sets."""
     return lambda cluster: operator.attrgetter(path)(server(cluster))
@@ -275,8 +280,8 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
         "the high watermark checkpoint is written with the recovery points"
     ),
     "num.replica.fetchers": NoEffect("one fetcher per source broker, all on the event loop"),
-    "leader.replication.throttled.rate": NoEffect("replication throttling: issue 17"),
-    "follower.replication.throttled.rate": NoEffect("replication throttling: issue 17"),
+    "leader.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
+    "follower.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
     "replica.alter.log.dirs.io.max.bytes.per.second": NoEffect("no log dir moves yet: issue 17"),
     "auto.leader.rebalance.enable": NoEffect("auto leader rebalance: issue 17"),
     "leader.imbalance.check.interval.seconds": NoEffect("auto leader rebalance: issue 17"),
