@@ -13,6 +13,8 @@ COMMANDS: dict[str, str] = {
     "delete-records": "kt.commands.offsets:delete_records",
     "dump-log": "kt.commands.dump_log:dump_log",
     "get-offsets": "kt.commands.offsets:get_offsets",
+    "reassign": "kt.commands.reassign:reassign_partitions",
+    "reassign-partitions": "kt.commands.reassign:reassign_partitions",
     "server-start": "kt.commands.server:server_start",
     "server-stop": "kt.commands.server:server_stop",
     "topics": "kt.commands.topics:topics",

@@ -121,3 +121,17 @@ def _transfer(bins: list[list[str]], n: int) -> list[list[str]]:
             (high if bit else low).insert(0, k)
         out[i], out[i + n] = low, high
     return out
+
+
+def java_hash_order(keys: Iterable[str]) -> list[str]:
+    """The keys in the order a java.util.HashMap (or HashSet) of up to 12 of them iterates:
+    by bucket of their String.hashCode (spread as HashMap.hash does) in a table of 16.
+    Kafka's broker answers quotas in this order, and its tools print sets of names so."""
+
+    def bucket(key: str) -> int:
+        h = 0
+        for ch in key:
+            h = (31 * h + ord(ch)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 15
+
+    return sorted(keys, key=bucket)

@@ -94,6 +94,17 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt get-offsets --bootstrap-server 127.0.0.1:9092 --topic orders "
          "--time 1700000000000"),
     ],
+    "kt reassign": [
+        ("Propose moving a topic to brokers 1 and 2, then run the plan at 1 MB/s:",
+         "echo '{\"topics\":[{\"topic\":\"orders\"}],\"version\":1}' > move.json\n"
+         "kt reassign --bootstrap-server 127.0.0.1:9092 --generate "
+         "--topics-to-move-json-file move.json --broker-list 1,2\n"
+         "kt reassign --bootstrap-server 127.0.0.1:9092 --execute "
+         "--reassignment-json-file plan.json --throttle 1000000"),
+        ("Follow it until done (this also removes the throttles):",
+         "kt reassign --bootstrap-server 127.0.0.1:9092 --verify "
+         "--reassignment-json-file plan.json"),
+    ],
     "kt server-start": [
         ("A broker with Kafka's server.properties and one override:",
          "kt server-start config/server.properties --override num.partitions=3"),
@@ -115,6 +126,7 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt topics --bootstrap-server 127.0.0.1:9092 --describe --topic orders"),
     ],
 }  # fmt: skip
+ALIASES = {"kt reassign-partitions": "kt reassign"}
 EXIT_STATUS = (
     "0 on success. 1 on any failure: a usage error prints its message and then the option "
     "help on stderr; any other error prints one line (no traceback). 130 when interrupted."
@@ -155,7 +167,7 @@ def render_page(name: str, command: click.Command, ctx: click.Context) -> str:
     options = _option_lines(command, ctx)
     if options:
         lines += [".SH OPTIONS", *options]
-    examples = EXAMPLES.get(name, [])
+    examples = EXAMPLES.get(ALIASES.get(name, name), [])
     if examples:
         lines.append(".SH EXAMPLES")
         for what, command_line in examples:

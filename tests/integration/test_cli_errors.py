@@ -179,6 +179,19 @@ CASES = [
          "0"], stdout=[f"Dumping {DIR}/00000000000000000000.txnindex"]),
     Case("dump-log-no-files", ["dump-log"], ['Missing required argument "[files]"'],
          usage=True),
+    # -- reassign-partitions (alias reassign) -------------------------------------------
+    Case("reassign-no-action", ["reassign-partitions", "--bootstrap-server", B],
+         ["Command must include exactly one action: --generate, --execute, --verify, "
+          "--cancel, --list"], usage=True),
+    Case("reassign-option-of-another-action", ["reassign", "--bootstrap-server", B, "--list",
+         "--throttle", "5"], ['Option "[throttle]" can\'t be used with action "[list]"'],
+         usage=True),
+    Case("reassign-bad-json", ["reassign", "--bootstrap-server", B, "--execute",
+         "--reassignment-json-file", f"{DIR}/acks.properties"], [],
+         stdout=["Error: The input string is not a valid JSON"]),
+    Case("reassign-unknown-broker", ["reassign", "--bootstrap-server", B, "--execute",
+         "--reassignment-json-file", f"{DIR}/move.json"], [],
+         stdout=["Error: Unknown broker id 7"]),
     # -- server-start, server-stop, spark-export ---------------------------------------
     Case("server-port-out-of-range", ["server-start", "--override",
          "listeners=PLAINTEXT://127.0.0.1:70000", "--override", f"log.dirs={DIR}/unused"],
@@ -208,6 +221,9 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / f"{100:020d}.index").write_bytes(struct.pack(">ii", 0, 5000))
     (directory / f"{100:020d}.timeindex").write_bytes(struct.pack(">qi", 1, 10))
     (directory / "acks.properties").write_text("acks=7\n")
+    (directory / "move.json").write_text(
+        '{"version":1,"partitions":[{"topic":"cli-errors","partition":0,"replicas":[7]}]}'
+    )
     (directory / "delete.json").write_text(
         '{"partitions":[{"topic":"cli-errors","partition":0,"offset":50}],"version":1}'
     )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from kt.errors import KafkaError
+from kt.metadata.jvm_order import java_hash_order
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
@@ -44,20 +45,6 @@ def sanitize(name: str | None) -> str:
 
 def desanitize(name: str) -> str | None:
     return None if name == DEFAULT_ENTITY else unquote(name)
-
-
-def java_hash_order(keys: Iterable[str]) -> list[str]:
-    """The keys in the order a java.util.HashMap of up to 12 of them iterates: by bucket of
-    their String.hashCode (spread as HashMap.hash does) in a table of 16. Kafka's broker
-    answers quotas in this order, and kafka-configs prints them as answered."""
-
-    def bucket(key: str) -> int:
-        h = 0
-        for ch in key:
-            h = (31 * h + ord(ch)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
-
-    return sorted(keys, key=bucket)
 
 
 # -- describe -----------------------------------------------------------------------------

@@ -1,0 +1,197 @@
+"""`kt reassign-partitions` (kafka-reassign-partitions.sh) against an embedded cluster:
+a throttled move under continuous production, verified until done, its throttles
+cleared; a cancel; the generated proposal; the tool's usage errors."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from kt.broker.partition import TopicPartition as KtPartition
+from kt.testing import KtCluster
+from tests.integration.conftest import kt_command, kt_ok
+from tests.integration.test_reassignment import FAST, create
+from tests.integration.test_replication import read_partition
+
+pytestmark = pytest.mark.slow
+
+THROTTLE = 1_000_000
+
+
+def plan_file(tmp_path: Path, plan: dict[tuple[str, int], list[int]]) -> Path:
+    partitions = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in plan.items()]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({"version": 1, "partitions": partitions}))
+    return path
+
+
+def reassign(cluster: KtCluster, *args: str) -> list[str]:
+    return kt_ok("reassign", "--bootstrap-server", cluster.bootstrap_servers, *args)
+
+
+def bytes_on(cluster: KtCluster, broker: int, topic: str, partitions: int) -> int:
+    def size() -> int:
+        rm = cluster.brokers[broker].replica_manager
+        found = [rm.partitions.get(KtPartition(topic, p)) for p in range(partitions)]
+        return sum(p.log.size for p in found if p is not None)
+
+    return cluster._call(size)
+
+
+class BackgroundProducer:
+    """Produces numbered records at about `rate` per second until stopped; every
+    acknowledged value is kept."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int) -> None:
+        self.acked: list[int] = []
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        self._thread = threading.Thread(target=self._run, args=(topic, partitions, rate))
+        self._thread.start()
+
+    def _run(self, topic: str, partitions: int, rate: int) -> None:
+        def on_delivery(err, msg) -> None:  # type: ignore[no-untyped-def]
+            if err is None:
+                self.acked.append(int(msg.value()[:8]))
+
+        i = 1_000_000
+        while not self._stop.is_set():
+            self._producer.produce(topic, value=b"%08d" % i + bytes(100), partition=i % partitions,
+                                   on_delivery=on_delivery)  # fmt: skip
+            i += 1
+            self._producer.poll(0)
+            time.sleep(1 / rate)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        assert self._producer.flush(30) == 0
+
+
+def test_a_throttled_move_under_production(kt_cluster, tmp_path: Path) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "orders", {0: [0, 1], 1: [1, 0], 2: [0, 1]})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 20,
+                         "batch.size": 65536, "acks": "all"})  # fmt: skip
+    for i in range(12_000):  # 12 MB: a 12 s copy at 1 MB/s
+        producer.produce("orders", value=b"%08d" % i + bytes(1000), partition=i % 3)
+    assert producer.flush(60) == 0
+    plan = plan_file(tmp_path, {("orders", 0): [1, 2], ("orders", 1): [2, 1],
+                                ("orders", 2): [1, 2]})  # fmt: skip
+    background = BackgroundProducer(cluster.bootstrap_servers, "orders", 3, rate=200)
+    try:
+        start = time.monotonic()
+        out = reassign(cluster, "--execute", "--reassignment-json-file", str(plan),
+                       "--throttle", str(THROTTLE))  # fmt: skip
+        entry = '{"topic":"orders","partition":%d,"replicas":[%s],"log_dirs":["any","any"]}'
+        current = ('{"version":1,"partitions":['
+                   + ",".join(entry % (p, r) for p, r in ((0, "0,1"), (1, "1,0"), (2, "0,1")))
+                   + "]}")  # fmt: skip
+        assert out == [
+            "Current partition replica assignment", "", current, "",
+            "Save this to use as the --reassignment-json-file option during rollback",
+            "Warning: You must run --verify periodically, until the reassignment completes, to "
+            "ensure the throttle is removed.",
+            f"The inter-broker throttle limit was set to {THROTTLE} B/s",
+            "Successfully started partition reassignments for orders-0,orders-1,orders-2",
+        ]  # fmt: skip
+        assert reassign(cluster, "--verify", "--reassignment-json-file", str(plan)) == [
+            "Status of partition reassignment:",
+            *(f"Reassignment of partition orders-{p} is still in progress." for p in range(3)),
+        ]
+        listed = reassign(cluster, "--list")
+        assert listed[0] == "Current partition reassignments:"
+        assert listed[1] == "orders-0: replicas: 1,2,0. adding: 2. removing: 0."
+        # Broker 2 is the one destination, so its follower throttle bounds the whole copy.
+        cluster.wait_until(lambda: time.monotonic() - start >= 2, timeout_s=20)
+        copied = bytes_on(cluster, 2, "orders", 3)
+        time.sleep(8)
+        rate = (bytes_on(cluster, 2, "orders", 3) - copied) / 8
+        assert 0.8 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
+        cluster.wait_until(
+            lambda: reassign(cluster, "--list") == ["No partition reassignments found."],
+            timeout_s=90,
+            what="the move completing",
+        )
+    finally:
+        background.stop()
+    assert reassign(cluster, "--verify", "--reassignment-json-file", str(plan)) == [
+        "Status of partition reassignment:",
+        *(f"Reassignment of partition orders-{p} is completed." for p in range(3)),
+        "Clearing broker-level throttles on brokers 0,1,2",
+        "Clearing topic-level throttles on topic orders",
+    ]
+    for broker in ("0", "1", "2"):
+        configs = kt_ok("configs", "--bootstrap-server", cluster.bootstrap_servers,
+                        "--describe", "--broker", broker)  # fmt: skip
+        assert configs == [f"Dynamic configs for broker {broker} are:"]
+    described = kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                      "--topic", "orders")  # fmt: skip
+    assert [line.split("\t")[4] for line in described[1:]] == [
+        "Replicas: 1,2", "Replicas: 2,1", "Replicas: 1,2"]  # fmt: skip
+    assert "leader.replication.throttled.replicas" not in described[0]
+    stored = sorted(int(v[:8]) for p in range(3)
+                    for v in read_partition(cluster.bootstrap_servers, "orders", p))  # fmt: skip
+    assert stored == sorted([*range(12_000), *background.acked])  # nothing lost
+
+
+def test_cancel_restores_the_original_replicas(kt_cluster, tmp_path: Path) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "slow", {0: [0, 1]})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "batch.size": 16384})
+    for i in range(2000):
+        producer.produce("slow", value=b"%08d" % i + bytes(500), partition=0)
+    assert producer.flush(30) == 0
+    plan = plan_file(tmp_path, {("slow", 0): [2, 1]})
+    reassign(cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "10000")
+    assert reassign(cluster, "--list") == [
+        "Current partition reassignments:",
+        "slow-0: replicas: 2,1,0. adding: 2. removing: 0.",
+    ]
+    out = kt_command("reassign", "--bootstrap-server", cluster.bootstrap_servers, "--cancel",
+                     "--reassignment-json-file", str(plan))  # fmt: skip
+    assert out.returncode == 0, out
+    assert out.stdout.splitlines() == [
+        "Successfully cancelled partition reassignment for: slow-0",
+        "None of the specified partition moves are active.Clearing broker-level throttles on "
+        "brokers 0,1,2",
+        "Clearing topic-level throttles on topic slow",
+    ]
+    assert reassign(cluster, "--list") == ["No partition reassignments found."]
+    cluster.wait_until(lambda: not (cluster.log_dir(2) / "slow-0").exists(),
+                       what="the cancelled replica deleted")  # fmt: skip
+    described = kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe",
+                      "--topic", "slow")  # fmt: skip
+    # RS was TRS ++ ORS = 2,1,0: the original set comes back in that order, as on Kafka
+    # (KafkaController.updateCurrentReassignment: "no way to get to the original order").
+    assert described[1].split("\t")[4] == "Replicas: 1,0"
+    values = [int(v[:8]) for v in read_partition(cluster.bootstrap_servers, "slow", 0)]
+    assert values == list(range(2000))
+
+
+def test_generate_proposes_an_assignment_over_the_given_brokers(kt_cluster, tmp_path) -> None:
+    cluster = kt_cluster(3, overrides=FAST)
+    create(cluster, "gen", {0: [0, 1], 1: [1, 0], 2: [0, 1], 3: [1, 0]})
+    topics = tmp_path / "topics.json"
+    topics.write_text('{"topics":[{"topic":"gen"}],"version":1}')
+    out = reassign(cluster, "--generate", "--topics-to-move-json-file", str(topics),
+                   "--broker-list", "1,2")  # fmt: skip
+    assert out[0] == "Current partition replica assignment"
+    assert json.loads(out[1]) == {"version": 1, "partitions": [
+        {"topic": "gen", "partition": p, "replicas": r, "log_dirs": ["any", "any"]}
+        for p, r in enumerate([[0, 1], [1, 0], [0, 1], [1, 0]])]}  # fmt: skip
+    assert out[2:4] == ["", "Proposed partition reassignment configuration"]
+    proposed = json.loads(out[4])["partitions"]
+    assert [e["partition"] for e in proposed] == [0, 1, 2, 3]
+    assert all(sorted(e["replicas"]) == [1, 2] for e in proposed)
+    # Round robin: the leaders alternate between the two brokers.
+    assert sorted(e["replicas"][0] for e in proposed) == [1, 1, 2, 2]
+    missing = kt_command("reassign", "--bootstrap-server", cluster.bootstrap_servers,
+                         "--generate", "--topics-to-move-json-file", str(topics))  # fmt: skip
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines()[0] == 'Missing required argument "[broker-list]"'
