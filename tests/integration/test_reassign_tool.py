@@ -7,16 +7,19 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.partition import TopicPartition as KtPartition
 from kt.testing import KtCluster
 from tests.integration.conftest import kt_command, kt_ok
 from tests.integration.test_reassignment import FAST, create
 from tests.integration.test_replication import read_partition
+from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow
 
@@ -195,3 +198,70 @@ def test_generate_proposes_an_assignment_over_the_given_brokers(kt_cluster, tmp_
                          "--generate", "--topics-to-move-json-file", str(topics))  # fmt: skip
     assert missing.returncode == 1
     assert missing.stderr.splitlines()[0] == 'Missing required argument "[broker-list]"'
+
+
+def disk_bytes(log_dir: Path, topic: str) -> int:
+    return sum(f.stat().st_size for f in log_dir.glob(f"{topic}-*/*.log"))
+
+
+@pytest.fixture
+def zk_brokers(tmp_path: Path, zookeeper: str) -> Iterator[ZkCluster]:
+    cluster = ZkCluster(tmp_path, zookeeper)
+    yield cluster
+    cluster.close()
+
+
+def test_a_throttled_move_on_zookeeper(zk_brokers: ZkCluster, tmp_path: Path) -> None:
+    """The same move across three `kt server-start` processes on Debian's ZooKeeper:
+    the tool's requests reach the controller over the wire, and the moves, their
+    throttles and /brokers/topics/<t> are what ZooKeeper-mode Kafka keeps."""
+    cluster = zk_brokers
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    new = NewTopic("zk-orders", 3, replica_assignment=[[1, 2], [2, 1], [1, 2]])
+    admin.create_topics([new])["zk-orders"].result(30)
+    for p in range(3):
+        cluster.wait_until(lambda p=p: cluster.state("zk-orders", p)["leader"] > 0, "a leader")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 20,
+                         "batch.size": 65536, "acks": "all"})  # fmt: skip
+    for i in range(12_000):
+        producer.produce("zk-orders", value=b"%08d" % i + bytes(1000), partition=i % 3)
+    assert producer.flush(60) == 0
+    plan = plan_file(tmp_path, {("zk-orders", 0): [2, 3], ("zk-orders", 1): [3, 2],
+                                ("zk-orders", 2): [2, 3]})  # fmt: skip
+    tool = ["reassign", "--bootstrap-server", cluster.bootstrap]
+    background = BackgroundProducer(cluster.bootstrap, "zk-orders", 3, rate=200)
+    try:
+        start = time.monotonic()
+        out = kt_ok(*tool, "--execute", "--reassignment-json-file", str(plan),
+                    "--throttle", str(THROTTLE))  # fmt: skip
+        assert out[-1] == "Successfully started partition reassignments for " \
+            "zk-orders-0,zk-orders-1,zk-orders-2"  # fmt: skip
+        topic = cluster.znode("/brokers/topics/zk-orders")
+        assert topic["adding_replicas"] == {"0": [3], "1": [3], "2": [3]}
+        assert topic["removing_replicas"] == {"0": [1], "1": [1], "2": [1]}
+        assert cluster.znode("/config/brokers/3")["config"] == {
+            "leader.replication.throttled.rate": str(THROTTLE),
+            "follower.replication.throttled.rate": str(THROTTLE),
+        }
+        target = cluster.brokers[3].log_dir
+        cluster.wait_until(lambda: time.monotonic() - start >= 2, "2 s", timeout_s=20)
+        copied = disk_bytes(target, "zk-orders")
+        time.sleep(8)
+        rate = (disk_bytes(target, "zk-orders") - copied) / 8
+        assert 0.8 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
+        cluster.wait_until(lambda: kt_ok(*tool, "--list") == ["No partition reassignments found."],
+                           "the move completing", timeout_s=90)  # fmt: skip
+    finally:
+        background.stop()
+    verified = kt_ok(*tool, "--verify", "--reassignment-json-file", str(plan))
+    assert verified[-2:] == ["Clearing broker-level throttles on brokers 1,2,3",
+                             "Clearing topic-level throttles on topic zk-orders"]  # fmt: skip
+    topic = cluster.znode("/brokers/topics/zk-orders")
+    assert topic["partitions"] == {"0": [2, 3], "1": [3, 2], "2": [2, 3]}
+    assert (topic["adding_replicas"], topic["removing_replicas"]) == ({}, {})
+    assert cluster.znode("/config/brokers/3")["config"] == {}
+    cluster.wait_until(lambda: not list(cluster.brokers[1].log_dir.glob("zk-orders-*")),
+                       "broker 1's replicas deleted")  # fmt: skip
+    stored = sorted(int(v[:8]) for p in range(3)
+                    for v in read_partition(cluster.bootstrap, "zk-orders", p))  # fmt: skip
+    assert stored == sorted([*range(12_000), *background.acked])
