@@ -83,7 +83,9 @@ def parse_topics_to_move(text: str) -> list[str]:
     """{"topics":[{"topic":"foo"}],"version":1}"""
     try:
         return [str(entry["topic"]) for entry in _load(text).get("topics") or []]
-    except (KeyError, TypeError):
+    except KeyError as e:
+        raise ReassignFailure(f"No such field exists: `{e.args[0]}`") from None
+    except TypeError:
         raise ReassignFailure("The input string is not a valid JSON") from None
 
 
@@ -107,7 +109,9 @@ def parse_plan(text: str) -> list[tuple[Partition, list[int]]]:
                     f"Moving replicas between log dirs is not supported by kt yet: {tp_str(tp)}"
                 )
             out.append((tp, replicas))
-    except (KeyError, TypeError, ValueError):
+    except KeyError as e:  # JsonObject.apply's words
+        raise ReassignFailure(f"No such field exists: `{e.args[0]}`") from None
+    except (TypeError, ValueError):
         raise ReassignFailure("The input string is not a valid JSON") from None
     return out
 
@@ -326,6 +330,7 @@ def verify(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> tupl
                 f"There is no active reassignment of partition {tp_str(tp)}, but replica set is "
                 f"{','.join(map(str, current))} rather than {','.join(map(str, target))}."
             )
+    lines.append("")  # the (empty) status of log-dir moves that Kafka prints next
     in_progress = bool(ongoing)
     if not in_progress and not preserve_throttles:
         lines += clear_throttles(admin, targets)

@@ -106,6 +106,7 @@ def test_a_throttled_move_under_production(kt_cluster, tmp_path: Path) -> None:
         assert reassign(cluster, "--verify", "--reassignment-json-file", str(plan)) == [
             "Status of partition reassignment:",
             *(f"Reassignment of partition orders-{p} is still in progress." for p in range(3)),
+            "",
         ]
         listed = reassign(cluster, "--list")
         assert listed[0] == "Current partition reassignments:"
@@ -126,6 +127,7 @@ def test_a_throttled_move_under_production(kt_cluster, tmp_path: Path) -> None:
     assert reassign(cluster, "--verify", "--reassignment-json-file", str(plan)) == [
         "Status of partition reassignment:",
         *(f"Reassignment of partition orders-{p} is completed." for p in range(3)),
+        "",
         "Clearing broker-level throttles on brokers 0,1,2",
         "Clearing topic-level throttles on topic orders",
     ]
