@@ -32,6 +32,14 @@ from kt.metadata import znodes as z
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
+PREFERRED, UNCLEAN = 0, 1  # ElectionType
+AUTO_REBALANCE_FIRST_DELAY_S = 5.0
+# (error, strategy named in the message) when an election finds no leader
+PREFERRED_FAILURE = (
+    "PREFERRED_LEADER_NOT_AVAILABLE",
+    "PreferredReplicaPartitionLeaderElectionStrategy",
+)
+UNCLEAN_FAILURE = ("ELIGIBLE_LEADERS_NOT_AVAILABLE", "OfflinePartitionLeaderElectionStrategy(true)")
 
 
 @dataclass
@@ -106,10 +114,17 @@ class KafkaController:
     for this broker, over the wire for others).
     """
 
-    def __init__(self, broker_id: int, zk: Any, channel: Any) -> None:
+    def __init__(
+        self, broker_id: int, zk: Any, channel: Any, *, auto_leader_rebalance: bool = True,
+        imbalance_percentage: int = 10, imbalance_check_interval_s: float = 300.0,
+    ) -> None:  # fmt: skip
         self.broker_id = broker_id
         self.zk = zk
         self.channel = channel
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.imbalance_percentage = imbalance_percentage
+        self.imbalance_check_interval_s = imbalance_check_interval_s
+        self._rebalancer: asyncio.Task | None = None
         self.ctx = ControllerContext()
         self.is_active = False
         self._events: asyncio.Queue[tuple[str, Callable[[], Any]]] = asyncio.Queue()
@@ -125,6 +140,7 @@ class KafkaController:
         await self.barrier()
 
     async def shutdown(self) -> None:
+        self._stop_rebalancer()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -135,6 +151,7 @@ class KafkaController:
     async def abandon(self) -> None:
         """Stop processing events without a word to the store (the broker died); its
         /controller znode goes with its session."""
+        self._stop_rebalancer()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -196,6 +213,12 @@ class KafkaController:
     def _resign(self) -> None:
         log.info("broker %s resigns as controller", self.broker_id)
         self.is_active = False
+        self._stop_rebalancer()
+
+    def _stop_rebalancer(self) -> None:
+        if self._rebalancer is not None:
+            self._rebalancer.cancel()
+            self._rebalancer = None
 
     async def _on_controller_failover(self) -> None:
         self.ctx.live_brokers = set(self.zk.get_broker_ids(self._watch_brokers()))
@@ -211,6 +234,11 @@ class KafkaController:
         for tp in self.ctx.being_reassigned:  # resume the moves the last controller began
             await self._on_partition_reassignment(tp, self.ctx.full_assignment(tp))
         await self._on_zk_reassignment()
+        await self._on_preferred_replica_election()
+        if self.auto_leader_rebalance and self._rebalancer is None:
+            self._rebalancer = asyncio.create_task(
+                self._rebalance_periodically(), name="auto-leader-rebalance-task"
+            )
 
     def _watch_brokers(self) -> Callable[[Any], None]:
         return self.watcher("BrokerChange", self._on_broker_change)
@@ -585,6 +613,146 @@ class KafkaController:
         if left != wanted:
             self.zk.set_partition_reassignment(left)
 
+    # -- replica leader elections (ElectLeaders, /admin/preferred_replica_election) ------
+
+    async def elect_leaders(
+        self, partitions: list[TopicPartition] | None, election_type: int
+    ) -> dict[TopicPartition, KafkaError | int] | None:
+        """ElectLeaders: the new leader or an error per partition (ELECTION_NOT_NEEDED where
+        the leader is already valid); None when not the controller. `partitions` None means
+        every partition."""
+        done: asyncio.Future[dict[TopicPartition, KafkaError | int] | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+
+        async def elect() -> None:
+            if not self.is_active:
+                done.set_result(None)
+                return
+            wanted = self.ctx.all_partitions() if partitions is None else partitions
+            done.set_result(await self._replica_leader_election(wanted, election_type))
+
+        self.post("ReplicaLeaderElection", elect)
+        return await done
+
+    async def _replica_leader_election(
+        self, partitions: list[TopicPartition], election_type: int
+    ) -> dict[TopicPartition, KafkaError | int]:
+        """processReplicaLeaderElection: PREFERRED moves leadership to the first replica if
+        it is alive and in the ISR; UNCLEAN elects only for a partition without a live
+        leader, from outside the ISR if it must."""
+        results: dict[TopicPartition, KafkaError | int] = {}
+        changed: list[TopicPartition] = []
+        for tp in partitions:
+            if tp.topic in self.ctx.topics_to_delete:
+                results[tp] = KafkaError("INVALID_TOPIC_EXCEPTION", "The topic is being deleted")
+                continue
+            state = self.ctx.states.get(tp)
+            if state is None or not self.ctx.replicas(tp):
+                results[tp] = KafkaError(
+                    "UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist."
+                )
+                continue
+            if election_type == PREFERRED:
+                needed = state.leader != self.ctx.replicas(tp)[0]
+                new = self._elect_preferred_leader(tp) if needed else None
+                failure = (
+                    "PREFERRED_LEADER_NOT_AVAILABLE",
+                    "PreferredReplicaPartitionLeaderElectionStrategy",
+                )
+            else:
+                needed = state.leader == NO_LEADER or state.leader not in self.ctx.live_brokers
+                new = self._elect_leader(tp, unclean=True) if needed else None
+                failure = (
+                    "ELIGIBLE_LEADERS_NOT_AVAILABLE",
+                    "OfflinePartitionLeaderElectionStrategy(true)",
+                )
+            if not needed:
+                results[tp] = KafkaError("ELECTION_NOT_NEEDED")
+            elif new is None or new.leader == NO_LEADER:
+                results[tp] = KafkaError(
+                    failure[0],
+                    f"Failed to elect leader for partition {tp} under strategy {failure[1]}",
+                )
+            else:
+                self.ctx.states[tp] = new
+                changed.append(tp)
+                results[tp] = new.leader
+        if changed:
+            await self._send_leader_and_isr(changed)
+            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
+        return results
+
+    def _elect_preferred_leader(self, tp: TopicPartition) -> PartitionState | None:
+        """PreferredReplicaPartitionLeaderElectionStrategy: the first replica leads if it is
+        alive and in the ISR (the ISR stays); None if it cannot."""
+        preferred = self.ctx.replicas(tp)[0]
+        while True:
+            stored = self.zk.get_partition_state(tp.topic, tp.partition)
+            if stored is None:
+                return None
+            state = self._state_from(tp, stored)
+            if preferred not in self.ctx.electable_brokers or preferred not in state.isr:
+                return None
+            new = PartitionState(
+                tp.topic, tp.partition, preferred, state.leader_epoch + 1,
+                self.ctx.replicas(tp), state.isr, controller_epoch=self.ctx.epoch,
+            )  # fmt: skip
+            version = self.zk.conditional_update_partition_state(new, state.zk_version)
+            if version is not None:
+                new.zk_version = version
+                return new
+
+    async def _on_preferred_replica_election(self) -> None:
+        """/admin/preferred_replica_election was created (the 2.x tool): elect, then delete
+        it, as ZooKeeper-mode Kafka does."""
+        if not self.is_active:
+            return
+        wanted = self.zk.get_preferred_replica_election(
+            self.watcher("PreferredReplicaElection", self._on_preferred_replica_election)
+        )
+        if wanted is None:
+            return
+        partitions = [TopicPartition(t, p) for t, p in wanted]
+        await self._replica_leader_election(partitions, PREFERRED)
+        self.zk.delete_preferred_replica_election()
+
+    async def _auto_leader_rebalance(self) -> None:
+        """checkAndTriggerAutoLeaderRebalance: for each broker that is the preferred
+        leader of some partitions, when more than leader.imbalance.per.broker.percentage
+        of them are led by others, move them back (where it is alive and in sync, and
+        nothing is being moved or deleted)."""
+        if not self.is_active:
+            return
+        by_preferred: dict[int, list[TopicPartition]] = {}
+        for tp in self.ctx.states:
+            replicas = self.ctx.replicas(tp)
+            if replicas and tp.topic not in self.ctx.topics_to_delete:
+                by_preferred.setdefault(replicas[0], []).append(tp)
+        moving = set(self.ctx.adding) | set(self.ctx.removing)
+        for broker, partitions in sorted(by_preferred.items()):
+            imbalanced = [tp for tp in partitions if self.ctx.states[tp].leader != broker]
+            ratio = len(imbalanced) / len(partitions)
+            if ratio <= self.imbalance_percentage / 100:
+                continue
+            log.info("leader imbalance of broker %s is %.2f: moving %s back", broker, ratio,
+                     [str(tp) for tp in imbalanced])  # fmt: skip
+            candidates = [
+                tp for tp in imbalanced
+                if tp not in moving and broker in self.ctx.electable_brokers
+                and broker in self.ctx.states[tp].isr
+            ]  # fmt: skip
+            if candidates:
+                await self._replica_leader_election(sorted(candidates), PREFERRED)
+
+    async def _rebalance_periodically(self) -> None:
+        """The auto-leader-rebalance-task: first 5 s after becoming controller, then every
+        leader.imbalance.check.interval.seconds."""
+        await asyncio.sleep(AUTO_REBALANCE_FIRST_DELAY_S)
+        while True:
+            self.post("AutoPreferredReplicaLeaderElection", self._auto_leader_rebalance)
+            await asyncio.sleep(self.imbalance_check_interval_s)
+
     # -- controlled shutdown -------------------------------------------------------------
 
     async def controlled_shutdown(self, broker_id: int) -> list[TopicPartition] | None:
@@ -671,16 +839,20 @@ class KafkaController:
             await self._send_leader_and_isr(changed)
             await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
 
-    def _elect_leader(self, tp: TopicPartition) -> PartitionState | None:
+    def _elect_leader(
+        self, tp: TopicPartition, unclean: bool | None = None
+    ) -> PartitionState | None:
         """Elect from the state znode as it is now (a leader may have changed the ISR
         since the controller last read it), written conditionally on its version; None
         if nothing changes."""
         while True:
             stored = self.zk.get_partition_state(tp.topic, tp.partition)
             state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
-            unclean = self.zk.unclean_leader_election_enabled(tp.topic)
+            allow_unclean = (
+                self.zk.unclean_leader_election_enabled(tp.topic) if unclean is None else unclean
+            )
             leader, isr = elect_leader(
-                self.ctx.replicas(tp), state.isr, self.ctx.electable_brokers, unclean
+                self.ctx.replicas(tp), state.isr, self.ctx.electable_brokers, allow_unclean
             )
             if leader == state.leader and isr == state.isr:
                 self.ctx.states[tp] = state

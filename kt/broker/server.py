@@ -190,7 +190,12 @@ class KafkaServer:
         )
         await self.socket_server.start()
         self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])
-        self.controller = KafkaController(self.broker_id, self.zk, ControllerChannel(self))
+        self.controller = KafkaController(
+            self.broker_id, self.zk, ControllerChannel(self),
+            auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
+            imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
+            imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],
+        )  # fmt: skip
         await self.controller.startup()
         loop = asyncio.get_running_loop()
         self.zk.session.add_listener(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt.client.client import KafkaClient, TopicInfo
-from kt.errors import KafkaError
+from kt.errors import KafkaError, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
@@ -176,6 +176,28 @@ class AdminClient:
         )
         r = response.responses[0]
         return r.error_code, r.error_message
+
+    def elect_leaders(
+        self, election_type: int, partitions: list[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (0 preferred, 1 unclean) of `partitions`, or of every partition that
+        needs one (None): (error code, message) per partition."""
+        R = m.ElectLeadersRequest
+        topics = None
+        if partitions is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [R.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
+        request = R(election_type=election_type, topic_partitions=topics)
+        response = self.client.controller().send(ApiKey.ELECT_LEADERS, request)
+        if response.error_code:
+            raise KafkaError(response.error_code, error_for(response.error_code).message)
+        return {
+            (t.topic, p.partition_id): (p.error_code, p.error_message)
+            for t in response.replica_election_results
+            for p in t.partition_result
+        }
 
     def alter_partition_reassignments(
         self, targets: dict[tuple[str, int], list[int] | None]

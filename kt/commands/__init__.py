@@ -13,6 +13,8 @@ COMMANDS: dict[str, str] = {
     "delete-records": "kt.commands.offsets:delete_records",
     "dump-log": "kt.commands.dump_log:dump_log",
     "get-offsets": "kt.commands.offsets:get_offsets",
+    "leader-election": "kt.commands.leader_election:leader_election",
+    "preferred-replica-election": "kt.commands.leader_election:preferred_replica_election",
     "reassign": "kt.commands.reassign:reassign_partitions",
     "reassign-partitions": "kt.commands.reassign:reassign_partitions",
     "server-start": "kt.commands.server:server_start",

@@ -18,7 +18,8 @@ String.hashCode and the table size, so kt reproduces it and writes byte-identica
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 _MASK32 = 0xFFFFFFFF
 
@@ -123,15 +124,27 @@ def _transfer(bins: list[list[str]], n: int) -> list[list[str]]:
     return out
 
 
+def java_hash_set_order(items: Sequence[Any], hash_code: Callable[[Any], int]) -> list[Any]:
+    """A java.util.HashSet's (or HashMap's keys') iteration order of `items` added in this
+    order: by bucket of the spread hash in a table grown as HashMap grows it (load factor
+    0.75 from 16); a bucket keeps the order its items came in."""
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(item: Any) -> int:
+        h = hash_code(item) & _MASK32
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(items, key=bucket)
+
+
 def java_hash_order(keys: Iterable[str]) -> list[str]:
-    """The keys in the order a java.util.HashMap (or HashSet) of up to 12 of them iterates:
-    by bucket of their String.hashCode (spread as HashMap.hash does) in a table of 16.
-    Kafka's broker answers quotas in this order, and its tools print sets of names so."""
+    """Strings in a java.util.HashSet's order (Kafka's broker answers quotas in this
+    order, and its tools print sets of names so)."""
+    return java_hash_set_order(sorted(keys), java_string_hash)
 
-    def bucket(key: str) -> int:
-        h = 0
-        for ch in key:
-            h = (31 * h + ord(ch)) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
 
-    return sorted(keys, key=bucket)
+def topic_partition_hash(tp: tuple[str, int]) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode."""
+    return _signed(31 * (31 + tp[1]) + _signed(java_string_hash(tp[0])))

@@ -273,6 +273,32 @@ class KafkaZkClient:
             z.REASSIGN_PARTITIONS, z.encode_reassignment(reassignment), make_parents=True
         )
 
+    # -- /admin/preferred_replica_election -----------------------------------------------
+
+    def get_preferred_replica_election(
+        self, watch: WatchCallback | None = None
+    ) -> list[tuple[str, int]] | None:
+        """The partitions the 2.x tool asked to elect, or None; `watch` fires on creation."""
+        if self.session.exists(z.PREFERRED_REPLICA_ELECTION, watch) is None:
+            return None
+        try:
+            data, _ = self.session.get(z.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return None
+        return z.decode_partitions(data)
+
+    def create_preferred_replica_election(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """NodeExistsError while an election is in progress."""
+        self.session.create(
+            z.PREFERRED_REPLICA_ELECTION, z.encode_partitions(partitions), make_parents=True
+        )
+
+    def delete_preferred_replica_election(self) -> None:
+        try:
+            self.session.delete(z.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            pass
+
     def get_partition_state(self, topic: str, partition: int) -> z.LeaderAndIsr | None:
         try:
             data, stat = self.session.get(z.partition_state_path(topic, partition))

@@ -94,6 +94,19 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt get-offsets --bootstrap-server 127.0.0.1:9092 --topic orders "
          "--time 1700000000000"),
     ],
+    "kt leader-election": [
+        ("Give leadership back to every partition's preferred replica:",
+         "kt leader-election --bootstrap-server 127.0.0.1:9092 --election-type preferred "
+         "--all-topic-partitions"),
+        ("Elect a leader for a partition whose in-sync replicas are all gone (may lose data):",
+         "kt leader-election --bootstrap-server 127.0.0.1:9092 --election-type unclean "
+         "--topic orders --partition 0"),
+    ],
+    "kt preferred-replica-election": [
+        ("The preferred replicas of the partitions in a file lead again:",
+         "kt preferred-replica-election --bootstrap-server 127.0.0.1:9092 "
+         "--path-to-json-file partitions.json"),
+    ],
     "kt reassign": [
         ("Propose moving a topic to brokers 1 and 2, then run the plan at 1 MB/s:",
          "echo '{\"topics\":[{\"topic\":\"orders\"}],\"version\":1}' > move.json\n"

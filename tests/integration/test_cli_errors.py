@@ -192,6 +192,18 @@ CASES = [
     Case("reassign-unknown-broker", ["reassign", "--bootstrap-server", B, "--execute",
          "--reassignment-json-file", f"{DIR}/move.json"], [],
          stdout=["Error: Unknown broker id 7"]),
+    # -- leader-election, preferred-replica-election -----------------------------------
+    Case("election-no-type", ["leader-election", "--bootstrap-server", B,
+         "--all-topic-partitions"], ["Missing required option(s): election-type"]),
+    Case("election-two-scopes", ["leader-election", "--bootstrap-server", B,
+         "--election-type", "preferred", "--all-topic-partitions", "--topic", "t"],
+         ["One and only one of the following options is required: topic, "
+          "all-topic-partitions, path-to-json-file"]),
+    Case("election-bad-json", ["preferred-replica-election", "--bootstrap-server", B,
+         "--path-to-json-file", f"{DIR}/election.json"],
+         ["No such field exists: `partition`"], stdout=[
+             "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
+             "KAFKA-8405"]),
     # -- server-start, server-stop, spark-export ---------------------------------------
     Case("server-port-out-of-range", ["server-start", "--override",
          "listeners=PLAINTEXT://127.0.0.1:70000", "--override", f"log.dirs={DIR}/unused"],
@@ -221,6 +233,7 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / f"{100:020d}.index").write_bytes(struct.pack(">ii", 0, 5000))
     (directory / f"{100:020d}.timeindex").write_bytes(struct.pack(">qi", 1, 10))
     (directory / "acks.properties").write_text("acks=7\n")
+    (directory / "election.json").write_text('{"partitions":[{"topic":"cli-errors"}]}')
     (directory / "move.json").write_text(
         '{"version":1,"partitions":[{"topic":"cli-errors","partition":0,"replicas":[7]}]}'
     )
