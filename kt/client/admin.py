@@ -177,6 +177,23 @@ class AdminClient:
         r = response.responses[0]
         return r.error_code, r.error_message
 
+    def describe_log_dirs(
+        self, broker: int
+    ) -> list[tuple[str, int, list[tuple[str, int, int, int, bool]]]]:
+        """One broker's log dirs: (dir, error code, [(topic, partition, size, offset lag,
+        is future)])."""
+        R = m.DescribeLogDirsRequest
+        response = self.client.connection(broker).send(ApiKey.DESCRIBE_LOG_DIRS, R(topics=None))
+        if getattr(response, "error_code", 0):
+            raise KafkaError(response.error_code, error_for(response.error_code).message)
+        return [
+            (r.log_dir, r.error_code, [
+                (t.name, p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                for t in r.topics for p in t.partitions
+            ])
+            for r in response.results
+        ]  # fmt: skip
+
     def elect_leaders(
         self, election_type: int, partitions: list[tuple[str, int]] | None
     ) -> dict[tuple[str, int], tuple[int, str | None]]:

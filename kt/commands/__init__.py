@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "dump-log": "kt.commands.dump_log:dump_log",
     "get-offsets": "kt.commands.offsets:get_offsets",
     "leader-election": "kt.commands.leader_election:leader_election",
+    "log-dirs": "kt.commands.log_dirs:log_dirs",
     "preferred-replica-election": "kt.commands.leader_election:preferred_replica_election",
     "reassign": "kt.commands.reassign:reassign_partitions",
     "reassign-partitions": "kt.commands.reassign:reassign_partitions",

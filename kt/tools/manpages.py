@@ -102,6 +102,10 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt leader-election --bootstrap-server 127.0.0.1:9092 --election-type unclean "
          "--topic orders --partition 0"),
     ],
+    "kt log-dirs": [
+        ("The size and offset lag of every replica of a topic, dir by dir, as JSON:",
+         "kt log-dirs --bootstrap-server 127.0.0.1:9092 --describe --topic-list orders"),
+    ],
     "kt preferred-replica-election": [
         ("The preferred replicas of the partitions in a file lead again:",
          "kt preferred-replica-election --bootstrap-server 127.0.0.1:9092 "

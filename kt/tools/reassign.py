@@ -177,6 +177,7 @@ def generate(admin: AdminClient, topics_json: str, broker_list: str, rack_aware:
             f"List of topics to reassign contains duplicate entries: {_java_set(twice_topics)}"
         )
     current = _current_assignment(admin, topics)
+    admin.client.metadata([])
     live = {b: rack for b, (_, _, rack) in admin.client.brokers.items() if b in brokers}
     racks = {b: (r if rack_aware else None) for b, r in live.items()}
     rackless = sum(1 for r in racks.values() if r is None)
@@ -261,6 +262,7 @@ def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int)
     ongoing = admin.list_partition_reassignments()
     if ongoing and not additional:
         raise ReassignError(CANNOT_EXECUTE)
+    admin.client.metadata([])
     known = set(admin.client.brokers)
     for broker in sorted({b for replicas in proposed.values() for b in replicas}):
         if broker not in known:
@@ -340,6 +342,7 @@ def verify(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> tupl
 def clear_throttles(admin: AdminClient, targets: list[tuple[Partition, list[int]]]) -> list[str]:
     """clearAllThrottles: the broker keys on every live broker and every broker of the
     plan, the topic keys on every topic of the plan."""
+    admin.client.metadata([])
     brokers = sorted(set(admin.client.brokers) | {b for _, r in targets for b in r})
     topics = java_hash_order({t for (t, _), _ in targets})
     for broker in brokers:

@@ -204,6 +204,12 @@ CASES = [
          ["No such field exists: `partition`"], stdout=[
              "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
              "KAFKA-8405"]),
+    # -- log-dirs ------------------------------------------------------------------------
+    Case("log-dirs-no-describe", ["log-dirs", "--bootstrap-server", B],
+         ['Missing required argument "[describe]"'], usage=True),
+    Case("log-dirs-unknown-broker", ["log-dirs", "--bootstrap-server", B, "--describe",
+         "--broker-list", "9"], ["ERROR: The given brokers do not exist from --broker-list: 9. "
+         "Current existent brokers: 0"]),
     # -- server-start, server-stop, spark-export ---------------------------------------
     Case("server-port-out-of-range", ["server-start", "--override",
          "listeners=PLAINTEXT://127.0.0.1:70000", "--override", f"log.dirs={DIR}/unused"],

@@ -172,7 +172,7 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-get-offsets", [*t, "--time", "-2"]),
         Step("kafka-consumer-groups", ["--delete", "--group", "g1"]),
         Step("kafka-consumer-groups", ["--describe", "--group", "g1"], kt_exit=1),
-        Step("kafka-log-dirs", ["--describe", "--topic-list", "orders"], kt_command=False),
+        Step("kafka-log-dirs", ["--describe", "--topic-list", "orders"]),
         # One broker: a move onto the replica it has completes at once.
         Step("kafka-reassign-partitions", ["--list"]),
         Step(
