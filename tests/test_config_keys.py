@@ -283,7 +283,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "num.replica.fetchers": NoEffect("one fetcher per source broker, all on the event loop"),
     "leader.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
     "follower.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
-    "replica.alter.log.dirs.io.max.bytes.per.second": NoEffect("no log dir moves yet: issue 17"),
+    "replica.alter.log.dirs.io.max.bytes.per.second": ShownBy(
+        "tests/integration/test_log_dirs_tool.py::test_a_replica_moves_between_log_dirs"
+    ),
     "auto.leader.rebalance.enable": ShownBy(AUTO_REBALANCE),
     "leader.imbalance.check.interval.seconds": ShownBy(AUTO_REBALANCE),
     "leader.imbalance.per.broker.percentage": ShownBy(AUTO_REBALANCE),

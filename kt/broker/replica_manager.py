@@ -92,6 +92,7 @@ class ReplicaManager:
     isr_writer: IsrWriter | None = None
     replica_lag_time_max_ms: int = 30_000
     # leader.replication.throttled.rate and follower.replication.throttled.rate.
+    log_dir_mover: Any = None  # kt.broker.log_dir_mover.ReplicaAlterLogDirsManager
     leader_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
     follower_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
 
@@ -197,6 +198,8 @@ class ReplicaManager:
     def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions([tp])
+        if self.log_dir_mover is not None:
+            self.log_dir_mover.abort(tp)
         partition = self.partitions.pop(tp, None)
         for listener in self.leadership_listeners:
             listener([], [tp])

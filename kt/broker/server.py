@@ -23,6 +23,7 @@ from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.kafka_apis import KafkaApis
+from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache, PartitionState
@@ -127,7 +128,9 @@ class KafkaServer:
         default = self.zk.get_entity_config("brokers", "<default>")
         rm = self.replica_manager
         for key, quota in (("leader.replication.throttled.rate", rm.leader_quota),
-                           ("follower.replication.throttled.rate", rm.follower_quota)):  # fmt: skip
+                           ("follower.replication.throttled.rate", rm.follower_quota),
+                           ("replica.alter.log.dirs.io.max.bytes.per.second",
+                            rm.log_dir_mover.quota)):  # fmt: skip
             value = mine.get(key) or default.get(key)
             quota.update_quota(float(value) if value else float(self.config[key]))
 
@@ -159,6 +162,9 @@ class KafkaServer:
             self.topic_config,
             isr_writer=self._write_isr,
             replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
+        )
+        self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
+            self.replica_manager, self.log_manager
         )
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             self.replica_manager,
@@ -350,6 +356,8 @@ class KafkaServer:
                 task.task.cancel()
         if self.replica_manager is not None and self.replica_manager.fetcher_manager:
             await self.replica_manager.fetcher_manager.shutdown()
+        if self.replica_manager is not None and self.replica_manager.log_dir_mover:
+            await self.replica_manager.log_dir_mover.shutdown()
         if self.socket_server is not None:
             await self.socket_server.stop()
         if self.apis is not None:

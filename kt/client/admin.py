@@ -194,6 +194,27 @@ class AdminClient:
             for r in response.results
         ]  # fmt: skip
 
+    def alter_replica_log_dirs(
+        self, broker: int, dirs: dict[tuple[str, int], str]
+    ) -> dict[tuple[str, int], int]:
+        """Move replicas of one broker to other log dirs: an error code per partition."""
+        R = m.AlterReplicaLogDirsRequest
+        by_dir: dict[str, dict[str, list[int]]] = {}
+        for (topic, partition), path in dirs.items():
+            by_dir.setdefault(path, {}).setdefault(topic, []).append(partition)
+        request = R(dirs=[
+            R.AlterReplicaLogDir(path=path, topics=[
+                R.AlterReplicaLogDirTopic(name=t, partitions=ps) for t, ps in topics.items()
+            ])
+            for path, topics in by_dir.items()
+        ])  # fmt: skip
+        response = self.client.connection(broker).send(ApiKey.ALTER_REPLICA_LOG_DIRS, request)
+        return {
+            (t.topic_name, p.partition_index): p.error_code
+            for t in response.results
+            for p in t.partitions
+        }
+
     def elect_leaders(
         self, election_type: int, partitions: list[tuple[str, int]] | None
     ) -> dict[tuple[str, int], tuple[int, str | None]]:

@@ -92,12 +92,13 @@ def _run(r: Any, admin: Any, action: str, o: dict[str, Any]) -> None:
         return
     text = _read(o["reassignment_json_file"])
     if action == "execute":
-        _echo(r.execute(admin, text, o["additional"], o["throttle"]))
+        _echo(r.execute(admin, text, o["additional"], o["throttle"],
+                        o["replica_alter_log_dirs_throttle"], o["timeout"]))  # fmt: skip
     elif action == "verify":
         lines, _ = r.verify(admin, text, o["preserve_throttles"])
         _echo(lines)
     else:
-        click.echo(r.cancel(admin, text, o["preserve_throttles"]), nl=False)
+        click.echo(r.cancel(admin, text, o["preserve_throttles"], o["timeout"]), nl=False)
 
 
 def _read(path: str) -> str:

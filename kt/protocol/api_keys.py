@@ -47,6 +47,7 @@ class ApiKey(IntEnum):
     DESCRIBE_ACLS = 29
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
@@ -96,6 +97,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_ACLS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 4),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),

@@ -76,6 +76,8 @@ class LogManager:
         self.clock = clock
         self.logs: dict[TopicPartitionKey, Log] = {}
         self._dir_of: dict[TopicPartitionKey, str] = {}
+        # Where a replica that does not exist yet is to be created (AlterReplicaLogDirs).
+        self.preferred_dirs: dict[TopicPartitionKey, str] = {}
         self._locks: list[int] = []
         try:
             for directory in self.log_dirs:
@@ -146,8 +148,12 @@ class LogManager:
                 log.info("Deleting %s, left by an interrupted topic deletion", path)
                 shutil.rmtree(path, ignore_errors=True)
                 continue
-            if entry.endswith((names.FUTURE_DIR_SUFFIX, names.STRAY_DIR_SUFFIX)):
-                log.warning("Skipping %s: future and stray replicas are not supported", path)
+            if entry.endswith(names.FUTURE_DIR_SUFFIX):
+                log.info("Deleting %s, a move between log dirs that did not finish", path)
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if entry.endswith(names.STRAY_DIR_SUFFIX):
+                log.warning("Skipping %s: stray replicas are not supported", path)
                 continue
             key = (topic, partition)
             if key in self.logs:
@@ -179,6 +185,15 @@ class LogManager:
             if t == topic:
                 log_.config = config
 
+    def dir_of(self, topic: str, partition: int) -> str | None:
+        """The log dir that holds the partition's log."""
+        return self._dir_of.get((topic, partition))
+
+    def replace_log(self, topic: str, partition: int, new: Log, directory: str) -> None:
+        """A replica moved between log dirs: `new`, in `directory`, is its log now."""
+        self.logs[(topic, partition)] = new
+        self._dir_of[(topic, partition)] = directory
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.logs.get((topic, partition))
 
@@ -201,7 +216,12 @@ class LogManager:
             raise KafkaStorageError(
                 f"Can not create log for {topic}-{partition} because all log dirs are offline"
             )
-        directory = min(live, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        preferred = self.preferred_dirs.pop(key, None)
+        directory = (
+            preferred
+            if preferred in live
+            else min(live, key=lambda d: sum(1 for v in self._dir_of.values() if v == d))
+        )
         try:
             created = Log(
                 os.path.join(directory, dir_name),

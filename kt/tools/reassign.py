@@ -39,6 +39,7 @@ VERIFY_WARNING = (
     "the throttle is removed."
 )
 UNKNOWN_TOPIC = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+REPLICA_NOT_AVAILABLE = 9
 
 Partition = tuple[str, int]
 Plan = dict[Partition, list[int]]
@@ -89,11 +90,15 @@ def parse_topics_to_move(text: str) -> list[str]:
         raise ReassignFailure("The input string is not a valid JSON") from None
 
 
-def parse_plan(text: str) -> list[tuple[Partition, list[int]]]:
+Replica = tuple[str, int, int]  # topic, partition, broker (TopicPartitionReplica)
+
+
+def parse_plan(text: str) -> tuple[list[tuple[Partition, list[int]]], dict[Replica, str]]:
     """The partitions of a reassignment JSON in file order, duplicates kept (the checks
-    come after). `log_dirs`, when given, must be as long as `replicas`; kt moves no
-    replica between log dirs, so a dir other than "any" is refused."""
+    come after), and the log dir asked for each replica whose `log_dirs` entry is not
+    "any". `log_dirs`, when given, must be as long as `replicas`."""
     out = []
+    dirs: dict[Replica, str] = {}
     try:
         for entry in _load(text).get("partitions") or []:
             tp = (str(entry["topic"]), int(entry["partition"]))
@@ -104,16 +109,20 @@ def parse_plan(text: str) -> list[tuple[Partition, list[int]]]:
                     f"Size of replicas list {_java_list(replicas)} is different from size of "
                     f"log dirs list {_java_list(log_dirs)} for partition {tp_str(tp)}"
                 )
-            if any(d != ANY_LOG_DIR for d in log_dirs):
-                raise ReassignFailure(
-                    f"Moving replicas between log dirs is not supported by kt yet: {tp_str(tp)}"
-                )
+            for replica, log_dir in zip(replicas, log_dirs, strict=True):
+                if log_dir != ANY_LOG_DIR:
+                    dirs[(tp[0], tp[1], replica)] = str(log_dir)
             out.append((tp, replicas))
     except KeyError as e:  # JsonObject.apply's words
         raise ReassignFailure(f"No such field exists: `{e.args[0]}`") from None
     except (TypeError, ValueError):
         raise ReassignFailure("The input string is not a valid JSON") from None
-    return out
+    return out, dirs
+
+
+def replica_str(replica: Replica) -> str:
+    """TopicPartitionReplica.toString: topic-partition-broker."""
+    return f"{replica[0]}-{replica[1]}-{replica[2]}"
 
 
 def _java_list(items: Iterable[object]) -> str:
@@ -255,10 +264,14 @@ def _alter(admin: AdminClient, resource: int, name: str, ops: list) -> None:
         raise ReassignFailure(message or error_for(code).message)
 
 
-def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int) -> list[str]:
+def execute(
+    admin: AdminClient, plan_json: str, additional: bool, throttle: int,
+    log_dir_throttle: int = -1, timeout_ms: int = 10_000,
+) -> list[str]:  # fmt: skip
     """executeAssignment; the lines are printed as they come (the current assignment
     first, so that a later failure still shows what to roll back to)."""
-    proposed = check_execute_plan(parse_plan(plan_json))
+    entries, replica_dirs = parse_plan(plan_json)
+    proposed = check_execute_plan(entries)
     ongoing = admin.list_partition_reassignments()
     if ongoing and not additional:
         raise ReassignError(CANNOT_EXECUTE)
@@ -278,8 +291,9 @@ def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int)
         format_plan({tp: current[tp] for tp in proposed}), "",
         "Save this to use as the --reassignment-json-file option during rollback",
     ]  # fmt: skip
-    if throttle >= 0:
+    if throttle >= 0 or log_dir_throttle >= 0:
         lines.append(VERIFY_WARNING)
+    if throttle >= 0:
         moves = move_map(ongoing, proposed, current)
         leaders, followers = leader_throttles(moves), follower_throttles(moves)
         for topic in java_hash_order(set(leaders) | set(followers)):
@@ -295,6 +309,12 @@ def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int)
                 (SET, "follower.replication.throttled.rate", str(throttle)),
             ])  # fmt: skip
         lines.append(f"The inter-broker throttle limit was set to {throttle} B/s")
+    if log_dir_throttle >= 0:
+        for broker in sorted({b for _, _, b in replica_dirs}):
+            _alter(admin, BROKER_RESOURCE, str(broker), [
+                (SET, "replica.alter.log.dirs.io.max.bytes.per.second", str(log_dir_throttle)),
+            ])  # fmt: skip
+        lines.append(f"The replica-alter-dir throttle limit was set to {log_dir_throttle} B/s")
     results = admin.alter_partition_reassignments(dict(proposed))
     failed = {tp: r for tp, r in results.items() if r[0]}
     if failed:
@@ -305,6 +325,104 @@ def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int)
     plural = "" if len(proposed) == 1 else "s"
     lines.append(f"Successfully started partition reassignment{plural} for "
                  + ",".join(tp_str(tp) for tp in sorted(proposed)))  # fmt: skip
+    if replica_dirs:
+        lines += execute_moves(admin, replica_dirs, timeout_ms, lines)
+    return lines
+
+
+def _replica_order(replica: Replica) -> tuple[int, str, int]:
+    return replica[2], replica[0], replica[1]  # compareTopicPartitionReplicas
+
+
+def execute_moves(
+    admin: AdminClient, wanted: dict[Replica, str], timeout_ms: int, printed: list[str]
+) -> list[str]:
+    """executeMoves: AlterReplicaLogDirs until every replica's move has started (a replica
+    not on its broker yet answers REPLICA_NOT_AVAILABLE: asked again every 100 ms)."""
+    import time
+
+    deadline = time.monotonic() + timeout_ms / 1000
+    pending = dict(wanted)
+    lines: list[str] = []
+    while True:
+        started = []
+        by_broker: dict[int, dict[Partition, str]] = {}
+        for (topic, partition, broker), path in pending.items():
+            by_broker.setdefault(broker, {})[(topic, partition)] = path
+        for broker, dirs in by_broker.items():
+            for (topic, partition), code in admin.alter_replica_log_dirs(broker, dirs).items():
+                replica = (topic, partition, broker)
+                if code == 0:
+                    started.append(replica)
+                elif code != REPLICA_NOT_AVAILABLE:
+                    raise ReassignFailure(
+                        f"Failed to alter dir for {replica_str(replica)}: {error_for(code).message}"
+                    )
+        for replica in sorted(started, key=_replica_order):
+            lines.append(
+                f"Successfully started moving log directory to {pending[replica]} for replica "
+                f"{replica[0]}-{replica[1]} with broker {replica[2]} "
+            )
+            del pending[replica]
+        if not pending:
+            return lines
+        if time.monotonic() >= deadline:
+            left = ",".join(replica_str(r) for r in sorted(pending, key=_replica_order))
+            plural = "" if len(pending) == 1 else "s"
+            raise ReassignError("\n".join([*printed, *lines, (
+                f"Timed out before log directory move{plural} could be started for: {left}"
+            )]))  # fmt: skip
+        time.sleep(0.1)
+
+
+def log_dir_move_states(admin: AdminClient, wanted: dict[Replica, str]) -> dict[Replica, tuple]:
+    """findLogDirMoveStates: per replica (state, current dir, future dir, target dir)."""
+    states: dict[Replica, tuple] = {}
+    described: dict[int, list] = {}
+    for replica, target in wanted.items():
+        broker = replica[2]
+        if broker not in described:
+            try:
+                described[broker] = admin.describe_log_dirs(broker)
+            except KafkaError:
+                described[broker] = []
+        current = future = None
+        for log_dir, _, replicas in described[broker]:
+            for topic, partition, _, _, is_future in replicas:
+                if (topic, partition) == replica[:2]:
+                    if is_future:
+                        future = log_dir
+                    else:
+                        current = log_dir
+        if current is None and future is None:
+            states[replica] = ("missing", None, None, target)
+        elif future is None:
+            states[replica] = ("completed" if current == target else "cancelled", current, None,
+                               target)  # fmt: skip
+        else:
+            states[replica] = ("active", current, future, target)
+    return states
+
+
+def move_states_lines(states: dict[Replica, tuple]) -> list[str]:
+    """replicaMoveStatesToString."""
+    lines = []
+    for replica in sorted(states, key=_replica_order):
+        state, current, future, target = states[replica]
+        topic, partition, broker = replica
+        if state == "missing":
+            lines.append(f"Partition {topic}-{partition} cannot be found in any live log "
+                         f"directory on broker {broker}.")  # fmt: skip
+        elif state == "active" and future == target:
+            lines.append(f"Reassignment of replica {replica_str(replica)} is still in progress.")
+        elif state == "active":
+            lines.append(f"Partition {topic}-{partition} on broker {broker} is being moved to "
+                         f"log dir {future} instead of {target}.")  # fmt: skip
+        elif state == "cancelled":
+            lines.append(f"Partition {topic}-{partition} on broker {broker} is not being moved "
+                         f"from log dir {current} to {target}.")  # fmt: skip
+        else:
+            lines.append(f"Reassignment of replica {replica_str(replica)} completed successfully.")
     return lines
 
 
@@ -312,8 +430,8 @@ def execute(admin: AdminClient, plan_json: str, additional: bool, throttle: int)
 
 
 def verify(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> tuple[list[str], bool]:
-    """(lines, whether any reassignment is still in progress)."""
-    targets = parse_plan(plan_json)
+    """(lines, whether any reassignment or log dir move is still in progress)."""
+    targets, replica_dirs = parse_plan(plan_json)
     ongoing = admin.list_partition_reassignments()
     lines = ["Status of partition reassignment:"]
     missing = [tp for tp, _ in targets if tp not in ongoing]
@@ -332,8 +450,9 @@ def verify(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> tupl
                 f"There is no active reassignment of partition {tp_str(tp)}, but replica set is "
                 f"{','.join(map(str, current))} rather than {','.join(map(str, target))}."
             )
-    lines.append("")  # the (empty) status of log-dir moves that Kafka prints next
-    in_progress = bool(ongoing)
+    moves = log_dir_move_states(admin, replica_dirs)
+    lines.append("\n".join(move_states_lines(moves)))  # a blank line when there are none
+    in_progress = bool(ongoing) or any(state == "active" for state, *_ in moves.values())
     if not in_progress and not preserve_throttles:
         lines += clear_throttles(admin, targets)
     return lines, in_progress
@@ -359,10 +478,12 @@ def clear_throttles(admin: AdminClient, targets: list[tuple[Partition, list[int]
     ]
 
 
-def cancel(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> str:
+def cancel(
+    admin: AdminClient, plan_json: str, preserve_throttles: bool, timeout_ms: int = 10_000
+) -> str:
     """cancelAssignment's output, as one text: Kafka prints "None of the specified
     partition moves are active." without a newline, so a Clearing line follows on it."""
-    targets = parse_plan(plan_json)
+    targets, replica_dirs = parse_plan(plan_json)
     ongoing = admin.list_partition_reassignments([tp for tp, _ in targets])
     cancellable = sorted(tp for tp, (_, adding, removing) in ongoing.items()
                          if not adding or removing)  # fmt: skip
@@ -381,7 +502,12 @@ def cancel(admin: AdminClient, plan_json: str, preserve_throttles: bool) -> str:
                 + ",".join(map(tp_str, cancellable)) + "\n")  # fmt: skip
     else:
         out += "None of the specified partition reassignments are active.\n"
-    out += "None of the specified partition moves are active."
+    moving = {r: current for r, (state, current, _, _) in
+              log_dir_move_states(admin, replica_dirs).items() if state == "active"}  # fmt: skip
+    if moving:  # moved back to where each replica is now
+        out += "\n".join(execute_moves(admin, moving, timeout_ms, [])) + "\n"
+    else:
+        out += "None of the specified partition moves are active."
     if not preserve_throttles:
         out += "\n".join(clear_throttles(admin, targets))
     return out + "\n"

@@ -5,6 +5,7 @@ format is checked against Kafka's own tool in tests/oracle/test_tools.py.)"""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,70 @@ def test_describe_on_two_log_dirs(broker_factory, tmp_path: Path) -> None:
     assert (missing.returncode, missing.stderr) == (
         1, "ERROR: The given brokers do not exist from --broker-list: 9. Current existent "
         "brokers: 0\n")  # fmt: skip
+
+
+def log_dirs_json(broker) -> dict:  # type: ignore[no-untyped-def]
+    return json.loads(kt_ok("log-dirs", "--bootstrap-server", broker.bootstrap, "--describe",
+                            "--topic-list", "mover")[2])  # fmt: skip
+
+
+def replicas_by_dir(document: dict) -> dict[str, list[tuple[str, bool]]]:
+    return {d["logDir"]: [(p["partition"], p["isFuture"]) for p in d["partitions"]]
+            for d in document["brokers"][0]["logDirs"]}  # fmt: skip
+
+
+def test_a_replica_moves_between_log_dirs(broker_factory, tmp_path: Path) -> None:
+    """AlterReplicaLogDirs through `kt reassign` with log_dirs: the future replica copies at
+    the log-dir throttle while the current one serves; then it takes its place."""
+    from tests.integration.test_reassign_tool import BackgroundProducer
+    from tests.integration.test_replication import read_partition
+
+    dirs = [tmp_path / "disk-a", tmp_path / "disk-b"]
+    broker = broker_factory(**{"log.dirs": ",".join(map(str, dirs))})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("mover", 1, 1)])["mover"].result(30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.size": 16384})
+    for i in range(2000):
+        producer.produce("mover", value=b"%08d" % i + bytes(1000), partition=0)
+    assert producer.flush(30) == 0
+    (source,) = [d for d in dirs if (d / "mover-0").is_dir()]
+    (target,) = [d for d in dirs if d != source]
+    plan = tmp_path / "plan.json"
+    entry = {"topic": "mover", "partition": 0, "replicas": [0], "log_dirs": [str(target)]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [entry]}))
+    tool = ["reassign", "--bootstrap-server", broker.bootstrap]
+    background = BackgroundProducer(broker.bootstrap, "mover", 1, rate=100)
+    try:
+        out = kt_ok(*tool, "--execute", "--reassignment-json-file", str(plan),
+                    "--replica-alter-log-dirs-throttle", "500000")  # fmt: skip
+        assert out[-3:] == [
+            "The replica-alter-dir throttle limit was set to 500000 B/s",
+            "Successfully started partition reassignment for mover-0",
+            f"Successfully started moving log directory to {target} for replica mover-0 with "
+            "broker 0 ",
+        ]
+        configs = kt_ok("configs", "--bootstrap-server", broker.bootstrap, "--describe",
+                        "--broker", "0")  # fmt: skip
+        assert configs[1].startswith("  replica.alter.log.dirs.io.max.bytes.per.second=500000 ")
+        moving = replicas_by_dir(log_dirs_json(broker))
+        assert moving == {str(source): [("mover-0", False)], str(target): [("mover-0", True)]}
+        status = kt_ok(*tool, "--verify", "--reassignment-json-file", str(plan))
+        assert status[-1] == "Reassignment of replica mover-0-0 is still in progress."
+
+        def done() -> bool:
+            lines = kt_ok(*tool, "--verify", "--reassignment-json-file", str(plan))
+            return "Reassignment of replica mover-0-0 completed successfully." in lines
+
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, "the move did not complete"
+            time.sleep(0.5)
+    finally:
+        background.stop()
+    assert replicas_by_dir(log_dirs_json(broker)) == {
+        str(source): [], str(target): [("mover-0", False)]}  # fmt: skip
+    assert not (source / "mover-0").exists() and (target / "mover-0").is_dir()
+    expected = [*range(2000), *background.acked]
+    assert [int(v[:8]) for v in read_partition(broker.bootstrap, "mover", 0)] == expected
+    broker.restart()
+    assert [int(v[:8]) for v in read_partition(broker.bootstrap, "mover", 0)] == expected

@@ -1,4 +1,5 @@
-"""DescribeLogDirs: which log dir holds each partition, and how big it is."""
+"""DescribeLogDirs: which log dir holds each partition, and how big it is; and
+AlterReplicaLogDirs, which moves replicas between them (kt.broker.log_dir_mover)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.partition import TopicPartition
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
@@ -26,10 +28,21 @@ async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx:
             m.DescribeLogDirsResponse.DescribeLogDirsPartition(
                 partition_index=partition,
                 partition_size=log_.size,
-                offset_lag=max(0, log_.log_end_offset - log_.high_watermark),
+                offset_lag=max(0, log_.high_watermark - log_.log_end_offset),
                 is_future_key=False,
             )
         )
+        moving = server.replica_manager.log_dir_mover.future_lag(TopicPartition(topic, partition))
+        if moving is not None:
+            future, lag = moving
+            by_dir.setdefault(future.destination, {}).setdefault(topic, []).append(
+                m.DescribeLogDirsResponse.DescribeLogDirsPartition(
+                    partition_index=partition,
+                    partition_size=future.log.size,
+                    offset_lag=lag,
+                    is_future_key=True,
+                )  # fmt: skip
+            )
     results = []
     for directory, topic_map in by_dir.items():
         usage = shutil.disk_usage(directory)
@@ -46,3 +59,21 @@ async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx:
             )
         )
     return m.DescribeLogDirsResponse(error_code=0, results=results, throttle_time_ms=0)
+
+
+async def alter_replica_log_dirs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.AlterReplicaLogDirsResponse
+    by_topic: dict[str, list[Any]] = {}
+    for wanted in request.dirs:
+        for topic in wanted.topics:
+            for partition in topic.partitions:
+                error = server.replica_manager.log_dir_mover.alter_log_dir(
+                    TopicPartition(topic.name, partition), wanted.path
+                )
+                by_topic.setdefault(topic.name, []).append(
+                    R.AlterReplicaLogDirPartitionResult(
+                        partition_index=partition, error_code=error.code if error else 0
+                    )
+                )
+    return R(results=[R.AlterReplicaLogDirTopicResult(topic_name=t, partitions=ps)
+                      for t, ps in by_topic.items()])  # fmt: skip

@@ -199,6 +199,35 @@ SCHEMAS = (
           F('resource_name', 'ResourceName', 'string', (0, None), default=''),
         ),
       }),
+    M('AlterReplicaLogDirsRequest', 34, 'request', (0, 2), (2, None),
+      fields=(
+        F('dirs', 'Dirs', '[]AlterReplicaLogDir', (0, None), default=()),
+      ),
+      structs={
+        'AlterReplicaLogDir': (
+          F('path', 'Path', 'string', (0, None), default=''),
+          F('topics', 'Topics', '[]AlterReplicaLogDirTopic', (0, None), default=()),
+        ),
+        'AlterReplicaLogDirTopic': (
+          F('name', 'Name', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
+        ),
+      }),
+    M('AlterReplicaLogDirsResponse', 34, 'response', (0, 2), (2, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('results', 'Results', '[]AlterReplicaLogDirTopicResult', (0, None), default=()),
+      ),
+      structs={
+        'AlterReplicaLogDirTopicResult': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]AlterReplicaLogDirPartitionResult', (0, None), default=()),
+        ),
+        'AlterReplicaLogDirPartitionResult': (
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        ),
+      }),
     M('DescribeLogDirsRequest', 35, 'request', (0, 4), (2, None),
       fields=(
         F('topics', 'Topics', '[]DescribableLogDirTopic', (0, None), nullable=(0, None), default=()),
