@@ -17,10 +17,11 @@ REQUIRED = {
     "list": [],
 }
 PERMITTED = {
-    "verify": ["bootstrap-server", "command-config", "preserve-throttles"],
-    "generate": ["bootstrap-server", "broker-list", "command-config", "disable-rack-aware"],
+    "verify": ["bootstrap-server", "command-config", "preserve-throttles", "zookeeper"],
+    "generate": ["bootstrap-server", "broker-list", "command-config", "disable-rack-aware",
+                 "zookeeper"],
     "execute": ["additional", "bootstrap-server", "command-config", "throttle",
-                "replica-alter-log-dirs-throttle", "timeout"],
+                "replica-alter-log-dirs-throttle", "timeout", "zookeeper"],
     "cancel": ["bootstrap-server", "command-config", "preserve-throttles", "timeout"],
     "list": ["bootstrap-server", "command-config"],
 }  # fmt: skip
@@ -28,6 +29,8 @@ PERMITTED = {
 
 @click.command("reassign-partitions", cls=KafkaCommand)
 @click.option("--bootstrap-server", help="The server(s) to use for bootstrapping.")
+@click.option("--zookeeper", help="DEPRECATED (Kafka 2.x): work on ZooKeeper directly, "
+              "host:port[/chroot]; generate, execute and verify only.")  # fmt: skip
 @click.option("--command-config", type=click.Path(dir_okay=False),
               help="Admin client property file.")  # fmt: skip
 @click.option("--generate", is_flag=True, help="Generate a candidate partition reassignment.")
@@ -65,7 +68,7 @@ def reassign_partitions(**o: Any) -> None:
         usage_error("Command must include exactly one action: "
                     + ", ".join(f"--{a}" for a in ACTIONS))  # fmt: skip
     action = chosen[0]
-    if "bootstrap-server" not in given:
+    if "bootstrap-server" not in given and "zookeeper" not in given:
         usage_error("Please specify either --bootstrap-server or --bootstrap-controller")
     for required in REQUIRED[action]:
         if required not in given:
@@ -73,6 +76,13 @@ def reassign_partitions(**o: Any) -> None:
     for option in sorted(given):
         if option != action and option not in REQUIRED[action] + PERMITTED[action]:
             usage_error(f'Option "[{option}]" can\'t be used with action "[{action}]"')
+    if "bootstrap-server" not in given:
+        _run_on_zookeeper(r, action, o)
+        return
+    if "zookeeper" in given:
+        from kt.tools.reassign_zk import IGNORED_WARNING
+
+        click.echo(IGNORED_WARNING)
     with admin_session(o["bootstrap_server"], o["command_config"]) as admin:
         try:
             _run(r, admin, action, o)
@@ -82,15 +92,40 @@ def reassign_partitions(**o: Any) -> None:
             fail(f"Error: {e}", err=False)
 
 
-def _run(r: Any, admin: Any, action: str, o: dict[str, Any]) -> None:
+def _run_on_zookeeper(r: Any, action: str, o: dict[str, Any]) -> None:
+    """Kafka 2.8's --zookeeper mode: the same steps, through ZooKeeper."""
+    from kt.metadata.store import MetadataStoreError
+    from kt.tools import reassign_zk as rz
+
+    click.echo(rz.ZOOKEEPER_WARNING)
+    text = _read(
+        o["topics_to_move_json_file" if action == "generate" else "reassignment_json_file"]
+    )
+    if action != "generate" and r.parse_plan(text)[1]:
+        fail("Error: bootstrap-server needs to be provided when replica reassignments are "
+             "present.", err=False)  # fmt: skip
+    try:
+        with rz.zk_admin(o["zookeeper"]) as admin:
+            if action == "verify":
+                click.echo(rz.VERIFY_WARNING)
+            _run(r, admin, action, o, text)
+    except MetadataStoreError as e:
+        fail(f"Error: {e}", err=False)
+    except r.ReassignError as e:
+        fail(str(e), err=False)
+    except r.ReassignFailure as e:
+        fail(f"Error: {e}", err=False)
+
+
+def _run(r: Any, admin: Any, action: str, o: dict[str, Any], text: str | None = None) -> None:
     if action == "list":
         _echo(r.list_reassignments(admin))
         return
     if action == "generate":
-        text = _read(o["topics_to_move_json_file"])
+        text = text if text is not None else _read(o["topics_to_move_json_file"])
         _echo(r.generate(admin, text, o["broker_list"], not o["disable_rack_aware"]))
         return
-    text = _read(o["reassignment_json_file"])
+    text = text if text is not None else _read(o["reassignment_json_file"])
     if action == "execute":
         _echo(r.execute(admin, text, o["additional"], o["throttle"],
                         o["replica_alter_log_dirs_throttle"], o["timeout"]))  # fmt: skip

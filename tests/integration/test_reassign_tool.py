@@ -267,3 +267,41 @@ def test_a_throttled_move_on_zookeeper(zk_brokers: ZkCluster, tmp_path: Path) ->
     stored = sorted(int(v[:8]) for p in range(3)
                     for v in read_partition(cluster.bootstrap, "zk-orders", p))  # fmt: skip
     assert stored == sorted([*range(12_000), *background.acked])
+
+
+def test_the_zookeeper_mode_of_the_2x_tool(zk_brokers: ZkCluster, zookeeper: str,
+                                           tmp_path: Path) -> None:  # fmt: skip
+    """--zookeeper (Kafka 2.x, removed in 3.0): the plan goes to /admin/reassign_partitions,
+    which the controller carries out and deletes; verify reads ZooKeeper."""
+    cluster = zk_brokers
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    new = NewTopic("legacy", 1, replica_assignment=[[1, 2]])
+    admin.create_topics([new])["legacy"].result(30)
+    cluster.wait_until(lambda: cluster.state("legacy")["leader"] == 1, "a leader")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(100):
+        producer.produce("legacy", value=b"%08d" % i)
+    assert producer.flush(30) == 0
+    plan = plan_file(tmp_path, {("legacy", 0): [2, 3]})
+    out = kt_ok("reassign", "--zookeeper", zookeeper, "--execute", "--reassignment-json-file",
+                str(plan), "--throttle", "5000000")  # fmt: skip
+    assert out[0] == "Warning: --zookeeper is deprecated, and will be removed in a future " \
+        "version of Kafka."  # fmt: skip
+    assert out[-2:] == ["The inter-broker throttle limit was set to 5000000 B/s",
+                        "Successfully started partition reassignment for legacy-0"]  # fmt: skip
+    cluster.wait_until(lambda: cluster.znode("/brokers/topics/legacy")["partitions"] == {
+        "0": [2, 3]}, "the move through ZooKeeper", timeout_s=60)  # fmt: skip
+    cluster.wait_until(lambda: not cluster.zk.exists("/admin/reassign_partitions"),
+                       "/admin/reassign_partitions deleted")  # fmt: skip
+    verified = kt_ok("reassign", "--zookeeper", zookeeper, "--verify",
+                     "--reassignment-json-file", str(plan))  # fmt: skip
+    assert verified[1:4] == [
+        "Warning: because you are using the deprecated --zookeeper option, the results may be "
+        "incomplete.  Use --bootstrap-server instead for more accurate results.",
+        "Status of partition reassignment:",
+        "Reassignment of partition legacy-0 is completed.",
+    ]
+    assert verified[-2:] == ["Clearing broker-level throttles on brokers 1,2,3",
+                             "Clearing topic-level throttles on topic legacy"]  # fmt: skip
+    assert cluster.znode("/config/brokers/3")["config"] == {}
+    assert [int(v) for v in read_partition(cluster.bootstrap, "legacy", 0)] == list(range(100))
