@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "leader-election": "kt.commands.leader_election:leader_election",
     "log-dirs": "kt.commands.log_dirs:log_dirs",
     "preferred-replica-election": "kt.commands.leader_election:preferred_replica_election",
+    "producer-perf-test": "kt.commands.perf:producer_perf_test",
     "reassign": "kt.commands.reassign:reassign_partitions",
     "reassign-partitions": "kt.commands.reassign:reassign_partitions",
     "server-start": "kt.commands.server:server_start",

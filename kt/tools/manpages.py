@@ -111,6 +111,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt preferred-replica-election --bootstrap-server 127.0.0.1:9092 "
          "--path-to-json-file partitions.json"),
     ],
+    "kt producer-perf-test": [
+        ("A million 100-byte records, as fast as they go, then at 10,000 a second:",
+         "kt producer-perf-test --topic perf --num-records 1000000 --record-size 100 "
+         "--throughput -1 --producer-props bootstrap.servers=127.0.0.1:9092 acks=1\n"
+         "kt producer-perf-test --topic perf --num-records 100000 --record-size 100 "
+         "--throughput 10000 --producer-props bootstrap.servers=127.0.0.1:9092"),
+    ],
     "kt reassign": [
         ("Propose moving a topic to brokers 1 and 2, then run the plan at 1 MB/s:",
          "echo '{\"topics\":[{\"topic\":\"orders\"}],\"version\":1}' > move.json\n"

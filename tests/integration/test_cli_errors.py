@@ -204,6 +204,14 @@ CASES = [
          ["No such field exists: `partition`"], stdout=[
              "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
              "KAFKA-8405"]),
+    # -- producer-perf-test ------------------------------------------------------------
+    Case("perf-no-records", ["producer-perf-test", "--topic", "t", "--num-records", "0",
+         "--record-size", "10", "--throughput", "-1", "--producer-props",
+         "bootstrap.servers=" + B], ["--num-records should be greater than zero"], usage=True),
+    Case("perf-size-and-file", ["producer-perf-test", "--topic", "t", "--num-records", "5",
+         "--record-size", "10", "--payload-file", f"{DIR}/delete.json", "--throughput", "-1",
+         "--producer-props", "bootstrap.servers=" + B], ["either --record-size or "
+         "--payload-file must be specified but not both."], usage=True),
     # -- log-dirs ------------------------------------------------------------------------
     Case("log-dirs-no-describe", ["log-dirs", "--bootstrap-server", B],
          ['Missing required argument "[describe]"'], usage=True),

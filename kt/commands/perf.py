@@ -1,0 +1,120 @@
+"""`kt producer-perf-test` and `kt consumer-perf-test` (kafka-producer-perf-test.sh and
+kafka-consumer-perf-test.sh)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kt.commands.common import INT, KafkaCommand, fail, load_client_config, usage_error
+
+
+class ManyValuesCommand(KafkaCommand):
+    """Options that take every following value, as argparse4j's nargs("+"): `--producer-props
+    a=1 b=2` is read as `--producer-props a=1 --producer-props b=2`."""
+
+    many_values = ("--producer-props",)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        current = None
+        for arg in args:
+            if arg.startswith("-"):
+                current = arg if arg in self.many_values else None
+                out.append(arg)
+            elif current is not None and out[-1] != current:
+                out += [current, arg]
+            else:
+                out.append(arg)
+        return super().parse_args(ctx, out)
+
+
+@click.command("producer-perf-test", cls=ManyValuesCommand)
+@click.option("--topic", help="REQUIRED: the topic to produce to.")
+@click.option("--num-records", type=INT, help="REQUIRED: how many records to send.")
+@click.option("--record-size", type=INT, help="Bytes per record (or --payload-file).")
+@click.option("--payload-file", type=click.Path(dir_okay=False),
+              help="Payloads to send, one per --payload-delimiter, chosen at random.")  # fmt: skip
+@click.option("--payload-delimiter", default="\\n", show_default=True,
+              help="The delimiter of --payload-file.")  # fmt: skip
+@click.option("--throughput", type=float, help="REQUIRED: records/s at most; -1 for no limit.")
+@click.option("--producer-props", "producer_props", multiple=True,
+              help="Producer configs k=v ... (bootstrap.servers, acks, batch.size).")  # fmt: skip
+@click.option("--producer.config", "producer_config", type=click.Path(dir_okay=False),
+              help="A producer configs file.")  # fmt: skip
+@click.option("--print-metrics", is_flag=True, help="Print the producer's metrics at the end.")
+@click.option("--transactional-id", help="Not supported: kt has no transactions yet.")
+def producer_perf_test(**o: Any) -> None:
+    """Send records as fast as asked and print Kafka's throughput and latency lines."""
+    from kt.tools import producer_perf as pp
+
+    for name in ("topic", "num_records", "throughput"):
+        if o[name] is None:
+            usage_error(f"argument --{name.replace('_', '-')} is required")
+    if (o["record_size"] is None) == (o["payload_file"] is None):
+        usage_error("either --record-size or --payload-file must be specified but not both.")
+    if o["num_records"] <= 0:
+        usage_error("--num-records should be greater than zero")
+    if o["record_size"] is not None and o["record_size"] <= 0:
+        usage_error("--record-size should be greater than zero")
+    if not o["producer_props"] and o["producer_config"] is None:
+        usage_error("Either --producer-props or --producer.config must be specified.")
+    if o["transactional_id"] is not None:
+        fail("--transactional-id: kt has no transactions yet")
+    props = load_client_config(o["producer_config"])
+    for prop in o["producer_props"]:
+        pieces = prop.split("=")
+        if len(pieces) != 2:
+            fail(f"Invalid property: {prop}")
+        props[pieces[0]] = pieces[1]
+    if "bootstrap.servers" not in props:
+        fail('Missing required configuration "bootstrap.servers" which has no default value.')
+    if o["payload_file"] is not None:
+        payloads = _read_payloads(o["payload_file"], o["payload_delimiter"])
+    else:
+        payloads = pp.random_payloads(o["record_size"], 64)
+    try:
+        config = pp.PerfConfig(
+            topic=o["topic"], num_records=o["num_records"], payloads=payloads,
+            throughput=o["throughput"], acks=pp.check_acks(props.get("acks", "all")),
+            batch_size=int(props.get("batch.size", 16384)),
+            compression=_codec(props.get("compression.type", "none")),
+            max_in_flight=int(props.get("max.in.flight.requests.per.connection", 5)),
+            request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
+            client_id=props.get("client.id", "perf-producer-client"),
+        )  # fmt: skip
+        stats = pp.run(props["bootstrap.servers"], config, sys.stdout)
+    except (pp.PerfError, ValueError) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    if o["print_metrics"]:
+        click.echo(f"record-send-total: {stats.count}\nbyte-total: {stats.bytes}")
+
+
+def _codec(name: str) -> int:
+    from kt.storage import compression
+
+    codecs = {"none": compression.NONE, "gzip": compression.GZIP, "snappy": compression.SNAPPY,
+              "lz4": compression.LZ4, "zstd": compression.ZSTD}  # fmt: skip
+    if name not in codecs:
+        fail(f"Invalid value {name} for configuration compression.type: String must be one "
+             "of: none, gzip, snappy, lz4, zstd")  # fmt: skip
+    return codecs[name]
+
+
+def _read_payloads(path: str, delimiter: str) -> list[bytes]:
+    delimiter = delimiter.encode().decode("unicode_escape")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    click.echo(f"Reading payloads from: {path}")
+    if not text:
+        fail("File does not exist or empty file provided.")
+    payloads = [p.encode() for p in text.split(delimiter)]
+    click.echo(f"Number of messages read: {len(payloads)}")
+    return payloads

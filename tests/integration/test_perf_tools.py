@@ -1,0 +1,80 @@
+"""`kt producer-perf-test`: Kafka's lines, records that really land, a throttle that holds,
+and the tool's argument checks. (tests/oracle/test_perf_tools.py runs Kafka's own tool
+beside it.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.conftest import kt_command, kt_ok
+
+pytestmark = pytest.mark.slow
+
+FINAL = re.compile(
+    r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+    r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th\."
+)
+WINDOW = re.compile(
+    r"\d+ records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, "
+    r"[\d.]+ ms max latency\."
+)
+
+
+def create(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+def end_offsets(bootstrap: str, topic: str) -> int:
+    lines = kt_ok("get-offsets", "--bootstrap-server", bootstrap, "--topic", topic)
+    return sum(int(line.rsplit(":", 1)[1]) for line in lines)
+
+
+def test_unthrottled_run_prints_kafkas_final_line(module_broker) -> None:
+    create(module_broker.bootstrap, "perf-fast", 3)
+    out = kt_ok("producer-perf-test", "--topic", "perf-fast", "--num-records", "200000",
+                "--record-size", "100", "--throughput", "-1", "--producer-props",
+                f"bootstrap.servers={module_broker.bootstrap}", "acks=1")  # fmt: skip
+    match = FINAL.fullmatch(out[-1])
+    assert match, out
+    assert int(match.group(1)) == 200000
+    records_per_s, mb_per_s = float(match.group(2)), float(match.group(3))
+    assert mb_per_s == pytest.approx(records_per_s * 100 / 2**20, rel=0.01)
+    p50, p95, p99, p999 = (int(match.group(i)) for i in range(6, 10))
+    assert p50 <= p95 <= p99 <= p999 <= float(match.group(5))
+    assert end_offsets(module_broker.bootstrap, "perf-fast") == 200000
+    assert all(WINDOW.fullmatch(line) for line in out[:-1]), out
+
+
+def test_throughput_is_held(module_broker) -> None:
+    create(module_broker.bootstrap, "perf-slow", 1)
+    out = kt_ok("producer-perf-test", "--topic", "perf-slow", "--num-records", "6000",
+                "--record-size", "10", "--throughput", "2000", "--producer-props",
+                f"bootstrap.servers={module_broker.bootstrap}", "acks=all")  # fmt: skip
+    match = FINAL.fullmatch(out[-1])
+    assert match, out
+    assert 1700 <= float(match.group(2)) <= 2100  # 6,000 records in about 3 s
+    assert end_offsets(module_broker.bootstrap, "perf-slow") == 6000
+
+
+def test_payload_file_and_checks(module_broker, tmp_path) -> None:
+    create(module_broker.bootstrap, "perf-file", 1)
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("alpha\nbeta\ngamma")
+    out = kt_ok("producer-perf-test", "--topic", "perf-file", "--num-records", "30",
+                "--payload-file", str(payloads), "--throughput", "-1", "--producer-props",
+                f"bootstrap.servers={module_broker.bootstrap}")  # fmt: skip
+    assert out[:2] == [f"Reading payloads from: {payloads}", "Number of messages read: 3"]
+    assert FINAL.fullmatch(out[-1])
+    values = kt_ok("console-consumer", "--bootstrap-server", module_broker.bootstrap, "--topic",
+                   "perf-file", "--from-beginning", "--max-messages", "30")  # fmt: skip
+    assert set(values) <= {"alpha", "beta", "gamma"} and len(values) == 30
+    missing = kt_command("producer-perf-test", "--topic", "t", "--num-records", "1",
+                         "--record-size", "1", "--throughput", "-1")  # fmt: skip
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines()[0] == (
+        "Either --producer-props or --producer.config must be specified."
+    )
