@@ -195,7 +195,11 @@ class KafkaServer:
             memory_pool=MemoryPool(cfg["queued.max.request.bytes"]),
         )
         await self.socket_server.start()
-        self.zk.register_broker(self.broker_id, self.advertised_endpoints, cfg["broker.rack"])
+        self.zk.register_broker(
+            self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
+            wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
+            else 0.0,
+        )  # fmt: skip
         self.controller = KafkaController(
             self.broker_id, self.zk, ControllerChannel(self),
             auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],

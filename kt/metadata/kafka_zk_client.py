@@ -77,9 +77,14 @@ class KafkaZkClient:
     # -- brokers -------------------------------------------------------------------------
 
     def register_broker(
-        self, broker_id: int, endpoints: Iterable[Any], rack: str | None = None
-    ) -> z.BrokerRegistration:
+        self, broker_id: int, endpoints: Iterable[Any], rack: str | None = None,
+        wait_s: float = 0.0,
+    ) -> z.BrokerRegistration:  # fmt: skip
         """Create /brokers/ids/<id>; NodeExistsError if another live broker has the id.
+
+        A registration left by this broker's previous session (it was killed, and
+        ZooKeeper has not expired that session yet) is waited out for up to `wait_s`
+        (the session timeout), as Kafka retries since KAFKA-7165.
 
         `endpoints` are BrokerEndPoints or any objects with listener_name, host, port
         (and optionally security_protocol, else the listener's own name if it is a
@@ -89,14 +94,19 @@ class KafkaZkClient:
             broker_id, tuple(_endpoint(e) for e in endpoints), rack or None, _now_ms()
         )
         path = z.broker_path(broker_id)
-        try:
-            self.session.create(path, registration.encode(), ephemeral=True)
-        except NodeExistsError:
-            stat = self.session.exists(path)
-            if stat is None or stat.ephemeral_owner != self.session.session_id:
-                raise
-            self.session.set(path, registration.encode())
-        return registration
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.session.create(path, registration.encode(), ephemeral=True)
+                return registration
+            except NodeExistsError:
+                stat = self.session.exists(path)
+                if stat is not None and stat.ephemeral_owner == self.session.session_id:
+                    self.session.set(path, registration.encode())
+                    return registration
+                if stat is not None and time.monotonic() >= deadline:
+                    raise
+            time.sleep(0.1)
 
     def get_broker(self, broker_id: int) -> z.BrokerRegistration | None:
         try:

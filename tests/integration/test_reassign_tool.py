@@ -53,7 +53,9 @@ class BackgroundProducer:
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: int) -> None:
         self.acked: list[int] = []
         self._stop = threading.Event()
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+        # Idempotent: a retry after a leader moved must not store a record twice.
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                   "enable.idempotence": True})  # fmt: skip
         self._thread = threading.Thread(target=self._run, args=(topic, partitions, rate))
         self._thread.start()
 
