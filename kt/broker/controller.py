@@ -18,10 +18,11 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import TopicPartition
@@ -30,6 +31,7 @@ from kt.errors import KafkaError
 from kt.metadata import znodes as z
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 NO_LEADER = -1
 PREFERRED, UNCLEAN = 0, 1  # ElectionType
@@ -171,6 +173,25 @@ class KafkaController:
         done = asyncio.get_running_loop().create_future()
         self.post("Barrier", lambda: done.set_result(None))
         await done
+
+    async def _ask(self, name: str, action: Callable[[], Awaitable[T] | T]) -> T | None:
+        """Run `action` as event `name` and return its result, or None if this broker is
+        not the active controller when the event comes."""
+        done: asyncio.Future[T | None] = asyncio.get_running_loop().create_future()
+
+        async def run() -> None:
+            if not self.is_active:
+                done.set_result(None)
+                return
+            try:
+                result = action()
+                done.set_result(await result if inspect.isawaitable(result) else result)
+            except Exception as e:
+                done.set_exception(e)
+                raise
+
+        self.post(name, run)
+        return await done
 
     async def _process_events(self) -> None:
         while True:
@@ -403,14 +424,8 @@ class KafkaController:
         """AlterPartitionReassignments: move each partition to its target replicas, or
         cancel its move (None). An error or None per partition; None if this broker is not
         the controller."""
-        done: asyncio.Future[dict[TopicPartition, KafkaError | None] | None] = (
-            asyncio.get_running_loop().create_future()
-        )
 
-        async def alter() -> None:
-            if not self.is_active:
-                done.set_result(None)
-                return
+        async def alter() -> dict[TopicPartition, KafkaError | None]:
             results: dict[TopicPartition, KafkaError | None] = {}
             moves: dict[TopicPartition, ReplicaAssignment] = {}
             for tp, target in targets.items():
@@ -423,31 +438,23 @@ class KafkaController:
                 self._remove_from_zk_reassignment(set(moves))
             for tp, move in moves.items():
                 results[tp] = await self._trigger_reassignment(tp, move)
-            done.set_result(results)
+            return results
 
-        self.post("ApiPartitionReassignment", alter)
-        return await done
+        return await self._ask("ApiPartitionReassignment", alter)
 
     async def list_partition_reassignments(
         self, partitions: list[TopicPartition] | None
     ) -> dict[TopicPartition, ReplicaAssignment] | None:
         """The moves in progress (of `partitions`, or all); None if not the controller."""
-        done: asyncio.Future[dict[TopicPartition, ReplicaAssignment] | None] = (
-            asyncio.get_running_loop().create_future()
-        )
 
-        def listing() -> None:
-            if not self.is_active:
-                done.set_result(None)
-                return
+        def listing() -> dict[TopicPartition, ReplicaAssignment]:
             wanted = self.ctx.being_reassigned if partitions is None else partitions
-            done.set_result({
+            return {
                 tp: self.ctx.full_assignment(tp) for tp in wanted
                 if tp in self.ctx.adding or tp in self.ctx.removing
-            })  # fmt: skip
+            }  # fmt: skip
 
-        self.post("ListPartitionReassignments", listing)
-        return await done
+        return await self._ask("ListPartitionReassignments", listing)
 
     def _build_reassignment(
         self, tp: TopicPartition, target: list[int] | None
@@ -528,21 +535,7 @@ class KafkaController:
 
     async def _bump_leader_epoch(self, tp: TopicPartition) -> None:
         """updateLeaderEpochAndSendRequest: same leader and ISR, epoch + 1, sent to RS."""
-        while True:
-            stored = self.zk.get_partition_state(tp.topic, tp.partition)
-            if stored is None:
-                return
-            state = self._state_from(tp, stored)
-            new = PartitionState(
-                tp.topic, tp.partition, state.leader, state.leader_epoch + 1,
-                self.ctx.replicas(tp), state.isr, controller_epoch=self.ctx.epoch,
-            )  # fmt: skip
-            version = self.zk.conditional_update_partition_state(new, state.zk_version)
-            if version is not None:
-                new.zk_version = version
-                self.ctx.states[tp] = new
-                await self._send_leader_and_isr([tp])
-                return
+        await self._write_state_and_send(tp, lambda state: (state.leader, state.isr))
 
     async def _move_reassigned_leader(self, tp: TopicPartition) -> None:
         """moveReassignedPartitionLeaderIfRequired, with the removed replicas leaving the
@@ -550,18 +543,31 @@ class KafkaController:
         that is alive and in the ISR leads (ReassignPartitionLeaderElectionStrategy)."""
         target = self.ctx.replicas(tp)
         electable = self.ctx.electable_brokers
+
+        def change(state: PartitionState) -> tuple[int, list[int]]:
+            isr = [r for r in state.isr if r in target]
+            leader = state.leader
+            if leader not in target or leader not in electable:
+                leader = next((r for r in target if r in isr and r in electable), NO_LEADER)
+            return leader, isr or state.isr
+
+        await self._write_state_and_send(tp, change)
+
+    async def _write_state_and_send(
+        self, tp: TopicPartition, change: Callable[[PartitionState], tuple[int, list[int]]]
+    ) -> None:
+        """Write the state znode with the (leader, ISR) `change` makes of it, the epoch
+        bumped and the current assignment, conditionally on its version (read again on a
+        conflict); then send LeaderAndIsr to the replicas."""
         while True:
             stored = self.zk.get_partition_state(tp.topic, tp.partition)
             if stored is None:
                 return
             state = self._state_from(tp, stored)
-            isr = [r for r in state.isr if r in target]
-            leader = state.leader
-            if leader not in target or leader not in electable:
-                leader = next((r for r in target if r in isr and r in electable), NO_LEADER)
+            leader, isr = change(state)
             new = PartitionState(
-                tp.topic, tp.partition, leader, state.leader_epoch + 1, list(target),
-                isr or state.isr, controller_epoch=self.ctx.epoch,
+                tp.topic, tp.partition, leader, state.leader_epoch + 1,
+                list(self.ctx.replicas(tp)), isr, controller_epoch=self.ctx.epoch,
             )  # fmt: skip
             version = self.zk.conditional_update_partition_state(new, state.zk_version)
             if version is not None:
@@ -621,19 +627,9 @@ class KafkaController:
         """ElectLeaders: the new leader or an error per partition (ELECTION_NOT_NEEDED where
         the leader is already valid); None when not the controller. `partitions` None means
         every partition."""
-        done: asyncio.Future[dict[TopicPartition, KafkaError | int] | None] = (
-            asyncio.get_running_loop().create_future()
-        )
-
-        async def elect() -> None:
-            if not self.is_active:
-                done.set_result(None)
-                return
-            wanted = self.ctx.all_partitions() if partitions is None else partitions
-            done.set_result(await self._replica_leader_election(wanted, election_type))
-
-        self.post("ReplicaLeaderElection", elect)
-        return await done
+        return await self._ask("ReplicaLeaderElection", lambda: self._replica_leader_election(
+            self.ctx.all_partitions() if partitions is None else partitions, election_type
+        ))  # fmt: skip
 
     async def _replica_leader_election(
         self, partitions: list[TopicPartition], election_type: int
@@ -761,18 +757,7 @@ class KafkaController:
         that clients never wait for its session to expire. Returns the partitions it
         still leads though another in-sync replica could take over (a retry may move
         them), or None if this broker is not the controller."""
-        done: asyncio.Future[list[TopicPartition] | None] = (
-            asyncio.get_running_loop().create_future()
-        )
-
-        async def shut_down() -> None:
-            if not self.is_active:
-                done.set_result(None)
-                return
-            done.set_result(await self._move_away_from(broker_id))
-
-        self.post("ControlledShutdown", shut_down)
-        return await done
+        return await self._ask("ControlledShutdown", lambda: self._move_away_from(broker_id))
 
     async def _move_away_from(self, broker_id: int) -> list[TopicPartition]:
         log.info("controlled shutdown of broker %s", broker_id)

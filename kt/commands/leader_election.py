@@ -49,16 +49,7 @@ def leader_election(
             partitions = [(topic, partition)]
     except le.ElectionError as e:
         fail(str(e))
-    with admin_session(bootstrap_server, admin_config) as admin:
-        try:
-            lines = le.elect(admin, election_type.upper(), partitions)  # type: ignore[arg-type]
-        except le.ElectionError as e:
-            *printed, last = str(e).split("\n")
-            for line in printed:
-                click.echo(line)
-            fail(last)
-    for line in lines:
-        click.echo(line)
+    _elect(bootstrap_server, admin_config, election_type.upper(), partitions)
 
 
 @click.command("preferred-replica-election", cls=KafkaCommand)
@@ -86,9 +77,20 @@ def preferred_replica_election(
             partitions = le.parse_election_data(_read(path_to_json_file))
     except le.ElectionError as e:
         fail(str(e))
+    _elect(bootstrap_server, admin_config, "PREFERRED", partitions)
+
+
+def _elect(
+    bootstrap_server: str, admin_config: str | None, election_type: str,
+    partitions: list[tuple[str, int]] | None,
+) -> None:  # fmt: skip
+    """Run the election and print its lines; a failure prints them, then the count of
+    partitions not elected on stderr, and exits 1."""
+    from kt.tools import leader_election as le
+
     with admin_session(bootstrap_server, admin_config) as admin:
         try:
-            lines = le.elect(admin, "PREFERRED", partitions)
+            lines = le.elect(admin, election_type, partitions)
         except le.ElectionError as e:
             *printed, last = str(e).split("\n")
             for line in printed:

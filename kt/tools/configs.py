@@ -75,6 +75,13 @@ def describe(admin: AdminClient, entity_type: str, names: list[str], show_all: b
     return lines
 
 
+def _require_changes(add: dict[str, str], delete: list[str]) -> None:
+    if not add and not delete:
+        raise ConfigCommandError(
+            "At least one of --add-config or --delete-config must be specified with --alter"
+        )
+
+
 def alter(
     admin: AdminClient,
     entity_type: str,
@@ -82,10 +89,7 @@ def alter(
     add: dict[str, str],
     delete: list[str],
 ) -> list[str]:
-    if not add and not delete:
-        raise ConfigCommandError(
-            "At least one of --add-config or --delete-config must be specified with --alter"
-        )
+    _require_changes(add, delete)
     overlap = set(add) & set(delete)
     if overlap:
         raise ConfigCommandError(f"Invalid config(s): {','.join(sorted(overlap))}")
@@ -150,10 +154,7 @@ def alter_quotas(
     delete: list[str],
 ) -> list[str]:
     """ConfigCommand.alterQuotaConfigs: every name given (or "" for the default)."""
-    if not add and not delete:
-        raise ConfigCommandError(
-            "At least one of --add-config or --delete-config must be specified with --alter"
-        )
+    _require_changes(add, delete)
     if any(name is None for _, name in entities):
         raise ConfigCommandError("Exactly one entity name must be specified for every entity type")
     if entities[0][0] == "ips":
