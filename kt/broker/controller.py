@@ -4,7 +4,10 @@ Kafka's KafkaController (ZooKeeper mode). Election: every broker tries to create
 ephemeral /controller znode; the winner bumps /controller_epoch and becomes controller
 until its session ends. The controller turns metadata events into partition state
 transitions, writes leader/ISR state to /brokers/topics/<t>/partitions/<p>/state, and
-tells brokers with LeaderAndIsr, UpdateMetadata and StopReplica.
+tells brokers with LeaderAndIsr, UpdateMetadata and StopReplica. Its parts: the context
+(kt.broker.controller_context), partition reassignment (controller_reassignment) and
+replica leader elections (controller_elections), mixed into KafkaController; every state
+znode write goes through `_update_leader_and_isr`.
 
 Invariants:
 - events are processed one at a time, in order, on one task (ControllerEventManager);
@@ -21,94 +24,20 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kt.broker.controller_context import NO_LEADER, ControllerContext, elect_leader
+from kt.broker.controller_elections import ReplicaLeaderElection
+from kt.broker.controller_reassignment import PartitionReassignment
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import TopicPartition
-from kt.broker.reassignment import ReplicaAssignment, validate_target
-from kt.errors import KafkaError
-from kt.metadata import znodes as z
+from kt.broker.reassignment import ReplicaAssignment
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-NO_LEADER = -1
-PREFERRED, UNCLEAN = 0, 1  # ElectionType
-AUTO_REBALANCE_FIRST_DELAY_S = 5.0
-# (error, strategy named in the message) when an election finds no leader
-PREFERRED_FAILURE = (
-    "PREFERRED_LEADER_NOT_AVAILABLE",
-    "PreferredReplicaPartitionLeaderElectionStrategy",
-)
-UNCLEAN_FAILURE = ("ELIGIBLE_LEADERS_NOT_AVAILABLE", "OfflinePartitionLeaderElectionStrategy(true)")
 
-
-@dataclass
-class ControllerContext:
-    """The controller's in-memory copy of what the store says (ControllerContext)."""
-
-    epoch: int = 0
-    live_brokers: set[int] = field(default_factory=set)
-    assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
-    topic_ids: dict[str, Any] = field(default_factory=dict)
-    states: dict[TopicPartition, PartitionState] = field(default_factory=dict)
-    topics_to_delete: set[str] = field(default_factory=set)
-    shutting_down_brokers: set[int] = field(default_factory=set)  # in controlled shutdown
-    # Partitions being moved: the replicas being added and removed (RS is `assignments`).
-    adding: dict[TopicPartition, list[int]] = field(default_factory=dict)
-    removing: dict[TopicPartition, list[int]] = field(default_factory=dict)
-    zk_reassigning: set[TopicPartition] = field(default_factory=set)  # from /admin
-
-    @property
-    def electable_brokers(self) -> set[int]:
-        """Live brokers that may lead: not the ones shutting down (liveBrokerIds)."""
-        return self.live_brokers - self.shutting_down_brokers
-
-    def partitions_of(self, topic: str) -> list[TopicPartition]:
-        return [TopicPartition(topic, p) for p in sorted(self.assignments.get(topic, {}))]
-
-    def all_partitions(self) -> list[TopicPartition]:
-        return [tp for t in sorted(self.assignments) for tp in self.partitions_of(t)]
-
-    def replicas(self, tp: TopicPartition) -> list[int]:
-        return self.assignments.get(tp.topic, {}).get(tp.partition, [])
-
-    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
-        return ReplicaAssignment(
-            list(self.replicas(tp)), list(self.adding.get(tp, [])), list(self.removing.get(tp, []))
-        )
-
-    def set_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
-        self.assignments.setdefault(tp.topic, {})[tp.partition] = list(assignment.replicas)
-        for moving, replicas in ((self.adding, assignment.adding),
-                                 (self.removing, assignment.removing)):  # fmt: skip
-            if replicas:
-                moving[tp] = list(replicas)
-            else:
-                moving.pop(tp, None)
-
-    @property
-    def being_reassigned(self) -> list[TopicPartition]:
-        return sorted(set(self.adding) | set(self.removing))
-
-
-def elect_leader(
-    assignment: list[int], isr: list[int], live: set[int], unclean: bool = False
-) -> tuple[int, list[int]]:
-    """(leader, new ISR) for an offline or new partition; leader -1 when none can lead."""
-    live_isr = [r for r in isr if r in live]
-    for replica in assignment:
-        if replica in live and replica in live_isr:
-            return replica, live_isr
-    if unclean:
-        for replica in assignment:
-            if replica in live:
-                return replica, [replica]
-    return NO_LEADER, live_isr
-
-
-class KafkaController:
+class KafkaController(PartitionReassignment, ReplicaLeaderElection):
     """Controller election and the event loop that acts on metadata changes.
 
     `zk` is a kt.metadata KafkaZkClient (typed reads and writes of Kafka's znodes);
@@ -416,339 +345,6 @@ class KafkaController:
             )
             log.info("deleted topic %s", topic)
 
-    # -- partition reassignment (KIP-455) ----------------------------------------------
-
-    async def alter_partition_reassignments(
-        self, targets: dict[TopicPartition, list[int] | None]
-    ) -> dict[TopicPartition, KafkaError | None] | None:
-        """AlterPartitionReassignments: move each partition to its target replicas, or
-        cancel its move (None). An error or None per partition; None if this broker is not
-        the controller."""
-
-        async def alter() -> dict[TopicPartition, KafkaError | None]:
-            results: dict[TopicPartition, KafkaError | None] = {}
-            moves: dict[TopicPartition, ReplicaAssignment] = {}
-            for tp, target in targets.items():
-                try:
-                    moves[tp] = self._build_reassignment(tp, target)
-                except KafkaError as e:
-                    results[tp] = e
-            # The latest request wins over a move asked for through /admin.
-            if moves.keys() & self.ctx.zk_reassigning:
-                self._remove_from_zk_reassignment(set(moves))
-            for tp, move in moves.items():
-                results[tp] = await self._trigger_reassignment(tp, move)
-            return results
-
-        return await self._ask("ApiPartitionReassignment", alter)
-
-    async def list_partition_reassignments(
-        self, partitions: list[TopicPartition] | None
-    ) -> dict[TopicPartition, ReplicaAssignment] | None:
-        """The moves in progress (of `partitions`, or all); None if not the controller."""
-
-        def listing() -> dict[TopicPartition, ReplicaAssignment]:
-            wanted = self.ctx.being_reassigned if partitions is None else partitions
-            return {
-                tp: self.ctx.full_assignment(tp) for tp in wanted
-                if tp in self.ctx.adding or tp in self.ctx.removing
-            }  # fmt: skip
-
-        return await self._ask("ListPartitionReassignments", listing)
-
-    def _build_reassignment(
-        self, tp: TopicPartition, target: list[int] | None
-    ) -> ReplicaAssignment:
-        current = self.ctx.full_assignment(tp)
-        if not current.replicas or tp.topic in self.ctx.topics_to_delete:
-            raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
-        if target is not None:
-            validate_target(target, current, self.ctx.live_brokers)
-        if current.is_being_reassigned:
-            return current.reassign_to(target if target is not None else current.original)
-        if target is None:
-            raise KafkaError("NO_REASSIGNMENT_IN_PROGRESS")
-        return current.reassign_to(target)
-
-    async def _trigger_reassignment(
-        self, tp: TopicPartition, move: ReplicaAssignment
-    ) -> KafkaError | None:
-        if tp.topic in self.ctx.topics_to_delete or not self.ctx.replicas(tp):
-            return KafkaError("UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist.")
-        try:
-            await self._on_partition_reassignment(tp, move)
-        except KafkaError as e:
-            return e
-        except Exception:
-            log.exception("reassignment of %s failed", tp)
-            return KafkaError("UNKNOWN_SERVER_ERROR")
-        return None
-
-    async def _on_partition_reassignment(self, tp: TopicPartition, move: ReplicaAssignment) -> None:
-        """KafkaController.onPartitionReassignment. U: write RS = TRS ++ ORS with its adding
-        and removing replicas (the store first: a new controller resumes from it), and stop
-        replicas an earlier move was adding that this one does not want. A: until TRS is in
-        the ISR, bump the leader epoch and send RS to every replica, so the new ones start
-        following. B: then make TRS the assignment, move the leader into it if it is not,
-        stop and delete the removed replicas, and tell every broker."""
-        current = self.ctx.full_assignment(tp)
-        if current != move:
-            self._write_assignment(tp, move)
-            unneeded = [r for r in current.replicas if r not in move.replicas]
-            if unneeded:
-                await self._stop_removed_replicas(tp, unneeded)
-        if not self._reassignment_complete(tp, move):
-            await self._bump_leader_epoch(tp)
-            return
-        completed = ReplicaAssignment(move.target)
-        self.ctx.set_full_assignment(tp, completed)
-        await self._move_reassigned_leader(tp)
-        await self._stop_removed_replicas(tp, move.removing)
-        self._write_assignment(tp, completed)
-        if tp in self.ctx.zk_reassigning:
-            self._remove_from_zk_reassignment({tp})
-        await self._send_update_metadata(sorted(self.ctx.live_brokers), [tp])
-        log.info("reassignment of %s to %s completed", tp, completed.replicas)
-
-    async def _maybe_complete_reassignment(self, tp: TopicPartition) -> None:
-        move = self.ctx.full_assignment(tp)
-        if self._reassignment_complete(tp, move):
-            await self._on_partition_reassignment(tp, move)
-
-    def _reassignment_complete(self, tp: TopicPartition, move: ReplicaAssignment) -> bool:
-        if not move.is_being_reassigned:
-            return True
-        stored = self.zk.get_partition_state(tp.topic, tp.partition)
-        return stored is not None and set(move.target) <= set(stored.isr)
-
-    def _write_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
-        """The topic's znode with `tp`'s new assignment (every other partition as it is)."""
-        self.ctx.set_full_assignment(tp, assignment)
-        topic = tp.topic
-        partitions = self.ctx.partitions_of(topic)
-        self.zk.set_topic_assignment(z.TopicAssignment(
-            topic, {p.partition: self.ctx.replicas(p) for p in partitions},
-            self.ctx.topic_ids.get(topic),
-            {p.partition: self.ctx.adding[p] for p in partitions if p in self.ctx.adding},
-            {p.partition: self.ctx.removing[p] for p in partitions if p in self.ctx.removing},
-        ))  # fmt: skip
-
-    async def _bump_leader_epoch(self, tp: TopicPartition) -> None:
-        """updateLeaderEpochAndSendRequest: same leader and ISR, epoch + 1, sent to RS."""
-        await self._write_state_and_send(tp, lambda state: (state.leader, state.isr))
-
-    async def _move_reassigned_leader(self, tp: TopicPartition) -> None:
-        """moveReassignedPartitionLeaderIfRequired, with the removed replicas leaving the
-        ISR: the leader stays if it is in TRS and may lead, else the first replica of TRS
-        that is alive and in the ISR leads (ReassignPartitionLeaderElectionStrategy)."""
-        target = self.ctx.replicas(tp)
-        electable = self.ctx.electable_brokers
-
-        def change(state: PartitionState) -> tuple[int, list[int]]:
-            isr = [r for r in state.isr if r in target]
-            leader = state.leader
-            if leader not in target or leader not in electable:
-                leader = next((r for r in target if r in isr and r in electable), NO_LEADER)
-            return leader, isr or state.isr
-
-        await self._write_state_and_send(tp, change)
-
-    async def _write_state_and_send(
-        self, tp: TopicPartition, change: Callable[[PartitionState], tuple[int, list[int]]]
-    ) -> None:
-        """Write the state znode with the (leader, ISR) `change` makes of it, the epoch
-        bumped and the current assignment, conditionally on its version (read again on a
-        conflict); then send LeaderAndIsr to the replicas."""
-        while True:
-            stored = self.zk.get_partition_state(tp.topic, tp.partition)
-            if stored is None:
-                return
-            state = self._state_from(tp, stored)
-            leader, isr = change(state)
-            new = PartitionState(
-                tp.topic, tp.partition, leader, state.leader_epoch + 1,
-                list(self.ctx.replicas(tp)), isr, controller_epoch=self.ctx.epoch,
-            )  # fmt: skip
-            version = self.zk.conditional_update_partition_state(new, state.zk_version)
-            if version is not None:
-                new.zk_version = version
-                self.ctx.states[tp] = new
-                await self._send_leader_and_isr([tp])
-                return
-
-    async def _stop_removed_replicas(self, tp: TopicPartition, replicas: list[int]) -> None:
-        """OfflineReplica then NonExistentReplica: each removed replica stops following and
-        deletes its log."""
-        for broker in replicas:
-            if broker in self.ctx.live_brokers:
-                await self.channel.stop_replica(broker, self, [tp], delete=True)
-
-    async def _on_zk_reassignment(self) -> None:
-        """/admin/reassign_partitions was created or changed: start the moves it asks for
-        (a partition it names that does not exist is dropped from it)."""
-        if not self.is_active:
-            return
-        wanted = self.zk.get_partition_reassignment(
-            self.watcher("PartitionReassignment", self._on_zk_reassignment)
-        )
-        if not wanted:
-            return
-        failed = set()
-        for (topic, partition), target in wanted.items():
-            tp = TopicPartition(topic, partition)
-            if tp in self.ctx.zk_reassigning and self.ctx.full_assignment(tp).target == target:
-                continue  # already under way
-            try:
-                move = self._build_reassignment(tp, list(target))
-            except KafkaError as e:
-                log.warning("reassignment of %s through the store refused: %s", tp, e)
-                failed.add(tp)
-                continue
-            self.ctx.zk_reassigning.add(tp)
-            if await self._trigger_reassignment(tp, move) is not None:
-                failed.add(tp)
-        if failed:
-            self._remove_from_zk_reassignment(failed)
-
-    def _remove_from_zk_reassignment(self, partitions: set[TopicPartition]) -> None:
-        self.ctx.zk_reassigning -= partitions
-        wanted = self.zk.get_partition_reassignment()
-        if wanted is None:
-            return
-        left = {(t, p): r for (t, p), r in wanted.items() if TopicPartition(t, p) not in partitions}
-        if left != wanted:
-            self.zk.set_partition_reassignment(left)
-
-    # -- replica leader elections (ElectLeaders, /admin/preferred_replica_election) ------
-
-    async def elect_leaders(
-        self, partitions: list[TopicPartition] | None, election_type: int
-    ) -> dict[TopicPartition, KafkaError | int] | None:
-        """ElectLeaders: the new leader or an error per partition (ELECTION_NOT_NEEDED where
-        the leader is already valid); None when not the controller. `partitions` None means
-        every partition."""
-        return await self._ask("ReplicaLeaderElection", lambda: self._replica_leader_election(
-            self.ctx.all_partitions() if partitions is None else partitions, election_type
-        ))  # fmt: skip
-
-    async def _replica_leader_election(
-        self, partitions: list[TopicPartition], election_type: int
-    ) -> dict[TopicPartition, KafkaError | int]:
-        """processReplicaLeaderElection: PREFERRED moves leadership to the first replica if
-        it is alive and in the ISR; UNCLEAN elects only for a partition without a live
-        leader, from outside the ISR if it must."""
-        results: dict[TopicPartition, KafkaError | int] = {}
-        changed: list[TopicPartition] = []
-        for tp in partitions:
-            if tp.topic in self.ctx.topics_to_delete:
-                results[tp] = KafkaError("INVALID_TOPIC_EXCEPTION", "The topic is being deleted")
-                continue
-            state = self.ctx.states.get(tp)
-            if state is None or not self.ctx.replicas(tp):
-                results[tp] = KafkaError(
-                    "UNKNOWN_TOPIC_OR_PARTITION", "The partition does not exist."
-                )
-                continue
-            if election_type == PREFERRED:
-                needed = state.leader != self.ctx.replicas(tp)[0]
-                new = self._elect_preferred_leader(tp) if needed else None
-                failure = (
-                    "PREFERRED_LEADER_NOT_AVAILABLE",
-                    "PreferredReplicaPartitionLeaderElectionStrategy",
-                )
-            else:
-                needed = state.leader == NO_LEADER or state.leader not in self.ctx.live_brokers
-                new = self._elect_leader(tp, unclean=True) if needed else None
-                failure = (
-                    "ELIGIBLE_LEADERS_NOT_AVAILABLE",
-                    "OfflinePartitionLeaderElectionStrategy(true)",
-                )
-            if not needed:
-                results[tp] = KafkaError("ELECTION_NOT_NEEDED")
-            elif new is None or new.leader == NO_LEADER:
-                results[tp] = KafkaError(
-                    failure[0],
-                    f"Failed to elect leader for partition {tp} under strategy {failure[1]}",
-                )
-            else:
-                self.ctx.states[tp] = new
-                changed.append(tp)
-                results[tp] = new.leader
-        if changed:
-            await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
-        return results
-
-    def _elect_preferred_leader(self, tp: TopicPartition) -> PartitionState | None:
-        """PreferredReplicaPartitionLeaderElectionStrategy: the first replica leads if it is
-        alive and in the ISR (the ISR stays); None if it cannot."""
-        preferred = self.ctx.replicas(tp)[0]
-        while True:
-            stored = self.zk.get_partition_state(tp.topic, tp.partition)
-            if stored is None:
-                return None
-            state = self._state_from(tp, stored)
-            if preferred not in self.ctx.electable_brokers or preferred not in state.isr:
-                return None
-            new = PartitionState(
-                tp.topic, tp.partition, preferred, state.leader_epoch + 1,
-                self.ctx.replicas(tp), state.isr, controller_epoch=self.ctx.epoch,
-            )  # fmt: skip
-            version = self.zk.conditional_update_partition_state(new, state.zk_version)
-            if version is not None:
-                new.zk_version = version
-                return new
-
-    async def _on_preferred_replica_election(self) -> None:
-        """/admin/preferred_replica_election was created (the 2.x tool): elect, then delete
-        it, as ZooKeeper-mode Kafka does."""
-        if not self.is_active:
-            return
-        wanted = self.zk.get_preferred_replica_election(
-            self.watcher("PreferredReplicaElection", self._on_preferred_replica_election)
-        )
-        if wanted is None:
-            return
-        partitions = [TopicPartition(t, p) for t, p in wanted]
-        await self._replica_leader_election(partitions, PREFERRED)
-        self.zk.delete_preferred_replica_election()
-
-    async def _auto_leader_rebalance(self) -> None:
-        """checkAndTriggerAutoLeaderRebalance: for each broker that is the preferred
-        leader of some partitions, when more than leader.imbalance.per.broker.percentage
-        of them are led by others, move them back (where it is alive and in sync, and
-        nothing is being moved or deleted)."""
-        if not self.is_active:
-            return
-        by_preferred: dict[int, list[TopicPartition]] = {}
-        for tp in self.ctx.states:
-            replicas = self.ctx.replicas(tp)
-            if replicas and tp.topic not in self.ctx.topics_to_delete:
-                by_preferred.setdefault(replicas[0], []).append(tp)
-        moving = set(self.ctx.adding) | set(self.ctx.removing)
-        for broker, partitions in sorted(by_preferred.items()):
-            imbalanced = [tp for tp in partitions if self.ctx.states[tp].leader != broker]
-            ratio = len(imbalanced) / len(partitions)
-            if ratio <= self.imbalance_percentage / 100:
-                continue
-            log.info("leader imbalance of broker %s is %.2f: moving %s back", broker, ratio,
-                     [str(tp) for tp in imbalanced])  # fmt: skip
-            candidates = [
-                tp for tp in imbalanced
-                if tp not in moving and broker in self.ctx.electable_brokers
-                and broker in self.ctx.states[tp].isr
-            ]  # fmt: skip
-            if candidates:
-                await self._replica_leader_election(sorted(candidates), PREFERRED)
-
-    async def _rebalance_periodically(self) -> None:
-        """The auto-leader-rebalance-task: first 5 s after becoming controller, then every
-        leader.imbalance.check.interval.seconds."""
-        await asyncio.sleep(AUTO_REBALANCE_FIRST_DELAY_S)
-        while True:
-            self.post("AutoPreferredReplicaLeaderElection", self._auto_leader_rebalance)
-            await asyncio.sleep(self.imbalance_check_interval_s)
-
     # -- controlled shutdown -------------------------------------------------------------
 
     async def controlled_shutdown(self, broker_id: int) -> list[TopicPartition] | None:
@@ -789,9 +385,8 @@ class KafkaController:
     def _leave(self, tp: TopicPartition, broker_id: int) -> PartitionState | None:
         """The state of `tp` without `broker_id` in its ISR or as its leader (the first
         electable replica of the assignment in the ISR leads); None if it must stay."""
-        while True:
-            stored = self.zk.get_partition_state(tp.topic, tp.partition)
-            state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
+
+        def change(state: PartitionState) -> tuple[int, list[int]] | None:
             isr = [r for r in state.isr if r != broker_id]
             leader = state.leader
             if leader in (broker_id, NO_LEADER):
@@ -800,14 +395,38 @@ class KafkaController:
                               NO_LEADER)  # fmt: skip
             if not isr or leader == NO_LEADER or (leader, isr) == (state.leader, state.isr):
                 return None
+            return leader, isr
+
+        return self._update_leader_and_isr(tp, change)
+
+    def _update_leader_and_isr(
+        self, tp: TopicPartition, change: Callable[[PartitionState], tuple[int, list[int]] | None]
+    ) -> PartitionState | None:
+        """Read the partition's state znode as it is now (a leader may have changed the ISR
+        since the controller last read it), let `change` pick the new (leader, ISR) or None
+        for no change, and write it with the leader epoch bumped and the current
+        assignment, conditionally on the znode's version (read again on a conflict). The
+        context keeps what was read or written; returns the state written, or None."""
+        while True:
+            stored = self.zk.get_partition_state(tp.topic, tp.partition)
+            if stored is None:
+                return None
+            state = self._state_from(tp, stored)
+            changed = change(state)
+            if changed is None:
+                self.ctx.states[tp] = state
+                return None
+            leader, isr = changed
             new = PartitionState(
-                tp.topic, tp.partition, leader, state.leader_epoch + 1, self.ctx.replicas(tp),
-                isr, controller_epoch=self.ctx.epoch,
+                tp.topic, tp.partition, leader, state.leader_epoch + 1,
+                list(self.ctx.replicas(tp)), isr, controller_epoch=self.ctx.epoch,
             )  # fmt: skip
             version = self.zk.conditional_update_partition_state(new, state.zk_version)
             if version is not None:
                 new.zk_version = version
+                self.ctx.states[tp] = new
                 return new
+            log.info("partition %s changed while its state was written; reading it again", tp)
 
     # -- elections and propagation -------------------------------------------------
 
@@ -827,30 +446,21 @@ class KafkaController:
     def _elect_leader(
         self, tp: TopicPartition, unclean: bool | None = None
     ) -> PartitionState | None:
-        """Elect from the state znode as it is now (a leader may have changed the ISR
-        since the controller last read it), written conditionally on its version; None
-        if nothing changes."""
-        while True:
-            stored = self.zk.get_partition_state(tp.topic, tp.partition)
-            state = self._state_from(tp, stored) if stored is not None else self.ctx.states[tp]
-            allow_unclean = (
-                self.zk.unclean_leader_election_enabled(tp.topic) if unclean is None else unclean
-            )
+        """OfflinePartitionLeaderElectionStrategy on the state as it is now; None if
+        nothing changes."""
+        allow_unclean = (
+            self.zk.unclean_leader_election_enabled(tp.topic) if unclean is None else unclean
+        )
+
+        def change(state: PartitionState) -> tuple[int, list[int]] | None:
             leader, isr = elect_leader(
                 self.ctx.replicas(tp), state.isr, self.ctx.electable_brokers, allow_unclean
             )
             if leader == state.leader and isr == state.isr:
-                self.ctx.states[tp] = state
                 return None
-            new = PartitionState(
-                tp.topic, tp.partition, leader, state.leader_epoch + 1, self.ctx.replicas(tp),
-                isr if leader != NO_LEADER else state.isr, controller_epoch=self.ctx.epoch,
-            )  # fmt: skip
-            version = self.zk.conditional_update_partition_state(new, state.zk_version)
-            if version is not None:
-                new.zk_version = version
-                return new
-            log.info("partition %s changed while electing its leader; reading it again", tp)
+            return leader, isr if leader != NO_LEADER else state.isr
+
+        return self._update_leader_and_isr(tp, change)
 
     async def _send_leader_and_isr(self, partitions: list[TopicPartition], is_new=False) -> None:
         by_broker: dict[int, list[PartitionState]] = {}
