@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._environment import unavailable
+
 
 class SmallFs:
     """A tmpfs mounted at `path` with `size_bytes` of room."""
@@ -25,10 +27,10 @@ class SmallFs:
     def mount(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         if os.geteuid() != 0:
-            pytest.skip("mounting a small tmpfs to fill needs root")
+            unavailable("mounting a small tmpfs to fill needs root")
         result = _mount("-t", "tmpfs", "-o", f"size={self.size_bytes}", "tmpfs", str(self.path))
         if result.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+            unavailable(f"cannot mount a tmpfs here: {result.stderr.strip()}")
 
     def grow(self, size_bytes: int) -> None:
         """Free space the way an operator would: the same files, more room."""

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._environment import unavailable
+
 ZK_SERVER = Path("/usr/share/zookeeper/bin/zkServer.sh")
 TICK_MS = 500  # sessions may time out from 2 ticks (1 s) to 20 ticks (10 s)
 
@@ -93,7 +95,7 @@ class ZooKeeperServer:
 @pytest.fixture(scope="session")
 def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     if not ZK_SERVER.exists():
-        pytest.skip("Debian's zookeeper package is not installed (apt-get install zookeeper)")
+        unavailable("Debian's zookeeper package is not installed (apt-get install zookeeper)")
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
     try:
         server.start()

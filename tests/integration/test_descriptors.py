@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests._environment import unavailable
+
 pytestmark = pytest.mark.slow
 
 
@@ -29,7 +31,7 @@ class LimitedBroker:
     def __init__(self, base: Path, soft: int, hard: int) -> None:
         _, machine_hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if os.geteuid() != 0 and machine_hard != resource.RLIM_INFINITY and machine_hard < hard:
-            pytest.skip(f"the hard open files limit here ({machine_hard}) is below the test's"
+            unavailable(f"the hard open files limit here ({machine_hard}) is below the test's"
                         f" {hard}, and only root may raise it")  # fmt: skip
         self.base, self.soft, self.hard = base, soft, hard
         self.log = base / "broker.log"

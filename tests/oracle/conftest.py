@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kt.reference_kafka import ReferenceKafka, unavailable_reason
+from tests._environment import unavailable
 from tests.integration.conftest import broker, broker_factory
 
 
@@ -26,7 +27,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def kafka_available() -> None:
     reason = unavailable_reason()
     if reason is not None:
-        pytest.skip(reason)
+        unavailable(reason)
 
 
 @pytest.fixture

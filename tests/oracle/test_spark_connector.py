@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.reference_kafka import spark_kafka_jars
+from tests._environment import unavailable
 
 JOB = Path(__file__).with_name("spark_kafka_job.py")
 TOPICS = ("orders", "written", "streamed", "streamed-by-kt")
@@ -50,7 +51,7 @@ def prepare(bootstrap: str) -> None:
 def connector_jars() -> list[Path]:
     jars = spark_kafka_jars()
     if not jars:
-        pytest.skip("Spark's Kafka connector is not in the cache: run interop/fetch-kafka.sh")
+        unavailable("Spark's Kafka connector is not in the cache: run interop/fetch-kafka.sh")
     return jars
 
 
