@@ -18,6 +18,15 @@ class ErrorCode:
     message: str
     invalid_metadata: bool = False  # clients refresh metadata before retrying
 
+    @property
+    def java_exception(self) -> str:
+        """The class of the exception a Java client raises for it (Errors.exception), as
+        Kafka's tools print it; named from the error's NAME, as Errors.java does for most."""
+        words = self.name.removesuffix("_EXCEPTION").split("_")
+        return (
+            "org.apache.kafka.common.errors." + "".join(w.capitalize() for w in words) + "Exception"
+        )
+
 
 # (code, NAME, retriable, invalid_metadata, default message): every code of Kafka's
 # Errors.java. retriable = the exception extends RetriableException; invalid_metadata =

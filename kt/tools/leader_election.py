@@ -42,16 +42,6 @@ def parse_election_data(text: str) -> list[Partition]:
     return partitions
 
 
-def exception_name(code: int) -> str:
-    """The Java exception a client raises for an error code (Errors.exception)."""
-    name = error_for(code).name.removesuffix("_EXCEPTION")
-    return (
-        "org.apache.kafka.common.errors."
-        + "".join(w.capitalize() for w in name.split("_"))
-        + "Exception"
-    )
-
-
 def elect(admin: AdminClient, election_type: str, partitions: list[Partition] | None) -> list[str]:
     """electLeaders: the lines to print; ElectionError (after them) if any failed."""
     results = admin.elect_leaders(ELECTION_TYPES[election_type], partitions)
@@ -70,7 +60,7 @@ def elect(admin: AdminClient, election_type: str, partitions: list[Partition] | 
         code, message = results[(t, p)]
         lines.append(
             f"Error completing leader election ({election_type}) for partition: {t}-{p}: "
-            f"{exception_name(code)}: {message or error_for(code).message}"
+            f"{error_for(code).java_exception}: {message or error_for(code).message}"
         )
     if failed:
         raise ElectionError("\n".join(lines) + f"\n{len(failed)} replica(s) could not be elected")

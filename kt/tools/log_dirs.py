@@ -20,17 +20,6 @@ def _ordered(values: dict[str, Any]) -> dict[str, Any]:
     return {k: values[k] for k in java_hash_order(values)}
 
 
-def _exception(code: int) -> str | None:
-    if not code:
-        return None
-    name = error_for(code).name.removesuffix("_EXCEPTION")
-    return (
-        "org.apache.kafka.common.errors."
-        + "".join(w.capitalize() for w in name.split("_"))
-        + "Exception"
-    )
-
-
 def describe(admin: AdminClient, brokers: set[int], topics: set[str]) -> list[str]:
     admin.client.metadata([])  # the brokers of the cluster (DescribeCluster's nodes)
     cluster = set(admin.client.brokers)
@@ -58,7 +47,11 @@ def describe(admin: AdminClient, brokers: set[int], topics: set[str]) -> list[st
                 )
             ]  # fmt: skip
             by_dir[log_dir] = _ordered(
-                {"logDir": log_dir, "error": _exception(error), "partitions": partitions}
+                {
+                    "logDir": log_dir,
+                    "error": error_for(error).java_exception if error else None,
+                    "partitions": partitions,
+                }
             )
         dirs_shown = [by_dir[d] for d in java_hash_order(by_dir)]
         entries.append(_ordered({"broker": broker, "logDirs": dirs_shown}))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kt.broker.replica_assignment import assign_replicas_to_brokers
 from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
-from kt.errors import KafkaError, error_for
+from kt.errors import BY_NAME, KafkaError, error_for
 from kt.metadata.jvm_order import java_hash_order
 
 ANY_LOG_DIR = "any"
@@ -38,7 +38,7 @@ VERIFY_WARNING = (
     "Warning: You must run --verify periodically, until the reassignment completes, to ensure "
     "the throttle is removed."
 )
-UNKNOWN_TOPIC = "org.apache.kafka.common.errors.UnknownTopicOrPartitionException"
+UNKNOWN_TOPIC = BY_NAME["UNKNOWN_TOPIC_OR_PARTITION"].java_exception
 REPLICA_NOT_AVAILABLE = 9
 
 Partition = tuple[str, int]
