@@ -19,6 +19,25 @@ from kt.protocol import messages as m
 from kt.storage.record_batch import Record, build_batch
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+# The producer configs whose value is one of a list (ConfigDef.ValidString), in Java's order.
+CHOICES = {"acks": ("all", "-1", "0", "1"), "compression.type": tuple(CODECS)}
+
+
+def checked_choice(key: str, value: str) -> str:
+    """The trimmed value of a CHOICES config; ValueError with the Java producer's
+    ConfigException message when it is not one of them."""
+    if value.strip() not in CHOICES[key]:
+        raise ValueError(
+            f"Invalid value {value} for configuration {key}: String must be one of: "
+            + ", ".join(CHOICES[key])
+        )
+    return value.strip()
+
+
+def acks_number(value: str) -> int:
+    """The acks config as a Produce request carries it (all is -1)."""
+    checked = checked_choice("acks", value)
+    return -1 if checked == "all" else int(checked)
 
 
 @dataclass

@@ -71,7 +71,7 @@ def console_producer(
 ) -> None:
     """Read lines from standard input and send each as a record."""
     from kt.client.client import KafkaClient
-    from kt.client.producer import Producer
+    from kt.client.producer import Producer, acks_number
     from kt.errors import KafkaError
     from kt.tools.console import LineFormatError, LineReader, stdin_lines
 
@@ -92,7 +92,7 @@ def console_producer(
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"))
         producer = Producer(
             client,
-            acks=-1 if props["acks"] == "all" else int(props["acks"]),
+            acks=acks_number(props["acks"]),
             compression=props["compression.type"],
             batch_size=1 if sync else int(props["batch.size"]),
             request_timeout_ms=int(props["request.timeout.ms"]),
@@ -121,8 +121,6 @@ def console_producer(
         raise SystemExit(1)
 
 
-ACKS = ("all", "-1", "0", "1")
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 # Producer configs that ConsoleProducer merges from its options (maybeMergeOptions): the
 # option wins when given, its default fills a config that is not set.
 MERGED_OPTIONS = {
@@ -147,13 +145,13 @@ def _producer_props(ctx: click.Context, props: dict[str, str]) -> dict[str, str]
     for option in ("batch-size", "max-partition-memory-bytes"):  # both set batch.size
         if option in given or "batch.size" not in props:
             props["batch.size"] = str(ctx.params[option.replace("-", "_")])
-    for key, allowed in (("acks", ACKS), ("compression.type", CODECS)):
-        if props[key].strip() not in allowed:
-            fail(
-                f"Invalid value {props[key]} for configuration {key}: String must be one of: "
-                + ", ".join(allowed)
-            )
-        props[key] = props[key].strip()
+    from kt.client.producer import CHOICES, checked_choice
+
+    for key in CHOICES:
+        try:
+            props[key] = checked_choice(key, props[key])
+        except ValueError as e:
+            fail(str(e))
     return props
 
 

@@ -48,6 +48,7 @@ class ManyValuesCommand(KafkaCommand):
 @click.option("--transactional-id", help="Not supported: kt has no transactions yet.")
 def producer_perf_test(**o: Any) -> None:
     """Send records as fast as asked and print Kafka's throughput and latency lines."""
+    from kt.client.producer import CODECS, acks_number, checked_choice
     from kt.tools import producer_perf as pp
 
     for name in ("topic", "num_records", "throughput"):
@@ -76,11 +77,12 @@ def producer_perf_test(**o: Any) -> None:
     else:
         payloads = pp.random_payloads(o["record_size"], 64)
     try:
+        codec = checked_choice("compression.type", props.get("compression.type", "none"))
         config = pp.PerfConfig(
             topic=o["topic"], num_records=o["num_records"], payloads=payloads,
-            throughput=o["throughput"], acks=pp.check_acks(props.get("acks", "all")),
+            throughput=o["throughput"], acks=acks_number(props.get("acks", "all")),
             batch_size=int(props.get("batch.size", 16384)),
-            compression=_codec(props.get("compression.type", "none")),
+            compression=CODECS[codec],
             max_in_flight=int(props.get("max.in.flight.requests.per.connection", 5)),
             request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
             client_id=props.get("client.id", "perf-producer-client"),
@@ -92,17 +94,6 @@ def producer_perf_test(**o: Any) -> None:
         raise SystemExit(130) from None
     if o["print_metrics"]:
         click.echo(f"record-send-total: {stats.count}\nbyte-total: {stats.bytes}")
-
-
-def _codec(name: str) -> int:
-    from kt.storage import compression
-
-    codecs = {"none": compression.NONE, "gzip": compression.GZIP, "snappy": compression.SNAPPY,
-              "lz4": compression.LZ4, "zstd": compression.ZSTD}  # fmt: skip
-    if name not in codecs:
-        fail(f"Invalid value {name} for configuration compression.type: String must be one "
-             "of: none, gzip, snappy, lz4, zstd")  # fmt: skip
-    return codecs[name]
 
 
 def _read_payloads(path: str, delimiter: str) -> list[bytes]:

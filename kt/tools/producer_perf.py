@@ -321,11 +321,3 @@ def _send_all(
             drain(True)
         else:
             return
-
-
-def check_acks(value: str) -> int:
-    if value.strip() not in ("all", "-1", "0", "1"):
-        raise PerfError(
-            f"Invalid value {value} for configuration acks: String must be one of: all, -1, 0, 1"
-        )
-    return -1 if value.strip() == "all" else int(value)

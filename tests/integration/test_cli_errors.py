@@ -212,6 +212,15 @@ CASES = [
          "--record-size", "10", "--payload-file", f"{DIR}/delete.json", "--throughput", "-1",
          "--producer-props", "bootstrap.servers=" + B], ["either --record-size or "
          "--payload-file must be specified but not both."], usage=True),
+    Case("perf-bad-acks", ["producer-perf-test", "--topic", "t", "--num-records", "5",
+         "--record-size", "10", "--throughput", "-1", "--producer-props",
+         "bootstrap.servers=" + B, "acks=2"], ["Invalid value 2 for configuration acks: "
+         "String must be one of: all, -1, 0, 1"]),
+    Case("perf-bad-codec", ["producer-perf-test", "--topic", "t", "--num-records", "5",
+         "--record-size", "10", "--throughput", "-1", "--producer-props",
+         "bootstrap.servers=" + B, "compression.type=brotli"], ["Invalid value brotli for "
+         "configuration compression.type: String must be one of: none, gzip, snappy, lz4, "
+         "zstd"]),
     # -- log-dirs ------------------------------------------------------------------------
     Case("log-dirs-no-describe", ["log-dirs", "--bootstrap-server", B],
          ['Missing required argument "[describe]"'], usage=True),
