@@ -65,21 +65,21 @@ class Stats:
 
     def record_batch(self, send_times_ms: list[int], size: int, now_ms: int) -> None:
         """Every record of an acknowledged batch (records sent at `send_times_ms`)."""
-        for sent in send_times_ms:
-            latency = now_ms - sent
-            self.count += 1
-            self.bytes += size
-            self.total_latency += latency
-            self.window_count += 1
-            self.window_bytes += size
-            self.window_total_latency += latency
-            if latency > self.max_latency:
-                self.max_latency = latency
-            if latency > self.window_max_latency:
-                self.window_max_latency = latency
-            if self.iteration % self.sampling == 0:
-                self.latencies.append(latency)
-            self.iteration += 1
+        if send_times_ms:  # Stats.record for each record, summed per batch
+            n = len(send_times_ms)
+            latency_sum = now_ms * n - sum(send_times_ms)
+            worst = now_ms - min(send_times_ms)
+            self.count += n
+            self.bytes += size * n
+            self.total_latency += latency_sum
+            self.window_count += n
+            self.window_bytes += size * n
+            self.window_total_latency += latency_sum
+            self.max_latency = max(self.max_latency, worst)
+            self.window_max_latency = max(self.window_max_latency, worst)
+            first = -self.iteration % self.sampling  # the records whose iteration is sampled
+            self.latencies.extend(now_ms - sent for sent in send_times_ms[first :: self.sampling])
+            self.iteration += n
         if now_ms - self.window_start * 1000 >= self.reporting_interval_ms:
             self.print_window()
             self.window_start = time.time()
