@@ -17,6 +17,7 @@ from kt.protocol import messages as m
 
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+SET, DELETE = 0, 1  # AlterConfigOp.OpType of IncrementalAlterConfigs
 
 
 @dataclass

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient, ConfigValue
+from kt.client.admin import (
+    BROKER_RESOURCE,
+    DELETE,
+    SET,
+    TOPIC_RESOURCE,
+    AdminClient,
+    ConfigValue,
+)
 from kt.errors import KafkaError, error_for
 
 SOURCE_NAMES = {
@@ -19,7 +26,6 @@ SOURCE_NAMES = {
 }
 DYNAMIC_SOURCES = {1, 2, 3}
 ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
-SET, DELETE = 0, 1
 
 
 class ConfigCommandError(Exception):

@@ -13,12 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kt.broker.replica_assignment import assign_replicas_to_brokers
-from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
+from kt.client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, AdminClient
 from kt.errors import BY_NAME, KafkaError, error_for
 from kt.metadata.jvm_order import java_hash_order
 
 ANY_LOG_DIR = "any"
-SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 BROKER_LEVEL_THROTTLES = (
     "leader.replication.throttled.rate",
     "follower.replication.throttled.rate",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from kt.client.admin import BROKER_RESOURCE, SET
 from kt.client.client import PartitionInfo, TopicInfo
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import NodeExistsError
@@ -27,8 +28,6 @@ VERIFY_WARNING = (
     "Warning: because you are using the deprecated --zookeeper option, the results may be "
     "incomplete.  Use --bootstrap-server instead for more accurate results."
 )
-BROKER, TOPIC = 4, 2  # config resource types
-SET, DELETE = 0, 1
 
 
 class _Brokers:
@@ -82,7 +81,7 @@ class ZkReassignAdmin:
     def incremental_alter_configs(
         self, resource: int, name: str, ops: list[tuple[int, str, str | None]]
     ) -> tuple[int, str | None]:
-        entity = "brokers" if resource == BROKER else "topics"
+        entity = "brokers" if resource == BROKER_RESOURCE else "topics"
         config = self.zk.get_entity_config(entity, name)
         for op, key, value in ops:
             if op == SET:
