@@ -33,13 +33,20 @@ def end_offsets(bootstrap: str, topic: str) -> int:
     return sum(int(line.rsplit(":", 1)[1]) for line in lines)
 
 
-def test_unthrottled_run_prints_kafkas_final_line(module_broker) -> None:
-    create(module_broker.bootstrap, "perf-fast", 3)
-    out = kt_ok("producer-perf-test", "--topic", "perf-fast", "--num-records", "200000",
-                "--record-size", "100", "--throughput", "-1", "--producer-props",
-                f"bootstrap.servers={module_broker.bootstrap}", "acks=1")  # fmt: skip
+def perf_test(bootstrap: str, topic: str, records: int, size: int, throughput: int,
+              acks: str) -> tuple[list[str], re.Match[str]]:  # fmt: skip
+    """Run the tool; its lines and the match of the final one."""
+    out = kt_ok("producer-perf-test", "--topic", topic, "--num-records", str(records),
+                "--record-size", str(size), "--throughput", str(throughput),
+                "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}")  # fmt: skip
     match = FINAL.fullmatch(out[-1])
     assert match, out
+    return out, match
+
+
+def test_unthrottled_run_prints_kafkas_final_line(module_broker) -> None:
+    create(module_broker.bootstrap, "perf-fast", 3)
+    out, match = perf_test(module_broker.bootstrap, "perf-fast", 200000, 100, -1, "1")
     assert int(match.group(1)) == 200000
     records_per_s, mb_per_s = float(match.group(2)), float(match.group(3))
     assert mb_per_s == pytest.approx(records_per_s * 100 / 2**20, rel=0.01)
@@ -51,11 +58,7 @@ def test_unthrottled_run_prints_kafkas_final_line(module_broker) -> None:
 
 def test_throughput_is_held(module_broker) -> None:
     create(module_broker.bootstrap, "perf-slow", 1)
-    out = kt_ok("producer-perf-test", "--topic", "perf-slow", "--num-records", "6000",
-                "--record-size", "10", "--throughput", "2000", "--producer-props",
-                f"bootstrap.servers={module_broker.bootstrap}", "acks=all")  # fmt: skip
-    match = FINAL.fullmatch(out[-1])
-    assert match, out
+    _, match = perf_test(module_broker.bootstrap, "perf-slow", 6000, 10, 2000, "all")
     assert 1700 <= float(match.group(2)) <= 2100  # 6,000 records in about 3 s
     assert end_offsets(module_broker.bootstrap, "perf-slow") == 6000
 
