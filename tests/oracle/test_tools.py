@@ -173,6 +173,10 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-consumer-groups", ["--delete", "--group", "g1"]),
         Step("kafka-consumer-groups", ["--describe", "--group", "g1"], kt_exit=1),
         Step("kafka-log-dirs", ["--describe", "--topic-list", "orders"]),
+        # One replica each: its leader is the preferred one already.
+        Step("kafka-leader-election", ["--election-type", "preferred", *t, "--partition", "0"]),
+        Step("kafka-leader-election", ["--election-type", "preferred", "--all-topic-partitions"]),
+        Step("kafka-leader-election", ["--election-type", "unclean", *t, "--partition", "7"]),
         # One broker: a move onto the replica it has completes at once.
         Step("kafka-reassign-partitions", ["--list"]),
         Step(
