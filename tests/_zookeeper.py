@@ -1,100 +1,27 @@
-"""A real ZooKeeper server for the tests: Debian's `zookeeper` package, on 127.0.0.1.
+"""A real ZooKeeper server for the tests: kt.testing's, from Debian's `zookeeper` package.
 
 One server per test session (started on first use, on a free port, with its data in a
 temporary directory, stopped at the end); each test gets a chroot of its own in the
 connect string, so clusters of different tests never see each other's znodes. Tests
-that need it are skipped, with the reason, only where the package is not installed:
-`.ci/run` installs it.
+that need it are skipped, with the reason, only where the package is not installed, and
+fail instead under CI: `.ci/run` installs it. `kt_zookeeper` replaces kt.testing's fixture
+of that name, so that `kt_cluster(3, zookeeper=True)` is held to the same rule.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from kt.testing.zookeeper import ZooKeeperServer, zookeeper_installed
 from tests._environment import unavailable
-
-ZK_SERVER = Path("/usr/share/zookeeper/bin/zkServer.sh")
-TICK_MS = 500  # sessions may time out from 2 ticks (1 s) to 20 ticks (10 s)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class ZooKeeperServer:
-    """`zkServer.sh start-foreground` with a config of its own; `connect` is host:port."""
-
-    def __init__(self, base: Path) -> None:
-        self.base = base
-        self.port = free_port()
-        self.connect = f"127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self, timeout_s: float = 60.0) -> None:
-        data = self.base / "data"
-        data.mkdir(parents=True)
-        config = self.base / "zoo.cfg"
-        config.write_text(
-            f"tickTime={TICK_MS}\ndataDir={data}\nclientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-            "maxClientCnxns=0\nforceSync=no\n"
-        )
-        env = {**os.environ, "ZOO_LOG_DIR": str(self.base), "JVMFLAGS": "-Xmx256m"}
-        with open(self.base / "zookeeper.out", "w") as out:
-            self.proc = subprocess.Popen(
-                [str(ZK_SERVER), "start-foreground", str(config)],
-                stdout=out, stderr=subprocess.STDOUT, env=env,
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout_s
-        while not self._answers():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"ZooKeeper exited: {(self.base / 'zookeeper.out').read_text()}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"ZooKeeper did not answer on {self.connect}")
-            time.sleep(0.1)
-
-    def _answers(self) -> bool:
-        from kazoo.client import KazooClient
-        from kazoo.handlers.threading import KazooTimeoutError
-
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                pass
-        except OSError:
-            return False
-        client = KazooClient(hosts=self.connect, timeout=5)
-        try:
-            client.start(timeout=5)
-        except KazooTimeoutError:
-            return False
-        finally:
-            client.stop()
-            client.close()
-        return True
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture(scope="session")
-def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    if not ZK_SERVER.exists():
+def kt_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    if not zookeeper_installed():
         unavailable("Debian's zookeeper package is not installed (apt-get install zookeeper)")
     server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
     try:
@@ -105,6 +32,6 @@ def zookeeper_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKe
 
 
 @pytest.fixture
-def zookeeper(zookeeper_server: ZooKeeperServer) -> str:
+def zookeeper(kt_zookeeper: ZooKeeperServer) -> str:
     """A zookeeper.connect string with a chroot of this test's own."""
-    return f"{zookeeper_server.connect}/kt-test-{uuid.uuid4().hex[:12]}"
+    return f"{kt_zookeeper.connect}/kt-test-{uuid.uuid4().hex[:12]}"

@@ -4,6 +4,6 @@ kt.testing would have it."""
 
 from kt.testing import kt_cluster
 from tests._tmpfs import small_fs
-from tests._zookeeper import zookeeper, zookeeper_server
+from tests._zookeeper import kt_zookeeper, zookeeper
 
-__all__ = ["kt_cluster", "small_fs", "zookeeper", "zookeeper_server"]
+__all__ = ["kt_cluster", "kt_zookeeper", "small_fs", "zookeeper"]

@@ -319,7 +319,6 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
         for state in states:
             self.ctx.states[TopicPartition(state.topic, state.partition)] = state
         await self._send_leader_and_isr(new, is_new=True)
-        await self._send_update_metadata(sorted(self.ctx.live_brokers), new)
 
     async def _on_topic_deletion(self) -> None:
         if not self.is_active:
@@ -370,7 +369,6 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
             states = [self.ctx.states[tp] for tp in changed]
             await self._send_leader_and_isr(changed)
             await self.channel.stop_replica(broker_id, self, changed, delete=False)
-            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
             log.info("controlled shutdown of broker %s moved %s", broker_id,
                      [f"{s.topic}-{s.partition}" for s in states])  # fmt: skip
         # What it still leads and another in-sync replica could lead: worth a retry. (Kafka
@@ -441,7 +439,6 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
                 changed.append(tp)
         if changed:
             await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
 
     def _elect_leader(
         self, tp: TopicPartition, unclean: bool | None = None
@@ -463,6 +460,9 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
         return self._update_leader_and_isr(tp, change)
 
     async def _send_leader_and_isr(self, partitions: list[TopicPartition], is_new=False) -> None:
+        """LeaderAndIsr to the partitions' replicas, then UpdateMetadata of them to every
+        live broker, as Kafka's addLeaderAndIsrRequestForBrokers adds both: whatever
+        changed the state (a leader, an ISR, a move's replica set) is what Metadata shows."""
         by_broker: dict[int, list[PartitionState]] = {}
         for tp in partitions:
             state = self.ctx.states[tp]
@@ -471,6 +471,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
                     by_broker.setdefault(replica, []).append(state)
         for broker, states in sorted(by_broker.items()):
             await self.channel.leader_and_isr(broker, self, states, self.ctx.topic_ids, is_new)
+        await self._send_update_metadata(sorted(self.ctx.live_brokers), partitions)
 
     async def _send_update_metadata(
         self, brokers: list[int], partitions: list[TopicPartition]

@@ -39,7 +39,6 @@ class ReplicaLeaderElection:
     post: Callable[..., None]
     watcher: Callable[..., Callable[[Any], None]]
     _send_leader_and_isr: Callable[..., Awaitable[None]]
-    _send_update_metadata: Callable[..., Awaitable[None]]
     _update_leader_and_isr: Callable[..., PartitionState | None]
     _elect_leader: Callable[..., PartitionState | None]
 
@@ -98,7 +97,6 @@ class ReplicaLeaderElection:
                 results[tp] = new.leader
         if changed:
             await self._send_leader_and_isr(changed)
-            await self._send_update_metadata(sorted(self.ctx.live_brokers), changed)
         return results
 
     def _elect_preferred_leader(self, tp: TopicPartition) -> PartitionState | None:

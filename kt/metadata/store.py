@@ -348,6 +348,12 @@ class Session(ABC):
     def close(self) -> None:
         """End the session: its ephemeral nodes go (firing other sessions' watches)."""
 
+    @abstractmethod
+    def expire(self) -> None:
+        """Have the server expire the session, as it does when the client has been away
+        past the session timeout: its ephemeral nodes go, listeners hear LOST, then
+        CONNECTED on a new session. For tests of what a broker does then."""
+
     def transaction(self) -> Transaction:
         return Transaction(self)
 

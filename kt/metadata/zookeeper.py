@@ -87,9 +87,10 @@ def split_connect(connect: str) -> tuple[str, str]:
 class ZooKeeperSession(s.Session):
     """One ZooKeeper session (a started KazooClient), chroot applied by kazoo."""
 
-    def __init__(self, client: KazooClient, name: str) -> None:
+    def __init__(self, client: KazooClient, name: str, connect: str) -> None:
         self._client = client
         self.name = name
+        self.connect = connect  # hosts and chroot
         self._listeners: dict[s.StateListener, Callable[[Any], Any]] = {}
 
     @property
@@ -187,6 +188,18 @@ class ZooKeeperSession(s.Session):
         finally:
             self._client.close()
 
+    def expire(self) -> None:
+        """A second client takes the session over with its id and password and closes it,
+        which ends it on the server; this client then meets SESSION_EXPIRED on its
+        connection, reports LOST, and kazoo starts a new session."""
+        session_id, password = self._client.client_id
+        thief = KazooClient(hosts=self.connect, client_id=(session_id, password), timeout=10)
+        try:
+            thief.start(timeout=10)
+        finally:
+            thief.stop()
+            thief.close()
+
 
 class ZooKeeperStore(s.MetadataStore):
     """Sessions on one ZooKeeper ensemble, given Kafka's `zookeeper.connect` string."""
@@ -223,7 +236,8 @@ class ZooKeeperStore(s.MetadataStore):
         return client
 
     def session(self, name: str = "") -> ZooKeeperSession:
-        session = ZooKeeperSession(self._start(self.hosts + self.chroot), name)
+        connect = self.hosts + self.chroot
+        session = ZooKeeperSession(self._start(connect), name, connect)
         self._sessions.append(session)
         return session
 

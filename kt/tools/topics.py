@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kt.client.admin import TOPIC_RESOURCE, AdminClient
 from kt.client.client import PartitionInfo, TopicInfo
-from kt.errors import InvalidTopicError, error_for
+from kt.errors import InvalidTopicError, KafkaError, error_for
 from kt.metadata.znodes import ZERO_UUID, uuid_from_str, uuid_to_str
 from kt.storage.names import validate_topic_name
 from kt.tools.include_list import InvalidRegex, include_list
@@ -156,6 +156,7 @@ def describe_topics(
         if pattern and not topics and not if_exists and not _is_regex(pattern):
             raise TopicCommandError(f"Topic '{pattern}' does not exist as expected")
     live = set(admin.client.brokers)
+    moves = _reassignments(admin, topics)
     lines: list[str] = []
     for name, info in topics.items():
         _, _, configs = admin.describe_configs(TOPIC_RESOURCE, name)
@@ -163,28 +164,86 @@ def describe_topics(
         min_isr = next(
             (int(c.value) for c in configs if c.name == "min.insync.replicas" and c.value), 1
         )
-        if filters.topics_with_overrides and not overrides:
-            continue
         partitions = [info.partitions[p] for p in sorted(info.partitions)]
-        rf = len(partitions[0].replicas) if partitions else 0
-        shown = [p for p in partitions if _keep(p, filters, live, min_isr)]
-        if filters.any_partition_filter and not shown:
-            continue
-        if not filters.any_partition_filter:
+        # DescribeOptions: partition filters hide the topic line, --topics-with-overrides
+        # hides the partition lines.
+        if not filters.any_partition_filter and (not filters.topics_with_overrides or overrides):
+            first = partitions[0] if partitions else None
+            rf = _replication_factor(first, moves.get((name, first.partition))) if first else 0
             config_text = ",".join(f"{c.name}={c.value}" for c in overrides)
             lines.append(
                 f"Topic: {name}\tTopicId: {topic_id_str(info.topic_id)}\t"
                 f"PartitionCount: {len(partitions)}\tReplicationFactor: {rf}\t"
                 f"Configs: {config_text}"
             )
-        for p in shown:
-            leader = str(p.leader) if p.leader >= 0 else "none"
-            lines.append(
-                f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\t"
-                f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}\t"
-                "Elr: N/A\tLastKnownElr: N/A"
-            )
+        if filters.topics_with_overrides:
+            continue
+        for p in partitions:
+            move = moves.get((name, p.partition))
+            if _keep(p, move, filters, live, min_isr):
+                lines.append(_partition_line(name, p, move))
     return lines
+
+
+Move = tuple[list[int], list[int], list[int]]  # replicas, adding, removing
+
+
+def _reassignments(admin: AdminClient, topics: dict[str, TopicInfo]) -> dict[tuple[str, int], Move]:
+    """TopicCommand's listAllReassignments: the moves in progress, none if not allowed."""
+    wanted = [(name, p) for name, info in topics.items() for p in info.partitions]
+    if not wanted:
+        return {}
+    try:
+        return admin.list_partition_reassignments(wanted)
+    except KafkaError as e:
+        if e.name in ("UNSUPPORTED_VERSION", "CLUSTER_AUTHORIZATION_FAILED"):
+            return {}
+        raise
+
+
+def _in_progress(p: PartitionInfo, move: Move | None) -> bool:
+    return move is not None and bool(set(p.replicas) & (set(move[1]) | set(move[2])))
+
+
+def _replication_factor(p: PartitionInfo, move: Move | None) -> int:
+    """The target's size while a move is in progress (getReplicationFactor)."""
+    if move is not None and _in_progress(p, move):
+        return len(move[0]) - len(move[1])
+    return len(p.replicas)
+
+
+def _keep(
+    p: PartitionInfo, move: Move | None, filters: DescribeFilters, live: set[int], min_isr: int
+) -> bool:
+    """DescribeOptions.shouldPrintTopicPartition: any filter given that matches."""
+    if not filters.any_partition_filter:
+        return True
+    no_leader = p.leader < 0
+    return (
+        (filters.under_replicated and _replication_factor(p, move) > len(p.isr))
+        or (filters.unavailable and (no_leader or p.leader not in live))
+        or (filters.under_min_isr and (no_leader or len(p.isr) < min_isr))
+        or (filters.at_min_isr and len(p.isr) == min_isr)
+    )
+
+
+def _partition_line(topic: str, p: PartitionInfo, move: Move | None) -> str:
+    leader = str(p.leader) if p.leader >= 0 else "none"
+    line = (
+        f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}\t"
+        f"Replicas: {_ids(p.replicas)}\tIsr: {_ids(p.isr)}"
+    )
+    if move is not None:
+        line += f"\tAdding Replicas: {_ids(move[1])}\tRemoving Replicas: {_ids(move[2])}"
+    return line + "\tElr: N/A\tLastKnownElr: N/A"
+
+
+def _ids(brokers: list[int]) -> str:
+    return ",".join(map(str, brokers))
+
+
+def _is_regex(pattern: str) -> bool:
+    return not LEGAL.fullmatch(pattern)
 
 
 def _parse_topic_id(text: str) -> uuid.UUID:
@@ -194,22 +253,6 @@ def _parse_topic_id(text: str) -> uuid.UUID:
         raise TopicCommandError(
             f"Input string '{text}' is not a valid topic id (22 base64url characters)"
         ) from None
-
-
-def _is_regex(pattern: str) -> bool:
-    return not LEGAL.fullmatch(pattern)
-
-
-def _keep(p: PartitionInfo, filters: DescribeFilters, live: set[int], min_isr: int) -> bool:
-    if not filters.any_partition_filter:
-        return True
-    if filters.under_replicated and len(p.isr) < len(p.replicas):
-        return True
-    if filters.unavailable and (p.leader < 0 or p.leader not in live):
-        return True
-    if filters.under_min_isr and len(p.isr) < min_isr:
-        return True
-    return filters.at_min_isr and len(p.isr) == min_isr
 
 
 def alter_topic(

@@ -16,6 +16,7 @@ from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
 from kt.client.client import KafkaClient
 from kt.metadata import znodes as z
 from kt.testing import KtCluster
+from tests.integration.conftest import kt_ok
 from tests.integration.test_replication import read_partition
 
 pytestmark = pytest.mark.slow
@@ -148,6 +149,13 @@ def test_a_throttled_move_copies_at_the_throttled_rate(kt_cluster) -> None:
         cluster.wait_until(lambda: time.monotonic() - start >= 2, timeout_s=20)
         copied_at_2 = replica_bytes(cluster, 2, "throttled")
         assert copied_at_2 < backlog, "the move finished within the burst: too little data"
+        header, line = kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers,
+                             "--describe", "--topic", "throttled")  # fmt: skip
+        assert "\tReplicationFactor: 2\t" in header  # the target's size, as Kafka counts
+        assert line.startswith("\tTopic: throttled\tPartition: 0\tLeader: 0\tReplicas: 1,2,0\t")
+        assert line.endswith(
+            "\tAdding Replicas: 2\tRemoving Replicas: 0\tElr: N/A\tLastKnownElr: N/A"
+        )
         time.sleep(8)
         rate = (replica_bytes(cluster, 2, "throttled") - copied_at_2) / 8
         assert 0.8 * RATE <= rate <= 1.2 * RATE, rate

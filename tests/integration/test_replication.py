@@ -194,6 +194,40 @@ def test_acks_all_is_refused_when_too_few_replicas_are_in_sync(kt_cluster) -> No
     assert read_partition(cluster.bootstrap_servers, "few") == [b"taken"]
 
 
+@pytest.mark.parametrize("zookeeper", [False, True], ids=["embedded", "zookeeper"])
+def test_describe_filters_follow_the_isr_down_to_no_leader(kt_cluster, zookeeper: bool) -> None:
+    cluster = kt_cluster(
+        3, overrides={**FAST_FAILOVER, "replica.lag.time.max.ms": "1000"}, zookeeper=zookeeper
+    )
+    kt_ok("topics", "--bootstrap-server", cluster.bootstrap_servers, "--create", "--topic",
+          "watched", "--replica-assignment", "1:2", "--config",
+          "min.insync.replicas=1")  # fmt: skip
+    cluster.wait_until(lambda: isr(cluster, "watched") == [1, 2], what="a full ISR")
+    bootstrap = f"127.0.0.1:{cluster.ports[0]}"  # broker 0 holds no replica and stays up
+
+    def listed() -> dict[str, list[str]]:
+        shown = {}
+        for name in ("under-replicated", "under-min-isr", "at-min-isr", "unavailable"):
+            lines = kt_ok("topics", "--bootstrap-server", bootstrap, "--describe",
+                          "--topic", "watched", f"--{name}-partitions")  # fmt: skip
+            shown[name] = [re.sub(r"\tElr.*", "", line.strip()) for line in lines]
+        return shown
+
+    line = "Topic: watched\tPartition: 0\tLeader: {}\tReplicas: 1,2\tIsr: {}"
+    assert listed() == {"under-replicated": [], "under-min-isr": [], "at-min-isr": [],
+                        "unavailable": []}  # fmt: skip
+    cluster.kill_broker(2)
+    cluster.wait_until(lambda: isr(cluster, "watched") == [1], what="the ISR down to 1")
+    one = line.format(1, 1)
+    assert listed() == {"under-replicated": [one], "under-min-isr": [], "at-min-isr": [one],
+                        "unavailable": []}  # fmt: skip
+    cluster.kill_broker(1)
+    cluster.wait_until(lambda: cluster.leader_of("watched", 0) < 0, what="no leader")
+    none = line.format("none", 1)
+    assert listed() == {"under-replicated": [none], "under-min-isr": [none],
+                        "at-min-isr": [none], "unavailable": [none]}  # fmt: skip
+
+
 def test_a_group_moves_with_its_coordinator_and_keeps_its_offsets(kt_cluster) -> None:
     cluster = kt_cluster(3, overrides={**FAST_FAILOVER, "offsets.topic.num.partitions": "3"})
     create_topic(cluster, "grouped", partitions=3)
@@ -251,12 +285,18 @@ def test_another_broker_takes_over_from_a_controller_that_died(kt_cluster) -> No
     assert producer.flush(30) == 0
 
 
-def test_a_broker_whose_session_expired_registers_again(kt_cluster) -> None:
-    cluster = kt_cluster(3, overrides=FAST_FAILOVER)
+@pytest.mark.parametrize("zookeeper", [False, True], ids=["embedded", "zookeeper"])
+def test_a_broker_whose_session_expired_registers_again(kt_cluster, zookeeper: bool) -> None:
+    """On ZooKeeper, the server itself expires the session (kazoo hears LOST, then starts
+    a new session), as after a pause longer than the session timeout."""
+    cluster = kt_cluster(3, overrides=FAST_FAILOVER, zookeeper=zookeeper)
     create_topic(cluster, "expiry", **{"min.insync.replicas": "2"})
     controller = cluster.controller_id()
     epoch = cluster.brokers[controller].controller.ctx.epoch
+    session = cluster.brokers[controller].zk.session
+    old_session = session.session_id
     cluster.expire_session(controller)
+    cluster.wait_until(lambda: session.session_id not in (0, old_session), what="a new session")
     cluster.wait_until(
         lambda: (
             cluster.brokers[controller].controller.is_active is False

@@ -68,6 +68,12 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-topics", ["--alter", *t, "--partitions", "4"]),
         Step("kafka-topics", ["--alter", *t, "--partitions", "2"]),
         Step("kafka-topics", ["--describe", *t]),
+        # TopicCommand's DescribeOptions: the filters of partitions, one replica each.
+        Step("kafka-topics", ["--describe", *t, "--at-min-isr-partitions"]),
+        Step("kafka-topics", ["--describe", *t, "--under-min-isr-partitions"]),
+        Step("kafka-topics", ["--describe", *t, "--under-replicated-partitions"]),
+        Step("kafka-topics", ["--describe", *t, "--unavailable-partitions"]),
+        Step("kafka-topics", ["--describe", "--topics-with-overrides"]),
         Step("kafka-topics", ["--describe", "--topic", "missing"]),
         Step("kafka-configs", [*topic_entity, "--describe"]),
         Step(
@@ -80,6 +86,10 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
             ],
         ),  # fmt: skip
         Step("kafka-configs", [*topic_entity, "--describe"]),
+        Step("kafka-configs", [*topic_entity, "--alter", "--add-config", "min.insync.replicas=2"]),
+        Step("kafka-topics", ["--describe", *t, "--under-min-isr-partitions"]),
+        Step("kafka-topics", ["--describe", *t, "--at-min-isr-partitions"]),
+        Step("kafka-configs", [*topic_entity, "--alter", "--delete-config", "min.insync.replicas"]),
         Step("kafka-configs", [*topic_entity, "--alter", "--delete-config", "retention.ms"]),
         Step("kafka-configs", [*topic_entity, "--describe"]),
         Step("kafka-configs", [*topic_entity, "--alter", "--add-config", "no.such.key=1"]),

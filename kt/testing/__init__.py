@@ -1,4 +1,5 @@
-"""Kafka clusters for your own tests: kt brokers in this process, on the embedded store.
+"""Kafka clusters for your own tests: kt brokers in this process, on the embedded store
+or on a ZooKeeper.
 
     from kt.testing import KtCluster
 
@@ -13,7 +14,12 @@ With pytest, the `kt_cluster` fixture makes clusters that stop after the test:
     pytest_plugins = ["kt.testing"]
 
     def test_orders(kt_cluster):
-        cluster = kt_cluster(3)
+        cluster = kt_cluster(3)                    # the embedded store
+        on_zk = kt_cluster(3, zookeeper=True)      # a ZooKeeper started for the session
+
+`zookeeper=True` starts Debian's `zookeeper` package (kt.testing.zookeeper) once per test
+session, and gives each cluster a chroot of its own; `KtCluster(3,
+zookeeper_connect="host:port/chroot")` uses a ZooKeeper you run.
 
 The brokers run on an event loop of their own in a background thread; every method here
 is called from the test's thread and waits for the brokers to do it. Each broker listens
@@ -34,15 +40,17 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kt.broker.runner import open_store
 from kt.broker.server import KafkaServer
 from kt.config import KafkaConfig
-from kt.metadata.embedded import EmbeddedStore
+from kt.metadata.store import MetadataStore
 
 T = TypeVar("T")
 
 
 class KtCluster:
-    """`num_brokers` kt brokers (ids 0..n-1) sharing one embedded metadata store.
+    """`num_brokers` kt brokers (ids 0..n-1) sharing one metadata store: the embedded one,
+    or ZooKeeper at `zookeeper_connect` (each broker a session of its own, as processes).
 
     Invariants: `brokers` holds the running brokers by id; a broker's port and log dir
     are fixed at its first start; the cluster's own files live under `base_dir`.
@@ -54,6 +62,7 @@ class KtCluster:
         *,
         base_dir: str | Path | None = None,
         overrides: Mapping[str, str] | None = None,
+        zookeeper_connect: str | None = None,
     ) -> None:
         self.num_brokers = num_brokers
         self._own_dir = base_dir is None
@@ -66,17 +75,19 @@ class KtCluster:
             "group.initial.rebalance.delay.ms": "0",
             **(overrides or {}),
         }
+        if zookeeper_connect is not None:
+            self.overrides["zookeeper.connect"] = zookeeper_connect
         self.brokers: dict[int, KafkaServer] = {}
         self.ports: dict[int, int] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="kt-cluster")
-        self._store: EmbeddedStore | None = None
+        self._store: MetadataStore | None = None
 
     # -- life cycle ---------------------------------------------------------------
 
     def start(self) -> KtCluster:
         self._thread.start()
-        self._store = EmbeddedStore.in_log_dir(self.log_dir(0))
+        self._store = open_store([self.config(0)])
         for broker_id in range(self.num_brokers):
             self.start_broker(broker_id)
         return self
@@ -227,14 +238,33 @@ try:
 except ImportError:  # pragma: no cover - the fixture needs pytest, KtCluster does not
     pass
 else:
+    from kt.testing.zookeeper import ZooKeeperServer, zookeeper_installed
+
+    @pytest.fixture(scope="session")
+    def kt_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+        """One ZooKeeper server for the test session, started when a test first needs it."""
+        if not zookeeper_installed():
+            pytest.skip("Debian's zookeeper package is not installed (apt-get install zookeeper)")
+        server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+        try:
+            server.start()
+            yield server
+        finally:
+            server.stop()
 
     @pytest.fixture
-    def kt_cluster(tmp_path: Path) -> Iterator[Callable[..., KtCluster]]:
-        """Make started KtClusters: `kt_cluster(3, overrides={...})`; closed after the test."""
+    def kt_cluster(
+        tmp_path: Path, request: pytest.FixtureRequest
+    ) -> Iterator[Callable[..., KtCluster]]:
+        """Make started KtClusters: `kt_cluster(3, overrides={...})`, `zookeeper=True` for
+        one on kt_zookeeper (a chroot of its own); closed after the test."""
         clusters: list[KtCluster] = []
 
-        def make(num_brokers: int = 1, **kwargs: Any) -> KtCluster:
+        def make(num_brokers: int = 1, *, zookeeper: bool = False, **kwargs: Any) -> KtCluster:
             base = tmp_path / f"kt-cluster-{len(clusters)}"
+            if zookeeper:
+                server = request.getfixturevalue("kt_zookeeper")
+                kwargs["zookeeper_connect"] = f"{server.connect}/{tmp_path.name}-{len(clusters)}"
             cluster = KtCluster(num_brokers, base_dir=base, **kwargs)
             clusters.append(cluster)
             return cluster.start()

@@ -1,0 +1,94 @@
+"""A real ZooKeeper server for tests: Debian's `zookeeper` package, on 127.0.0.1.
+
+    server = ZooKeeperServer(tmp_dir)
+    server.start()                       # on a free port, its data under tmp_dir
+    connect = server.connect + "/chroot"
+    ...
+    server.stop()
+
+`zkServer.sh start-foreground` runs with a config of its own: a short tick (sessions may
+time out from 1 s to 10 s), no admin server, no fsync.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+ZK_SERVER = Path("/usr/share/zookeeper/bin/zkServer.sh")
+TICK_MS = 500  # sessions may time out from 2 ticks (1 s) to 20 ticks (10 s)
+
+
+def zookeeper_installed() -> bool:
+    return ZK_SERVER.exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ZooKeeperServer:
+    """`zkServer.sh start-foreground` with a config of its own; `connect` is host:port."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.port = free_port()
+        self.connect = f"127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        data = self.base / "data"
+        data.mkdir(parents=True)
+        config = self.base / "zoo.cfg"
+        config.write_text(
+            f"tickTime={TICK_MS}\ndataDir={data}\nclientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+            "maxClientCnxns=0\nforceSync=no\n"
+        )
+        env = {**os.environ, "ZOO_LOG_DIR": str(self.base), "JVMFLAGS": "-Xmx256m"}
+        with open(self.base / "zookeeper.out", "w") as out:
+            self.proc = subprocess.Popen(
+                [str(ZK_SERVER), "start-foreground", str(config)],
+                stdout=out, stderr=subprocess.STDOUT, env=env,
+            )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        while not self._answers():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ZooKeeper exited: {(self.base / 'zookeeper.out').read_text()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"ZooKeeper did not answer on {self.connect}")
+            time.sleep(0.1)
+
+    def _answers(self) -> bool:
+        from kazoo.client import KazooClient
+        from kazoo.handlers.threading import KazooTimeoutError
+
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                pass
+        except OSError:
+            return False
+        client = KazooClient(hosts=self.connect, timeout=5)
+        try:
+            client.start(timeout=5)
+        except KazooTimeoutError:
+            return False
+        finally:
+            client.stop()
+            client.close()
+        return True
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
