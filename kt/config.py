@@ -469,11 +469,14 @@ def _coerce(name: str, kind: str, raw: str) -> object:
 
 # What Kafka's shipped config/server.properties sets for a one-broker installation, and
 # kt's defaults when `kt server-start` is given no properties file: internal topics with
-# one replica (Kafka's built-in defaults of 3 suit a cluster, whose files set them).
+# one replica (Kafka's built-in defaults of 3 suit a cluster, whose files set them), and
+# no delay before a new group's first rebalance ("a better out-of-the-box experience for
+# development and testing", as the shipped file says).
 SINGLE_BROKER_DEFAULTS = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
 }
 
 

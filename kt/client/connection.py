@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from kt.errors import KafkaError, ProtocolError
@@ -17,6 +18,15 @@ from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_requ
 from kt.protocol.messages import ApiVersionsRequest
 
 _SIZE = struct.Struct(">i")
+
+
+@dataclass(frozen=True)
+class PendingResponse:
+    """A request sent and not yet answered."""
+
+    api_key: ApiKey
+    version: int
+    correlation_id: int
 
 
 class BrokerConnection:
@@ -73,21 +83,41 @@ class BrokerConnection:
         return self.send_version(api_key, version, body)
 
     def send_version(self, api_key: ApiKey, version: int, body: Any) -> Any:
+        return self.receive(self.send_request(api_key, body, version))
+
+    def send_request(
+        self, api_key: ApiKey, body: Any, version: int | None = None
+    ) -> PendingResponse:
+        """Send a request without waiting for its answer (pipelining: the broker answers a
+        connection's requests in order, so `receive` them in the order they were sent)."""
+        if version is None:
+            version = self.version_for(api_key)
         self._correlation_id += 1
-        correlation_id = self._correlation_id
-        frame = encode_request(api_key, version, correlation_id, self.client_id, body)
+        frame = encode_request(api_key, version, self._correlation_id, self.client_id, body)
         try:
             self._sock.sendall(frame)
+        except OSError as e:
+            raise self._broken(e) from None
+        return PendingResponse(api_key, version, self._correlation_id)
+
+    def receive(self, pending: PendingResponse) -> Any:
+        """The decoded answer to `pending`, the oldest request still unanswered."""
+        try:
             payload = self._read_frame()
         except OSError as e:
-            self.close()
-            raise KafkaError(
-                "NETWORK_EXCEPTION", f"{self.host}:{self.port}: {e.strerror or e}"
-            ) from None
-        got, response = decode_response(api_key, version, payload)
-        if got != correlation_id:
-            raise ProtocolError(f"correlation id {got} does not match request {correlation_id}")
+            raise self._broken(e) from None
+        got, response = decode_response(pending.api_key, pending.version, payload)
+        if got != pending.correlation_id:
+            raise ProtocolError(
+                f"correlation id {got} does not match request {pending.correlation_id}"
+            )
         return response
+
+    def _broken(self, error: OSError) -> KafkaError:
+        self.close()
+        return KafkaError(
+            "NETWORK_EXCEPTION", f"{self.host}:{self.port}: {error.strerror or error}"
+        )
 
     def send_no_response(self, api_key: ApiKey, body: Any, version: int | None = None) -> None:
         """For Produce with acks=0: the broker answers nothing."""

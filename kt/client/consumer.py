@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kt.client.client import KafkaClient
+from kt.client.connection import BrokerConnection, PendingResponse
 from kt.errors import KafkaError, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
-from kt.storage.records import iter_batches
+from kt.storage.records import Batch, iter_batches
 
 EARLIEST = -2
 LATEST = -1
@@ -34,6 +35,18 @@ class ConsumerRecord:
     headers: Any
 
 
+class FetchedBatch(NamedTuple):
+    tp: tuple[str, int]
+    batch: Batch
+    position: int  # records before it are not to be returned
+
+
+class InFlightFetch(NamedTuple):
+    connection: BrokerConnection
+    pending: PendingResponse
+    offsets: dict[tuple[str, int], int]  # what it asked for, by partition
+
+
 class Consumer:
     """Reads assigned partitions from given offsets (no group: the tools assign)."""
 
@@ -46,6 +59,7 @@ class Consumer:
         min_bytes: int = 1,
         fetch_max_bytes: int = 52428800,
         partition_max_bytes: int = 1048576,
+        prefetch: bool = False,
     ) -> None:
         self.client = client
         self.isolation_level = isolation_level
@@ -56,6 +70,11 @@ class Consumer:
         self.positions: dict[tuple[str, int], int] = {}
         self.high_watermarks: dict[tuple[str, int], int] = {}
         self._leaders: dict[tuple[str, int], int] = {}
+        # prefetch: a connection of its own per leader, with the next Fetch sent as soon
+        # as an answer is taken, so the broker works while the caller reads.
+        self.prefetch = prefetch
+        self._fetch_connections: dict[int, BrokerConnection] = {}
+        self._in_flight: dict[int, InFlightFetch] = {}
 
     def partitions_for(self, topic: str) -> list[int]:
         info = self.client.metadata([topic]).get(topic)
@@ -89,6 +108,29 @@ class Consumer:
 
     def poll(self, timeout_ms: int | None = None) -> list[ConsumerRecord]:
         """One round of fetches; returns records in offset order per partition."""
+        out: list[ConsumerRecord] = []
+        for (topic, partition), batch, position in self.poll_batches(timeout_ms):
+            ts_type = batch.timestamp_type
+            for r in batch.records():
+                if r.offset >= position:
+                    out.append(
+                        ConsumerRecord(
+                            topic,
+                            partition,
+                            r.offset,
+                            r.timestamp,
+                            ts_type,
+                            r.key,
+                            r.value,
+                            r.headers,
+                        )  # fmt: skip
+                    )
+        return out
+
+    def poll_batches(self, timeout_ms: int | None = None) -> list[FetchedBatch]:
+        """One round of fetches, as whole data batches: each with the position it was
+        fetched from, since records before it (a compressed batch, or one fetched from its
+        middle) are not the caller's. Positions move past every batch returned."""
         by_leader: dict[int, list[tuple[str, int]]] = {}
         for tp in self.positions:
             by_leader.setdefault(self._leaders.get(tp, -1), []).append(tp)
@@ -96,21 +138,49 @@ class Consumer:
             self._refresh_leaders({t for t, _ in by_leader.pop(-1)})
             time.sleep(0.1)
             return []
-        records: list[ConsumerRecord] = []
+        batches: list[FetchedBatch] = []
         for leader, tps in by_leader.items():
-            records += self._fetch(leader, tps, timeout_ms)
-        return records
+            batches += self._fetch(leader, tps, timeout_ms)
+        return batches
 
     def _fetch(
         self, leader: int, tps: list[tuple[str, int]], timeout_ms: int | None
-    ) -> list[ConsumerRecord]:
+    ) -> list[FetchedBatch]:
+        fetch = self._in_flight.pop(leader, None) or self._send_fetch(leader, tps, timeout_ms)
+        try:
+            response = fetch.connection.receive(fetch.pending)
+        except KafkaError:
+            self._fetch_connections.pop(leader, None)
+            raise
+        out: list[FetchedBatch] = []
+        for topic in response.responses:
+            for part in topic.partitions:
+                tp = (topic.topic, part.partition_index)
+                if self.positions.get(tp) != fetch.offsets.get(tp):
+                    continue  # a prefetch from before a seek, or of a partition now gone
+                if part.error_code:
+                    if error_for(part.error_code).invalid_metadata:
+                        self._leaders.pop(tp, None)
+                        continue
+                    raise KafkaError(part.error_code, f"Fetch of {tp[0]}-{tp[1]} failed")
+                self.high_watermarks[tp] = part.high_watermark
+                if part.records:
+                    out += self._batches(tp, part.records)
+        if self.prefetch:
+            self._in_flight[leader] = self._send_fetch(leader, tps, timeout_ms)
+        return out
+
+    def _send_fetch(
+        self, leader: int, tps: list[tuple[str, int]], timeout_ms: int | None
+    ) -> InFlightFetch:
         R = m.FetchRequest
+        offsets = {tp: self.positions[tp] for tp in tps}
         topics: dict[str, list] = {}
-        for topic, partition in tps:
+        for (topic, partition), offset in offsets.items():
             topics.setdefault(topic, []).append(
                 R.FetchPartition(
                     partition=partition,
-                    fetch_offset=self.positions[(topic, partition)],
+                    fetch_offset=offset,
                     partition_max_bytes=self.partition_max_bytes,
                 )
             )
@@ -124,44 +194,39 @@ class Consumer:
             session_epoch=-1,
             topics=[R.FetchTopic(topic=t, partitions=p) for t, p in topics.items()],
         )
-        response = self.client.connection(leader).send(ApiKey.FETCH, request)
-        out: list[ConsumerRecord] = []
-        for topic in response.responses:
-            for part in topic.partitions:
-                tp = (topic.topic, part.partition_index)
-                if part.error_code:
-                    if error_for(part.error_code).invalid_metadata:
-                        self._leaders.pop(tp, None)
-                        continue
-                    raise KafkaError(part.error_code, f"Fetch of {tp[0]}-{tp[1]} failed")
-                self.high_watermarks[tp] = part.high_watermark
-                out += self._decode(tp, part.records)
-        return out
+        connection = self._fetch_connection(leader)
+        try:
+            pending = connection.send_request(ApiKey.FETCH, request)
+        except KafkaError:
+            self._fetch_connections.pop(leader, None)
+            raise
+        return InFlightFetch(connection, pending, offsets)
 
-    def _decode(self, tp: tuple[str, int], data: Any) -> list[ConsumerRecord]:
-        if not data:
-            return []
+    def _fetch_connection(self, leader: int) -> BrokerConnection:
+        if not self.prefetch:
+            return self.client.connection(leader)
+        connection = self._fetch_connections.get(leader)
+        if connection is None:
+            host, port = self.client.brokers[leader][:2]
+            connection = BrokerConnection(host, port, client_id=self.client.client_id)
+            self._fetch_connections[leader] = connection
+        return connection
+
+    def close(self) -> None:
+        """Close the prefetch connections (the client's own stay open)."""
+        self._in_flight.clear()
+        for connection in self._fetch_connections.values():
+            connection.close()
+        self._fetch_connections.clear()
+
+    def _batches(self, tp: tuple[str, int], data: Any) -> list[FetchedBatch]:
         position = self.positions[tp]
         out = []
         for batch in iter_batches(data):
             if batch.last_offset < position:
                 continue
             if not getattr(batch, "is_control", False):
-                ts_type = batch.timestamp_type
-                for r in batch.records():
-                    if r.offset >= position:
-                        out.append(
-                            ConsumerRecord(
-                                tp[0],
-                                tp[1],
-                                r.offset,
-                                r.timestamp,
-                                ts_type,
-                                r.key,
-                                r.value,
-                                r.headers,
-                            )  # fmt: skip
-                        )
+                out.append(FetchedBatch(tp, batch, position))
             position = batch.last_offset + 1
         self.positions[tp] = position
         return out

@@ -10,6 +10,7 @@ COMMANDS: dict[str, str] = {
     "console-consumer": "kt.commands.console:console_consumer",
     "console-producer": "kt.commands.console:console_producer",
     "consumer-groups": "kt.commands.consumer_groups:consumer_groups",
+    "consumer-perf-test": "kt.commands.perf:consumer_perf_test",
     "delete-records": "kt.commands.offsets:delete_records",
     "dump-log": "kt.commands.dump_log:dump_log",
     "get-offsets": "kt.commands.offsets:get_offsets",

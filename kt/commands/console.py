@@ -222,7 +222,8 @@ def console_consumer(
     from kt.client.client import KafkaClient
     from kt.client.consumer import EARLIEST, LATEST, Consumer
     from kt.errors import KafkaError
-    from kt.tools.console import GroupSession, SerializationError, formatter_class
+    from kt.tools.console import SerializationError, formatter_class
+    from kt.tools.group_session import GroupSession
     from kt.tools.include_list import InvalidRegex, include_list
 
     if (topic is None) == (include is None):

@@ -96,6 +96,82 @@ def producer_perf_test(**o: Any) -> None:
         click.echo(f"record-send-total: {stats.count}\nbyte-total: {stats.bytes}")
 
 
+@click.command("consumer-perf-test", cls=KafkaCommand)
+@click.option("--bootstrap-server", help="REQUIRED: the server(s) to connect to.")
+@click.option("--broker-list", help="DEPRECATED: --bootstrap-server.")
+@click.option("--topic", help="REQUIRED: the topic to consume from.")
+@click.option("--messages", help="REQUIRED: the number of messages to consume.")
+@click.option("--group", help="The group id to consume on (default perf-consumer-<random>).")
+@click.option("--fetch-size", type=INT, default=1024 * 1024, show_default=True,
+              help="The amount of data to fetch from a partition in a request.")  # fmt: skip
+@click.option(
+    "--from-latest",
+    is_flag=True,
+    help="Without a committed offset, start at the latest message, not the earliest.",
+)
+@click.option("--socket-buffer-size", type=INT, default=2 * 1024 * 1024, show_default=True,
+              help="The size of the TCP receive buffer.")  # fmt: skip
+@click.option("--threads", type=INT, help="DEPRECATED AND IGNORED.")
+@click.option("--num-fetch-threads", type=INT, help="DEPRECATED AND IGNORED.")
+@click.option("--consumer.config", "consumer_config", type=click.Path(dir_okay=False),
+              help="Consumer config properties file.")  # fmt: skip
+@click.option("--print-metrics", is_flag=True, help="Print the consumer's counts at the end.")
+@click.option(
+    "--show-detailed-stats",
+    is_flag=True,
+    help="Report every --reporting-interval instead of once at the end.",
+)
+@click.option(
+    "--timeout",
+    is_flag=False,
+    flag_value="10000",
+    default="10000",
+    help="The longest time in ms between returned records.  [default: 10000]",
+)
+@click.option("--reporting-interval", default="5000", show_default=True,
+              help="Interval in ms at which to print progress info.")  # fmt: skip
+@click.option("--date-format", default="yyyy-MM-dd HH:mm:ss:SSS", show_default=True,
+              help="The format of the time fields (java.text.SimpleDateFormat).")  # fmt: skip
+@click.option("--hide-header", is_flag=True, help="Skip the header line.")
+def consumer_perf_test(**o: Any) -> None:
+    """Consume as a group member and print Kafka's throughput lines."""
+    import random
+
+    from kt.tools import consumer_perf as cp
+
+    bootstrap = o["bootstrap_server"] or o["broker_list"]
+    if bootstrap is None:
+        usage_error("Missing required option(s) [bootstrap-server]")
+    if o["threads"] is not None or o["num_fetch_threads"] is not None:
+        click.echo("WARNING: option [threads] and [num-fetch-threads] have been deprecated "
+                   "and will be ignored by the test")  # fmt: skip
+    for name in ("topic", "messages"):
+        if o[name] is None:
+            usage_error(f'Missing required argument "[{name}]"')
+    from kt.errors import KafkaError
+
+    props = load_client_config(o["consumer_config"])
+    try:
+        config = cp.ConsumerPerfConfig(
+            topic=o["topic"], messages=o["messages"], timeout_ms=o["timeout"],
+            reporting_interval_ms=o["reporting_interval"],
+            group=o["group"] or f"perf-consumer-{random.randrange(100_000)}",
+            props=props, fetch_size=o["fetch_size"], from_latest=o["from_latest"],
+            show_detailed_stats=o["show_detailed_stats"], hide_header=o["hide_header"],
+            date_format=o["date_format"],
+        )  # fmt: skip
+        totals = cp.run(bootstrap, config, sys.stdout)
+    except cp.PerfError as e:
+        fail(str(e))
+    except KafkaError as e:
+        fail(f"{e.name}: {e}")
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    if o["print_metrics"]:
+        click.echo(f"records-consumed-total: {totals.messages}\n"
+                   f"bytes-consumed-total: {totals.bytes}")  # fmt: skip
+
+
 def _read_payloads(path: str, delimiter: str) -> list[bytes]:
     delimiter = delimiter.encode().decode("unicode_escape")
     try:

@@ -73,6 +73,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group audit "
          "--topic orders --to-earliest --execute"),
     ],
+    "kt consumer-perf-test": [
+        ("Read a million records as the group perf (offsets committed at the end), then "
+         "report every second:",
+         "kt consumer-perf-test --bootstrap-server 127.0.0.1:9092 --topic perf "
+         "--messages 1000000 --group perf\n"
+         "kt consumer-perf-test --bootstrap-server 127.0.0.1:9092 --topic perf "
+         "--messages 1000000 --show-detailed-stats --reporting-interval 1000"),
+    ],
     "kt delete-records": [
         ("Delete the records of orders-0 before offset 10:",
          "echo '{\"partitions\":[{\"topic\":\"orders\",\"partition\":0,\"offset\":10}],"

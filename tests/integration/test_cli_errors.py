@@ -45,6 +45,10 @@ class Case:
 
 
 PROCESSED_0 = "Processed a total of 0 messages"
+PERF_HEADER = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, "
+    "nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
 CASES = [
     # -- topics ------------------------------------------------------------------------
     Case("topics-describe-regex", ["topics", "--bootstrap-server", B, "--describe",
@@ -221,6 +225,22 @@ CASES = [
          "bootstrap.servers=" + B, "compression.type=brotli"], ["Invalid value brotli for "
          "configuration compression.type: String must be one of: none, gzip, snappy, lz4, "
          "zstd"]),
+    # -- consumer-perf-test: the numbers are read after the header, as Kafka's tool does --
+    Case("consumer-perf-no-bootstrap", ["consumer-perf-test", "--topic", "t", "--messages", "5"],
+         ["Missing required option(s) [bootstrap-server]"], usage=True),
+    Case("consumer-perf-no-topic", ["consumer-perf-test", "--bootstrap-server", B],
+         ['Missing required argument "[topic]"'], usage=True),
+    Case("consumer-perf-no-messages", ["consumer-perf-test", "--bootstrap-server", B,
+         "--topic", "t"], ['Missing required argument "[messages]"'], usage=True),
+    Case("consumer-perf-bad-messages", ["consumer-perf-test", "--bootstrap-server", B,
+         "--topic", "t", "--messages", "abc"], ["Cannot parse argument 'abc' of option "
+         "messages"], stdout=[PERF_HEADER]),
+    Case("consumer-perf-bad-interval", ["consumer-perf-test", "--bootstrap-server", B,
+         "--topic", "t", "--messages", "5", "--reporting-interval", "0"], ["Reporting interval "
+         "must be greater than 0."], stdout=[PERF_HEADER]),
+    Case("consumer-perf-bad-date-format", ["consumer-perf-test", "--bootstrap-server", B,
+         "--topic", "t", "--messages", "5", "--date-format", "xq"], ["Illegal pattern "
+         "character 'x'"], stdout=[PERF_HEADER]),
     # -- log-dirs ------------------------------------------------------------------------
     Case("log-dirs-no-describe", ["log-dirs", "--bootstrap-server", B],
          ['Missing required argument "[describe]"'], usage=True),
