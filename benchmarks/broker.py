@@ -104,11 +104,14 @@ def cpu_seconds(pid: int) -> float:
 class KtBroker:
     """`kt server-start` in a child process on a free port and a fresh log dir."""
 
-    def __init__(self, log_dir: Path, slow_produce_ms: float = 0.0) -> None:
+    def __init__(
+        self, log_dir: Path, slow_produce_ms: float = 0.0, overrides: dict[str, str] | None = None
+    ) -> None:
         self.log_dir = log_dir
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.slow_produce_ms = slow_produce_ms
+        self.overrides = [f"{k}={v}" for k, v in (overrides or {}).items()] + EXTRA_OVERRIDES
 
     @property
     def bootstrap(self) -> str:
@@ -122,7 +125,7 @@ class KtBroker:
             [sys.executable, *entry, "server-start",
              "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
              "--override", f"log.dirs={self.log_dir}",
-             *[a for o in EXTRA_OVERRIDES for a in ("--override", o)]],
+             *[a for o in self.overrides for a in ("--override", o)]],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
 
@@ -243,17 +246,17 @@ def create_topic(bootstrap: str) -> None:
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=30)
 
 
-def _producer_process(bootstrap: str, records: int, acks: str, start, out) -> None:
+def _producer_process(bootstrap: str, records: int, acks: str, start, out, topic: str) -> None:
     """One producer process: connect, wait for the others, produce; report its clock."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
                          "enable.idempotence": False, "compression.type": "none"})  # fmt: skip
-    producer.list_topics(TOPIC, timeout=30)
+    producer.list_topics(topic, timeout=30)
     start.wait()
     began = time.perf_counter()  # CLOCK_MONOTONIC: the same clock in every process
     for _ in range(records):
         while True:
             try:
-                producer.produce(TOPIC, VALUE)
+                producer.produce(topic, VALUE)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -263,14 +266,14 @@ def _producer_process(bootstrap: str, records: int, acks: str, start, out) -> No
 
 
 def parallel_produce(bootstrap: str, records: int, producers: int, pid: int,
-                     acks: str = "1") -> tuple[float, float]:  # fmt: skip
+                     acks: str = "1", topic: str = TOPIC) -> tuple[float, float]:  # fmt: skip
     """(wall seconds, server CPU seconds) for `producers` processes producing `records`
     between them into the server whose process is `pid`."""
     ctx = multiprocessing.get_context("spawn")  # no librdkafka threads forked
     start, out = ctx.Barrier(producers + 1), ctx.Queue()
     share = records // producers
-    children = [ctx.Process(target=_producer_process, args=(bootstrap, share, acks, start, out))
-                for _ in range(producers)]  # fmt: skip
+    args = (bootstrap, share, acks, start, out, topic)
+    children = [ctx.Process(target=_producer_process, args=args) for _ in range(producers)]
     for child in children:
         child.start()
     start.wait(60)

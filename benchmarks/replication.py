@@ -69,10 +69,10 @@ def producer_for(bootstrap: str, **extra: object) -> Producer:
 
 
 class ProcessCluster:
-    """Three `kt server-start` processes on one ZooKeeper (tests/_zookeeper.py's server)."""
+    """Three `kt server-start` processes on one ZooKeeper (kt.testing.zookeeper's server)."""
 
     def __init__(self, base: Path) -> None:
-        from tests._zookeeper import ZooKeeperServer
+        from kt.testing.zookeeper import ZooKeeperServer
 
         self.zk = ZooKeeperServer(base / "zookeeper")
         self.zk.start()
@@ -192,7 +192,8 @@ def produce_run(bootstrap: str, topic: str, records: int) -> float:
     return records / (time.perf_counter() - start)
 
 
-def throughput(store: str, records: int, repeat: int) -> None:
+def throughput(store: str, records: int, repeat: int) -> tuple[float, float]:
+    """Median records/s of RF 1 and of RF 3, printed and returned."""
     with tempfile.TemporaryDirectory() as tmp:
         if store == "embedded":
             files = []
@@ -229,6 +230,7 @@ def throughput(store: str, records: int, repeat: int) -> None:
     print(f"throughput {store}, acks=all, 100-byte values, {records} records x {repeat}:")
     print(f"  RF 1: {rf1 / 1e6:.2f} M records/s")
     print(f"  RF 3: {rf3 / 1e6:.2f} M records/s = {100 * rf3 / rf1:.0f} % of RF 1")
+    return rf1, rf3
 
 
 def main() -> None:

@@ -43,6 +43,10 @@ class LeaderEpochFileCache:
             entries = []
         for epoch, offset in entries:
             self._assign(epoch, offset)
+        # What the checkpoint file holds (None: unreadable, so the next flush writes).
+        self._persisted: list[tuple[int, int]] | None = (
+            None if self.corrupt_checkpoint else self.entries
+        )
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -103,15 +107,19 @@ class LeaderEpochFileCache:
         i = bisect.bisect_right(self._offsets, offset)
         return self._epochs[i - 1] if i else None
 
-    def truncate_from_end(self, end_offset: int) -> None:
-        """Drop entries starting at or after `end_offset` (the log was truncated there)."""
+    def truncate_from_end(self, end_offset: int, flush: bool = True) -> None:
+        """Drop entries starting at or after `end_offset` (the log was truncated there).
+        `flush=False` leaves the file for the next change to write, as Kafka's loader
+        flushes this truncation in the background: a crash before then loads the old
+        entries, and the same truncation happens again."""
         if end_offset < 0 or not self._offsets or self._offsets[-1] < end_offset:
             return
         while self._offsets and self._offsets[-1] >= end_offset:
             self._epochs.pop()
             self._offsets.pop()
         self.latest_epoch = self._epochs[-1] if self._epochs else None
-        self.flush()
+        if flush:
+            self.flush()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly before `start_offset`; the last one dropped restarts there."""
@@ -143,4 +151,11 @@ class LeaderEpochFileCache:
         self.flush()
 
     def flush(self) -> None:
-        self.checkpoint.write(self.entries)
+        """Write the checkpoint (with fsync) unless it already holds these entries: an
+        empty log's loader drops its (epoch, 0) entry and becoming leader assigns it
+        again, which would otherwise cost a write per partition at every start."""
+        entries = self.entries
+        if entries == self._persisted:
+            return
+        self.checkpoint.write(entries)
+        self._persisted = entries

@@ -98,8 +98,12 @@ class LogSegment:
         self.roll_jitter_ms = roll_jitter_ms
         self.suffix = suffix
         self.log = FileRecords.open(self._path(names.log_file_name))
+        # The indexes are mapped when first used (Kafka's LazyIndex): a broker with many
+        # idle partitions maps none of theirs at start-up, and holds no descriptor for them.
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        self._size_on_load: int | None = None  # resize_indexes before they were loaded
+        self._check_on_load = False  # sanity_check_when_loaded was called
         self.created = now_ms
         self.rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: tuple[int, int] | None = None
@@ -126,18 +130,37 @@ class LogSegment:
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            self._offset_index = OffsetIndex(
-                self.offset_index_path, self.base_offset, self.max_index_size
-            )
-        return self._offset_index
+            self._load_indexes()
+        return self._offset_index  # type: ignore[return-value]
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
+            self._load_indexes()
+        return self._time_index  # type: ignore[return-value]
+
+    def _load_indexes(self) -> None:
+        """Map both indexes; apply a resize asked for before, and the sanity check the
+        loader deferred (a corrupt index is rebuilt from the log, as at load)."""
+        if self._offset_index is None:
+            self._offset_index = OffsetIndex(
+                self.offset_index_path, self.base_offset, self.max_index_size
+            )
+        if self._time_index is None:
             self._time_index = TimeIndex(
                 self.time_index_path, self.base_offset, self.max_index_size
             )
-        return self._time_index
+        if self._check_on_load:
+            self._check_on_load = False
+            try:
+                self.sanity_check()
+            except CorruptIndexError as e:
+                log.warning("Found a corrupted index file corresponding to log file %s due "
+                            "to %s, rebuilding index files...", self.log.path, e)  # fmt: skip
+                self.recover()
+        if self._size_on_load is not None:
+            size, self._size_on_load = self._size_on_load, None
+            self.resize_indexes(size)
 
     @property
     def size(self) -> int:
@@ -363,6 +386,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (base offset when empty)."""
+        if self.size == 0:
+            return self.base_offset  # no need to map the index of an empty segment
         start = self.offset_index.lookup(self.offset_index.last_offset)[1]
         next_offset = self.base_offset
         for frame in self.log.frames(start):
@@ -458,6 +483,17 @@ class LogSegment:
                     f"point at a batch in {self.log.path}"
                 )
 
+    def sanity_check_when_loaded(self) -> None:
+        """What a loader checks of a segment it does not recover: its index files exist
+        (FileNotFoundError if not) now, and their entries when they are first mapped."""
+        for path in (self.offset_index_path, self.time_index_path):
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"Index file {path} does not exist")
+        if self._offset_index is None:
+            self._check_on_load = True
+        else:
+            self.sanity_check()
+
     def has_overflow(self) -> bool:
         next_offset = self.read_next_offset()
         return next_offset > self.base_offset and not self.offset_index.can_append_offset(
@@ -488,13 +524,17 @@ class LogSegment:
         return (after_ts, after_offset) if after_ts > last_ts else (last_ts, last_offset)
 
     def resize_indexes(self, size: int) -> None:
+        if self._offset_index is None or self._time_index is None:
+            self._size_on_load = size  # done when they are mapped
+            return
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
     def flush(self) -> None:
         self.log.flush()
-        self.offset_index.flush()
-        self.time_index.flush()
+        for index in (self._offset_index, self._time_index):
+            if index is not None:  # an index never mapped has nothing to flush
+                index.flush()
 
     def on_become_inactive(self) -> None:
         """The segment was rolled: final time index entry, indexes trimmed to their entries."""
@@ -511,6 +551,11 @@ class LogSegment:
         for index in (self._offset_index, self._time_index):
             if index is not None:
                 index.close()
+        if os.path.exists(self.log.path):
+            for path in (self.offset_index_path, self.time_index_path):
+                # An index never mapped may not exist yet: an empty file is its clean
+                # state, and spares the next start a recovery of this segment.
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
         self.log.close()
 
     def close_handlers(self) -> None:

@@ -484,8 +484,12 @@ class ProducerStateManager:
         )
 
     def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
-        """Drop snapshots outside (log start, log end] and reload from the latest left."""
+        """Drop snapshots outside (log start, log end] and reload from the latest left.
+        An empty log keeps its snapshot at its one offset: deleting it (as Kafka does)
+        would only have the loader write it again, for every idle partition at start."""
         for offset in list(self.snapshots):
+            if offset == log_start_offset == log_end_offset:
+                continue
             if offset > log_end_offset or offset <= log_start_offset:
                 self.delete_snapshot(offset)
         if log_end_offset != self.map_end_offset:
