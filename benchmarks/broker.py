@@ -105,8 +105,10 @@ class KtBroker:
     """`kt server-start` in a child process on a free port and a fresh log dir."""
 
     def __init__(
-        self, log_dir: Path, slow_produce_ms: float = 0.0, overrides: dict[str, str] | None = None
-    ) -> None:
+        self, log_dir: Path, slow_produce_ms: float = 0.0, overrides: dict[str, str] | None = None,
+        open_files: int | None = None,
+    ) -> None:  # fmt: skip
+        self.open_files = open_files  # ulimit -n for the broker, as an operator sets it
         self.log_dir = log_dir
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -127,7 +129,16 @@ class KtBroker:
              "--override", f"log.dirs={self.log_dir}",
              *[a for o in self.overrides for a in ("--override", o)]],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=self._limits if self.open_files else None,
         )  # fmt: skip
+
+    def _limits(self) -> None:
+        import resource
+
+        try:  # raising the hard limit needs root (CAP_SYS_RESOURCE); else keep it
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
+        except (ValueError, OSError):
+            pass
 
     def __enter__(self) -> KtBroker:
         self.spawn()

@@ -60,6 +60,9 @@ from kt.protocol import ApiKey, decode_response, encode_request  # noqa: E402
 from kt.protocol import messages as m  # noqa: E402
 
 RSS_LINE = re.compile(rb"VmRSS:\s+(\d+) kB")
+# The brokers' `ulimit -n`, as Kafka's docs ask an operator to set it for many partitions
+# (a segment holds up to three descriptors: its log, and the maps of its two indexes).
+OPEN_FILES = 100_000
 
 
 @dataclass
@@ -362,7 +365,7 @@ def read_answers(sockets: list[socket.socket], each: int) -> None:
 def scale(args: argparse.Namespace, work: Path) -> list[Row]:
     partitions = 2000 if args.quick else 10_000
     overrides = {"num.partitions": "1"}
-    with b.KtBroker(work / "scale", overrides=overrides) as kt:
+    with b.KtBroker(work / "scale", overrides=overrides, open_files=OPEN_FILES) as kt:
         assert kt.proc is not None
         create_ms = create_topics(kt.port, [f"t{i}" for i in range(1000)], 1)
         create_topics(kt.port, [f"wide{i}" for i in range(partitions // 1000)], 1000)
@@ -414,7 +417,7 @@ def metadata_time(port: int) -> tuple[float, int]:
 def time_to_ready(log_dir: Path, overrides: dict[str, str]) -> float:
     """Seconds from spawning `kt server-start` on `log_dir` to its first ApiVersions
     answer (the logs are loaded before the listener opens), then a clean shutdown."""
-    kt = b.KtBroker(log_dir, overrides=overrides)
+    kt = b.KtBroker(log_dir, overrides=overrides, open_files=OPEN_FILES)
     start = time.perf_counter()
     kt.spawn()
     assert kt.proc is not None
