@@ -64,37 +64,61 @@ def walk_records(batch: bytes | memoryview) -> Iterator[tuple[int, int, int | No
 
 def key_value_bytes(batch: Batch, first: int = 0, stop: int | None = None) -> int:
     """The key and value bytes of records first..stop-1 (by index) of a whole batch."""
-    if not isinstance(batch, RecordBatch):
-        records = batch.records()[first:stop]
-        return sum(len(r.key or b"") + len(r.value or b"") for r in records)
-    header = batch.header
-    count = header.records_count if stop is None else min(stop, header.records_count)
-    data = memoryview(header.buf)[header.position + RECORDS_OFFSET : header.position + header.size]
-    if header.compression:
-        from kt.storage.compression import decompress  # imported only when needed
-
-        body = decompress(header.compression, data)
-    else:
-        body = bytes(data)
-    try:
-        total, end = _key_value_bytes(body, first, count)
-    except IndexError:
-        raise CorruptRecordError("a record runs past the end of its batch") from None
-    if count == header.records_count and end != len(body):
-        raise CorruptRecordError(f"{len(body) - end} bytes of records follow record {count}")
-    return total
+    counter = KeyValueCounter(batch)
+    counter.count(first)
+    return counter.count((counter.records if stop is None else stop) - first)
 
 
-def _key_value_bytes(body: bytes, first: int, count: int) -> tuple[int, int]:
-    """One loop over the records: each length, skipping attributes, timestampDelta and
-    offsetDelta, then keyLength and valueLength (zigzag; -1 is null). One- and two-byte
-    varints, nearly all of them, are read inline. Returns the sum and where the walk ended."""
-    pos = 0
-    for _ in range(min(first, count)):
-        length, pos = read_zigzag_varint(body, pos)
-        pos += length
+class KeyValueCounter:
+    """The key and value bytes of a batch's records, counted a run of records at a time
+    from the first on: the batch is decompressed (or copied) and walked once."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.done = 0  # records counted (or skipped) so far
+        self._pos = 0
+        self._legacy: list | None = None
+        if not isinstance(batch, RecordBatch):
+            self._legacy = batch.records()
+            self.records = len(self._legacy)
+            return
+        header = batch.header
+        self.records = max(header.records_count, 0)
+        start = header.position + RECORDS_OFFSET
+        data = memoryview(header.buf)[start : header.position + header.size]
+        if header.compression:
+            from kt.storage.compression import decompress  # imported only when needed
+
+            self._body = decompress(header.compression, data)
+        else:
+            self._body = bytes(data)
+
+    def count(self, n: int) -> int:
+        """Count the next `n` records (fewer if the batch ends first); their bytes."""
+        n = min(n, self.records - self.done)
+        if n <= 0:
+            return 0
+        self.done += n
+        if self._legacy is not None:
+            chosen = self._legacy[self.done - n : self.done]
+            return sum(len(r.key or b"") + len(r.value or b"") for r in chosen)
+        try:
+            total, self._pos = _key_value_bytes(self._body, self._pos, n)
+        except IndexError:
+            raise CorruptRecordError("a record runs past the end of its batch") from None
+        if self.done == self.records and self._pos != len(self._body):
+            raise CorruptRecordError(
+                f"{len(self._body) - self._pos} bytes of records follow record {self.records}"
+            )
+        return total
+
+
+def _key_value_bytes(body: bytes, pos: int, count: int) -> tuple[int, int]:
+    """One loop over `count` records from `pos`: each length, skipping attributes,
+    timestampDelta and offsetDelta, then keyLength and valueLength (zigzag; -1 is null).
+    One- and two-byte varints, nearly all of them, are read inline. Returns the sum and
+    where the walk ended."""
     total = 0
-    for _ in range(count - first):
+    for _ in range(count):
         b = body[pos]
         if b < 0x80:
             pos += 1

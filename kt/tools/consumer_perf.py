@@ -23,7 +23,7 @@ from typing import TextIO
 from kt.client.client import KafkaClient
 from kt.client.consumer import EARLIEST, LATEST, Consumer, FetchedBatch
 from kt.errors import KafkaError
-from kt.storage.record_walk import key_value_bytes, walk_records
+from kt.storage.record_walk import KeyValueCounter, walk_records
 from kt.tools.group_session import GroupSession
 
 DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
@@ -135,38 +135,37 @@ def ratio(numerator: float, denominator: float) -> float:
 class PollBuffer:
     """Fetched batches waiting to be handed over, `max_poll_records` at a time, as the
     Java consumer's fetch buffer is drained by poll(). Counts each batch's records from
-    the position it was fetched at (records before it in the same batch are skipped)."""
+    the position it was fetched at (records before it in the same batch are skipped),
+    walking each batch once however many polls take it."""
 
     def __init__(self) -> None:
-        self._batches: deque[tuple[FetchedBatch, int, int]] = deque()  # batch, next, count
+        self._batches: deque[tuple[FetchedBatch, KeyValueCounter]] = deque()
 
     def __bool__(self) -> bool:
         return bool(self._batches)
 
     def add(self, fetched: list[FetchedBatch]) -> None:
         for item in fetched:
-            batch, position = item.batch, item.position
-            first = 0
-            if batch.base_offset < position:
-                first = _records_before(batch, position)
-            if first < batch.count:
-                self._batches.append((item, first, batch.count))
+            counter = KeyValueCounter(item.batch)
+            if item.batch.base_offset < item.position:
+                counter.count(_records_before(item.batch, item.position))
+            if counter.done < counter.records:
+                self._batches.append((item, counter))
 
     def take(self, limit: int, consumed: dict[tuple[str, int], int]) -> tuple[int, int]:
         """Up to `limit` records: (records, key and value bytes); `consumed` gets the next
         offset of each partition read from."""
         records = data = 0
         while self._batches and records < limit:
-            item, first, count = self._batches[0]
-            stop = min(count, first + limit - records)
-            data += key_value_bytes(item.batch, first, stop)
-            records += stop - first
-            if stop == count:
+            item, counter = self._batches[0]
+            before = counter.done
+            data += counter.count(limit - records)
+            records += counter.done - before
+            if counter.done == counter.records:
                 self._batches.popleft()
                 consumed[item.tp] = item.batch.last_offset + 1
             else:
-                self._batches[0] = (item, stop, count)
-                consumed[item.tp] = _offset_of(item.batch, stop)
+                consumed[item.tp] = _offset_of(item.batch, counter.done)
         return records, data
 
     def clear(self) -> None:
