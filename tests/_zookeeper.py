@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kt.testing.zookeeper import ZooKeeperServer, zookeeper_installed
+from kt.testing.zookeeper import ZooKeeperServer, running_zookeeper, zookeeper_installed
 from tests._environment import unavailable
 
 
@@ -23,12 +23,8 @@ from tests._environment import unavailable
 def kt_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     if not zookeeper_installed():
         unavailable("Debian's zookeeper package is not installed (apt-get install zookeeper)")
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
-    try:
-        server.start()
+    with running_zookeeper(tmp_path_factory.mktemp("zookeeper")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

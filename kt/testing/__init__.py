@@ -238,19 +238,15 @@ try:
 except ImportError:  # pragma: no cover - the fixture needs pytest, KtCluster does not
     pass
 else:
-    from kt.testing.zookeeper import ZooKeeperServer, zookeeper_installed
+    from kt.testing.zookeeper import ZooKeeperServer, running_zookeeper, zookeeper_installed
 
     @pytest.fixture(scope="session")
     def kt_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
         """One ZooKeeper server for the test session, started when a test first needs it."""
         if not zookeeper_installed():
             pytest.skip("Debian's zookeeper package is not installed (apt-get install zookeeper)")
-        server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
-        try:
-            server.start()
+        with running_zookeeper(tmp_path_factory.mktemp("zookeeper")) as server:
             yield server
-        finally:
-            server.stop()
 
     @pytest.fixture
     def kt_cluster(

@@ -6,6 +6,8 @@
     ...
     server.stop()
 
+or `with running_zookeeper(tmp_dir) as server: ...`.
+
 `zkServer.sh start-foreground` runs with a config of its own: a short tick (sessions may
 time out from 1 s to 10 s), no admin server, no fsync.
 """
@@ -16,6 +18,8 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ZK_SERVER = Path("/usr/share/zookeeper/bin/zkServer.sh")
@@ -92,3 +96,14 @@ class ZooKeeperServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+@contextmanager
+def running_zookeeper(base: Path) -> Iterator[ZooKeeperServer]:
+    """A started ZooKeeperServer in `base`, stopped on exit."""
+    server = ZooKeeperServer(base)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -23,7 +23,8 @@ from typing import TextIO
 from kt.client.client import KafkaClient
 from kt.client.consumer import EARLIEST, LATEST, Consumer, FetchedBatch
 from kt.errors import KafkaError
-from kt.storage.record_walk import KeyValueCounter, walk_records
+from kt.storage.record_walk import KeyValueCounter
+from kt.storage.records import Batch
 from kt.tools.group_session import GroupSession
 
 DATE_FORMAT = "yyyy-MM-dd HH:mm:ss:SSS"
@@ -165,27 +166,23 @@ class PollBuffer:
                 self._batches.popleft()
                 consumed[item.tp] = item.batch.last_offset + 1
             else:
-                consumed[item.tp] = _offset_of(item.batch, counter.done)
+                consumed[item.tp] = _offset_of(item.batch, counter.done, counter.records)
         return records, data
 
     def clear(self) -> None:
         self._batches.clear()
 
 
-def _records_before(batch: object, position: int) -> int:
-    return sum(1 for offset, _, _ in walk_records(_whole(batch)) if offset < position)
+def _records_before(batch: Batch, position: int) -> int:
+    """How many of the batch's records come before `position` (a fetch from its middle)."""
+    return sum(1 for record in batch.records() if record.offset < position)
 
 
-def _offset_of(batch: object, index: int) -> int:
-    """The offset of the batch's record number `index` (offsets may have gaps)."""
-    if batch.last_offset - batch.base_offset + 1 == batch.count:  # type: ignore[attr-defined]
-        return batch.base_offset + index  # type: ignore[attr-defined]
-    return next(o for i, (o, _, _) in enumerate(walk_records(_whole(batch))) if i == index)
-
-
-def _whole(batch: object) -> memoryview:
-    start = batch.position  # type: ignore[attr-defined]
-    return memoryview(batch.header.buf)[start : start + batch.size]  # type: ignore[attr-defined]
+def _offset_of(batch: Batch, index: int, records: int) -> int:
+    """The offset of the batch's record number `index` (compaction may leave gaps)."""
+    if batch.last_offset - batch.base_offset + 1 == records:
+        return batch.base_offset + index
+    return batch.records()[index].offset
 
 
 @dataclass

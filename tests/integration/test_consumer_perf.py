@@ -85,6 +85,25 @@ def test_a_poll_hands_over_at_most_max_poll_records(module_broker, tmp_path) -> 
     assert FINAL.fullmatch(line).group(5) == "1400"  # two polls of 700
 
 
+def test_a_group_resumes_inside_a_batch_where_it_stopped(module_broker) -> None:
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "cperf-resume", 1)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    for i in range(3000):
+        producer.produce("cperf-resume", value=b"%099d" % i)
+    assert producer.flush(30) == 0
+    batches = kt_ok("dump-log", "--files", next(module_broker.log_dir.glob("cperf-resume-0/*.log")))
+    assert sum("baseOffset:" in line for line in batches) < 6  # offset 1,000 is inside one
+    (first,) = consumer_perf(bootstrap, "cperf-resume", 1000, "--hide-header", "--group", "r")
+    (rest,) = consumer_perf(bootstrap, "cperf-resume", 2000, "--hide-header", "--group", "r")
+    for line, count in ((first, 1000), (rest, 2000)):
+        match = FINAL.fullmatch(line)
+        assert match.group(3, 5) == (f"{count * 99 / 2**20:.4f}", str(count)), line
+    lines = kt_ok("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", "r")
+    (row,) = [line.split() for line in lines if line.startswith("r ")]
+    assert row[3:6] == ["3000", "3000", "0"], lines  # the second run began at 1,000
+
+
 def test_detailed_stats_report_each_interval(module_broker) -> None:
     bootstrap = module_broker.bootstrap
     create(bootstrap, "cperf-detailed", 1)
