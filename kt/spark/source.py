@@ -1,4 +1,5 @@
-"""The `kt` PySpark data source: batch and micro-batch reads of kt topics.
+"""The `kt` PySpark data source: batch and micro-batch reads of kt topics, and writes
+into them (kt.spark.sink).
 
     spark.dataSource.register(KtDataSource)
     spark.read.format("kt").option("log.dirs", "/var/kt/data").option("subscribe", "t").load()
@@ -21,6 +22,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -66,6 +69,19 @@ class KtDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KtStreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from kt.spark.sink import KtBatchWriter, SinkError, parse_sink_options
+
+        if overwrite:
+            raise SinkError("Save mode Overwrite not allowed for Kafka. Allowed save modes are "
+                            "Append and ErrorIfExists (default).")  # fmt: skip
+        return KtBatchWriter(parse_sink_options(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from kt.spark.sink import KtStreamWriter, parse_sink_options
+
+        return KtStreamWriter(parse_sink_options(self.options, schema))
 
 
 def _include_headers(options: dict) -> bool:

@@ -23,6 +23,8 @@ SOURCE = "orders"  # 2 partitions, prepared by the test
 WRITTEN = "written"  # 2 partitions, empty
 STREAMED = "streamed"  # 2 partitions, empty
 STREAMED_BY_KT = "streamed-by-kt"  # 2 partitions, empty
+WRITTEN_BY_KT = "written-by-kt"  # 2 partitions, empty: the batch write, by kt's sink
+STREAMED_INTO_KT = "streamed-into-kt"  # 2 partitions, empty: the stream, into kt's sink
 
 
 def as_rows(df: Any, with_time: bool = True) -> list[dict[str, Any]]:
@@ -52,7 +54,7 @@ def run(spark: Any, bootstrap: str, work: Path) -> dict[str, Any]:
             .option("includeHeaders", "true")
         )
 
-    def stream(fmt: str, target: str) -> None:
+    def stream(fmt: str, target: str, sink: str = "kafka") -> None:
         source = (
             spark.readStream.format(fmt)
             .option("kafka.bootstrap.servers", bootstrap)
@@ -63,7 +65,7 @@ def run(spark: Any, bootstrap: str, work: Path) -> dict[str, Any]:
         )
         query = (
             source.select("key", "value", "headers", "partition")
-            .writeStream.format("kafka")
+            .writeStream.format(sink)
             .option("kafka.bootstrap.servers", bootstrap)
             .option("topic", target)
             .option("checkpointLocation", str(work / f"checkpoint-{target}"))
@@ -84,21 +86,56 @@ def run(spark: Any, bootstrap: str, work: Path) -> dict[str, Any]:
     results["from_timestamp"] = as_rows(reader().option("startingTimestamp", str(middle)).load())
     # A batch write of what was read, in one task so that the offsets are the same on
     # every broker; the record timestamps are the write's, so they are left out.
-    (
-        read.select("key", "value", "headers", "partition")
-        .coalesce(1)
-        .write.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", WRITTEN)
-        .mode("append")
-        .save()
-    )
+    # kt's sink takes the same job with only the format changed.
+    for sink, target in (("kafka", WRITTEN), ("kt", WRITTEN_BY_KT)):
+        (
+            read.select("key", "value", "headers", "partition")
+            .coalesce(1)
+            .write.format(sink)
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", target)
+            .mode("append")
+            .save()
+        )
     results["written"] = as_rows(reader(topic=WRITTEN).load(), with_time=False)
+    results["written_by_kt"] = as_rows(reader(topic=WRITTEN_BY_KT).load(), with_time=False)
     stream("kafka", STREAMED)
     results["streamed"] = as_rows(reader(topic=STREAMED).load(), with_time=False)
     stream("kt", STREAMED_BY_KT)
     results["streamed_by_kt"] = as_rows(reader(topic=STREAMED_BY_KT).load(), with_time=False)
+    stream("kafka", STREAMED_INTO_KT, sink="kt")
+    results["streamed_into_kt"] = as_rows(reader(topic=STREAMED_INTO_KT).load(), with_time=False)
+    results["sink_errors"] = sink_errors(spark, bootstrap)
     return results
+
+
+def sink_errors(spark: Any, bootstrap: str) -> dict[str, dict[str, str]]:
+    """What Spark's Kafka sink and kt's say of bad writes (nothing gets written)."""
+
+    def write(fmt: str, rows: list, schema: str, mode: str = "append", **options: str) -> None:
+        writer = spark.createDataFrame(rows, schema).write.format(fmt).mode(mode)
+        writer.options(**{"kafka.bootstrap.servers": bootstrap, **options}).save()
+
+    cases = {
+        "no value": lambda f: write(f, [("a",)], "key string", topic=SOURCE),
+        "null topic": lambda f: write(f, [(None, "v")], "topic string, value string"),
+        "no topic": lambda f: write(f, [("v",)], "value string"),
+        "overwrite": lambda f: write(f, [("v",)], "value string", "overwrite", topic=SOURCE),
+        "int key": lambda f: write(f, [(1, "v")], "key int, value string", topic=SOURCE),
+        "string partition": lambda f: write(
+            f, [("1", "v")], "partition string, value string", topic=SOURCE
+        ),  # fmt: skip
+    }
+    errors: dict[str, dict[str, str]] = {}
+    for name, case in cases.items():
+        for fmt in ("kafka", "kt"):
+            try:
+                case(fmt)
+                message = "no error"
+            except Exception as e:  # noqa: BLE001 - the message is the result
+                message = str(e)
+            errors.setdefault(name, {})[fmt] = message
+    return errors
 
 
 def main(argv: list[str]) -> None:

@@ -19,7 +19,7 @@ from kt.reference_kafka import spark_kafka_jars
 from tests._environment import unavailable
 
 JOB = Path(__file__).with_name("spark_kafka_job.py")
-TOPICS = ("orders", "written", "streamed", "streamed-by-kt")
+TOPICS = ("orders", "written", "streamed", "streamed-by-kt", "written-by-kt", "streamed-into-kt")
 RECORDS = 20
 BASE_MS = 1_700_000_000_000
 
@@ -77,11 +77,35 @@ def test_spark_kafka_connector_reads_writes_and_streams_as_on_kafka(
     assert [r["offset"] for r in on_kafka["range"] if r["partition"] == 0] == [1, 2, 3]
     assert len(on_kafka["range"]) == 3 + RECORDS // 2
     assert 0 < len(on_kafka["from_timestamp"]) < RECORDS
-    for step in ("written", "streamed", "streamed_by_kt"):
+    for step in ("written", "streamed", "streamed_by_kt", "written_by_kt", "streamed_into_kt"):
         assert len(on_kafka[step]) == RECORDS, step
 
-    for step in on_kafka:
+    for step in on_kafka.keys() - {"sink_errors"}:  # the errors name Spark's objects
         assert on_kt[step] == on_kafka[step], step
-    # kt's source gives Spark's connector's rows, from either broker.
-    assert on_kt["kt_source"] == on_kt["read"]
-    assert on_kafka["kt_source"] == on_kafka["read"]
+    # kt's source gives Spark's connector's rows, from either broker; kt's sink writes
+    # what Spark's Kafka sink writes (same partitions, offsets, keys, values, headers).
+    for results in (on_kt, on_kafka):
+        assert results["kt_source"] == results["read"]
+        assert untopiced(results["written_by_kt"]) == untopiced(results["written"])
+        assert untopiced(results["streamed_into_kt"]) == untopiced(results["streamed"])
+    # A bad write fails with Spark's Kafka sink's message (kt's comes through PySpark).
+    for case, messages in on_kt["sink_errors"].items():
+        assert SPARK_MESSAGE[case] in messages["kafka"], (case, messages)
+        assert SPARK_MESSAGE[case] in messages["kt"], (case, messages)
+
+
+def untopiced(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "topic"} for row in rows]
+
+
+SPARK_MESSAGE = {
+    "no value": "Required attribute 'value' not found",
+    "null topic": "The Kafka message data sent to the producer contains a null topic. Use the "
+    "`topic` option for setting a default topic.",
+    "no topic": "topic option required when no 'topic' attribute is present. Use the topic "
+    "option for setting a topic.",
+    "overwrite": "Save mode Overwrite not allowed for Kafka. Allowed save modes are Append and "
+    "ErrorIfExists (default).",
+    "int key": "key attribute unsupported type int. key must be a(n) string or binary",
+    "string partition": "partition attribute unsupported type string. partition must be a(n) int",
+}

@@ -1,0 +1,243 @@
+"""The `kt` sink: `df.write.format("kt")` and `writeStream.format("kt")`, as Spark's Kafka
+sink writes.
+
+    df.selectExpr("CAST(id AS STRING) AS key", "to_json(struct(*)) AS value")
+      .write.format("kt").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+      .option("topic", "orders").mode("append").save()
+
+The columns are those of Spark's Kafka sink (KafkaWriter): `value` (string or binary,
+required), `key` (string or binary), `topic` (string; the `topic` option, when given,
+wins over it), `headers` (array of struct<key: string, value: binary>), `partition`
+(int; otherwise the key's murmur2 hash, as the Java producer partitions, or a sticky
+partition for null keys). Other columns are ignored, as Spark's sink ignores them,
+except the one the kt option `timestampColumn` names (timestamp, or long milliseconds):
+it becomes each record's CreateTime (kt spark-import keeps the exported timestamps so).
+
+Each Spark task produces its rows through kt's producer, a batch per partition at a
+time, with acks=all unless `kafka.acks` says otherwise, and its commit message is sent
+only when every record it sent was acknowledged: a failed task raises, Spark retries
+it, and what the failed attempt wrote stays written. At least once, as Spark's Kafka
+sink promises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from kt.spark.options import BOOTSTRAP_SERVERS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from kt.client.producer import Producer
+
+TOPIC_REQUIRED = (
+    "topic option required when no 'topic' attribute is present. Use the topic option for "
+    "setting a topic."
+)
+NULL_TOPIC = (
+    "The Kafka message data sent to the producer contains a null topic. Use the `topic` "
+    "option for setting a default topic."
+)
+VALUE_REQUIRED = "Required attribute 'value' not found"
+
+
+class SinkError(Exception):
+    """A write that cannot run, in the words of Spark's Kafka sink."""
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    bootstrap_servers: str
+    topic: str | None
+    producer: dict[str, str]  # the kafka.-prefixed options, prefix removed
+    timestamp_column: str | None = None
+
+
+def parse_sink_options(options: dict[str, str], schema: StructType) -> SinkOptions:
+    """The options and the columns, checked as KafkaWriter.validateQuery checks them."""
+    lowered = {k.lower(): v for k, v in options.items()}
+    bootstrap = lowered.get(BOOTSTRAP_SERVERS)
+    if not bootstrap:
+        raise SinkError(
+            "Kafka option bootstrap.servers is not set. Please make sure it is set and retry."
+        )
+    topic = options.get("topic") or lowered.get("topic")
+    producer = {k[len("kafka.") :]: v for k, v in options.items() if k.lower().startswith("kafka.")}
+    producer.pop("bootstrap.servers", None)
+    for name in ("key.serializer", "value.serializer"):
+        if name in producer:
+            raise SinkError(
+                f"Kafka option '{name}' is not supported as keys are serialized with "
+                "ByteArraySerializer or use DataFrame operations to explicitly serialize them."
+            )
+    fields = {f.name: f.dataType for f in schema.fields}
+    if topic is None:
+        if "topic" not in fields:
+            raise SinkError(TOPIC_REQUIRED)
+        _check_type("topic", fields["topic"], [StringType()])
+    if "value" not in fields:
+        raise SinkError(VALUE_REQUIRED)
+    _check_type("value", fields["value"], [StringType(), BinaryType()])
+    if "key" in fields:
+        _check_type("key", fields["key"], [StringType(), BinaryType()])
+    if "partition" in fields:
+        _check_type("partition", fields["partition"], [IntegerType()])
+    if "headers" in fields:
+        header = StructType().add("key", StringType()).add("value", BinaryType())
+        _check_type("headers", fields["headers"], [ArrayType(header)])
+    column = lowered.get("timestampcolumn")
+    if column is not None:
+        if column not in fields:
+            raise SinkError(f"timestampColumn '{column}' is not a column of the data")
+        _check_type(column, fields[column], [TimestampType(), TimestampNTZType(), LongType()])
+    return SinkOptions(bootstrap, topic, producer, column)
+
+
+def _check_type(name: str, actual: DataType, allowed: list[DataType]) -> None:
+    def simple(t: DataType) -> DataType:  # nullability is not the sink's business
+        if isinstance(t, ArrayType) and isinstance(t.elementType, StructType):
+            return ArrayType(StructType([f.__class__(f.name, f.dataType) for f in t.elementType]))
+        return t
+
+    if simple(actual) not in [simple(t) for t in allowed]:
+        names = " or ".join(t.simpleString() for t in allowed)
+        raise SinkError(f"{name} attribute unsupported type {actual.simpleString()}. "
+                        f"{name} must be a(n) {names}")  # fmt: skip
+
+
+@dataclass
+class KtCommitMessage(WriterCommitMessage):
+    """What one task wrote, every record acknowledged."""
+
+    records: int
+
+
+def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> KtCommitMessage:
+    """Produce the rows of one task; returns only when all of them are acknowledged."""
+    from kt.client.client import KafkaClient
+    from kt.client.producer import Producer, acks_number
+
+    props = options.producer
+    client = KafkaClient(options.bootstrap_servers, client_id=props.get("client.id", "kt-spark"))
+    try:
+        producer = Producer(
+            client, acks=acks_number(props.get("acks", "all")),
+            compression=props.get("compression.type", "none"),
+            batch_size=int(props.get("batch.size", 16384)),
+            retries=int(props.get("retries", 5)),
+            request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
+            max_block_ms=int(props.get("max.block.ms", 60000)),
+        )  # fmt: skip
+        written = 0
+        for batch in batches:
+            written += _produce(producer, options, batch)
+        _check(producer.flush())
+    finally:
+        client.close()
+    return KtCommitMessage(written)
+
+
+def _produce(producer: Producer, options: SinkOptions, batch: pa.RecordBatch) -> int:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def column(name: str) -> list | None:
+        if name not in batch.schema.names:
+            return None
+        array = batch.column(name)
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            array = pc.cast(array, pa.binary())  # UTF-8 bytes, as Spark's sink casts
+        return array.to_pylist()
+
+    n = batch.num_rows
+    values = column("value")
+    keys = column("key") or [None] * n
+    if options.topic is not None:
+        topics = [options.topic] * n
+    else:
+        topics = [t.decode() if t is not None else None for t in column("topic")]  # type: ignore[union-attr]
+    headers = column("headers") or [None] * n
+    partitions = column("partition") or [None] * n
+    stamps = _timestamps(batch, options.timestamp_column) if options.timestamp_column else None
+    for i in range(n):
+        topic = topics[i]
+        if topic is None:
+            raise SinkError(NULL_TOPIC)
+        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else None
+        _check(producer.send(
+            topic, values[i], keys[i], record_headers, partitions[i],
+            stamps[i] if stamps is not None else None,
+        ))  # fmt: skip
+    return n
+
+
+def _timestamps(batch: pa.RecordBatch, name: str) -> list[int | None]:
+    """The column as milliseconds since the epoch."""
+    import pyarrow as pa
+
+    array = batch.column(name)
+    if pa.types.is_timestamp(array.type):
+        array = array.cast(pa.timestamp("ms", tz=array.type.tz)).cast(pa.int64())
+    return array.to_pylist()
+
+
+def _check(results: list) -> None:
+    from kt.errors import KafkaError
+
+    for result in results:
+        if result.error_code:
+            raise KafkaError(result.error_code, result.error_message
+                             or f"{result.topic}-{result.partition}: produce failed")  # fmt: skip
+
+
+class KtBatchWriter(DataSourceArrowWriter):
+    """`df.write.format("kt")`: each task's rows produced; nothing to do on commit."""
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KtCommitMessage:
+        return write_batches(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Every task's records are in the topics already (at least once)."""
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """What the tasks that succeeded wrote stays written, as with Spark's Kafka sink."""
+
+
+class KtStreamWriter(DataSourceStreamArrowWriter):
+    """`writeStream.format("kt")`: each micro-batch's tasks produce their rows; the
+    checkpoint then records the batch, so a restart redoes at most the last one."""
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KtCommitMessage:
+        return write_batches(self.options, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        """Nothing to finish: the records are acknowledged."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
+        """Records already written stay (at least once)."""
