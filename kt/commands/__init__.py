@@ -24,4 +24,5 @@ COMMANDS: dict[str, str] = {
     "server-stop": "kt.commands.server:server_stop",
     "topics": "kt.commands.topics:topics",
     "spark-export": "kt.commands.spark_export:spark_export",
+    "spark-import": "kt.commands.spark_import:spark_import",
 }

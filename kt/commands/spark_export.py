@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import click
 
-from kt.commands.common import KafkaCommand, fail
+from kt.commands.common import KafkaCommand, fail, parse_key_values
 
 
 @click.command("spark-export", cls=KafkaCommand)
@@ -59,16 +62,16 @@ from kt.commands.common import KafkaCommand, fail
     default=None,
     help="Split a topic-partition into Spark partitions of at most this many offsets.",
 )
-@click.option("--master", default="local[*]", show_default=True, help="The Spark master.")
+@click.option("--master", default="local[*]", show_default=True,
+              help="The Spark master: local[N], or spark://HOST:PORT of a cluster.")  # fmt: skip
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="A Spark setting (spark.executor.memory=2g, ...); repeat for more.")  # fmt: skip
 def spark_export(
     bootstrap_server: str | None, log_dirs: str | None, topics: tuple[str, ...], output: str,
     fmt: str, starting_offsets: str, ending_offsets: str, value_format: str, partition_by: str,
-    max_records_per_partition: int | None, master: str,
+    max_records_per_partition: int | None, master: str, confs: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Export topics to files with PySpark, one Spark partition per topic-partition."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from kt.tools.spark_export import ExportRequest, SparkExportError, export
 
     if bool(bootstrap_server) == bool(log_dirs):
@@ -85,20 +88,30 @@ def spark_export(
         partition_by=[c for c in partition_by.split(",") if c],
         master=master,
         max_records_per_partition=max_records_per_partition,
+        conf=parse_key_values(confs, "--conf"),
     )
-    console = Console(stderr=True)
-    columns = (TextColumn("exporting"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("partitions"), TimeElapsedColumn())  # fmt: skip
     try:
-        with Progress(*columns, console=console, transient=True,
-                      disable=not console.is_terminal) as bar:  # fmt: skip
-            task = bar.add_task("export", total=None)
-            result = export(
-                request, progress=lambda done, total: bar.update(task, completed=done, total=total)
-            )
+        with spark_progress("exporting", "partitions") as progress:
+            result = export(request, progress=progress)
     except SparkExportError as e:
         fail(str(e))
     click.echo(
         f"{result.rows} rows written to {output} in {result.seconds:.1f} s "
         f"({result.rows_per_second:,.0f} rows/s, {result.input_partitions} input partitions)"
     )
+
+
+@contextmanager
+def spark_progress(doing: str, unit: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar of Spark tasks on stderr (none when it is not a terminal); yields
+    the callback that moves it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    columns = (TextColumn(doing), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
+               TimeElapsedColumn())  # fmt: skip
+    with Progress(*columns, console=console, transient=True,
+                  disable=not console.is_terminal) as bar:  # fmt: skip
+        task = bar.add_task(doing, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)

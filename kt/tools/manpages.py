@@ -151,6 +151,17 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("Write a topic to Parquet files, one directory per partition:",
          "kt spark-export --bootstrap-server 127.0.0.1:9092 --topic orders --output /tmp/orders "
          "--partition-by partition"),
+        ("The same on a Spark cluster, with more memory for each executor:",
+         "kt spark-export --bootstrap-server 10.0.0.5:9092 --topic orders --output /data/orders "
+         "--master spark://10.0.0.9:7077 --conf spark.executor.memory=4g"),
+    ],
+    "kt spark-import": [
+        ("Bring an export back into a new topic (keys, values, headers and timestamps):",
+         "kt spark-import --bootstrap-server 127.0.0.1:9092 --topic orders-copy "
+         "--input /tmp/orders"),
+        ("Each row of JSON files as a record, keyed by its id column:",
+         "kt spark-import --bootstrap-server 127.0.0.1:9092 --topic events --input events/ "
+         "--format json --key-column id"),
     ],
     "kt topics": [
         ("Create a topic with 3 partitions, then describe it:",

@@ -63,6 +63,7 @@ class ExportRequest:
     partition_by: list[str] = field(default_factory=list)
     master: str = "local[*]"
     max_records_per_partition: int | None = None
+    conf: dict[str, str] = field(default_factory=dict)  # spark.* settings (--conf)
 
 
 @dataclass
@@ -224,7 +225,7 @@ def export(
 
     running = SparkContext._active_spark_context is not None  # then getOrCreate reuses it
     # Failures come back as one SparkExportError line; the JVM need not log them too.
-    spark = spark_session(request.master, log_level="OFF")
+    spark = spark_session(request.master, log_level="OFF", **request.conf)
     try:
         return _write(request, spark, len(ranges), progress)
     finally:
@@ -251,10 +252,12 @@ def _write(
     observation = Observation("kt spark-export")
     df = shape(reader.load(), request).observe(observation, F.count(F.lit(1)).alias("rows"))
     writer = df.write.format(request.format).mode("errorifexists")
+    if request.format == "csv":
+        writer = writer.option("header", "true")  # the names, for readers and spark-import
     if request.partition_by:
         writer = writer.partitionBy(*request.partition_by)
     started = time.perf_counter()
-    with _ProgressWatcher(spark, partitions, progress):
+    with ProgressWatcher(spark, partitions, progress):
         try:
             writer.save(request.output)
         except Exception as e:  # py4j and PySpark errors carry a whole trace
@@ -272,7 +275,7 @@ def last_line(message: str) -> str:
     return lines[-1] if lines else "unknown error"
 
 
-class _ProgressWatcher:
+class ProgressWatcher:
     """Polls Spark's status tracker while a job runs and reports finished tasks."""
 
     def __init__(self, spark: SparkSession, total: int, callback: ProgressCallback | None) -> None:
@@ -292,7 +295,7 @@ class _ProgressWatcher:
                     finished = max(finished, info.numCompletedTasks)
             self.callback(min(finished, self.total), self.total)
 
-    def __enter__(self) -> _ProgressWatcher:
+    def __enter__(self) -> ProgressWatcher:
         if self.callback is not None:
             self.thread.start()
         return self

@@ -260,6 +260,12 @@ CASES = [
     Case("spark-export-bad-offsets", ["spark-export", "--bootstrap-server", B, "--topic",
          "cli-errors", "--output", f"{DIR}/export", "--starting-offsets", "{bad json"],
          [re.compile(r"startingOffsets: invalid JSON \(.*\): \{bad json")]),
+    Case("spark-import-missing-input", ["spark-import", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--input", f"{DIR}/no-such-export"], [f"--input {DIR}/no-such-export: "
+         "no such file or directory"]),
+    Case("spark-import-bad-topic", ["spark-import", "--bootstrap-server", B, "--topic",
+         "bad/name", "--input", DIR], ["--topic: Topic name is invalid: 'bad/name' contains "
+         "one or more characters other than ASCII alphanumerics, '.', '_' and '-'"]),
 ]  # fmt: skip
 
 
