@@ -70,11 +70,12 @@ def written_totals(broker: Broker) -> list[dict]:
     return out
 
 
-def start(broker: Broker, checkpoint: Path, log: Path) -> subprocess.Popen:
+def start(broker: Broker, checkpoint: Path, log: Path, master: str) -> subprocess.Popen:
     with open(log, "a") as out:
         return subprocess.Popen(
             [sys.executable, str(PIPELINE), "--bootstrap-server", broker.bootstrap,
-             "--input", "events", "--output", "totals", "--checkpoint", str(checkpoint)],
+             "--input", "events", "--output", "totals", "--checkpoint", str(checkpoint),
+             "--master", master],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
 
@@ -88,6 +89,11 @@ def wait_for(condition, what: str, proc: subprocess.Popen, log: Path, timeout_s:
 
 
 def test_the_pipeline_killed_and_restarted_loses_no_event(tmp_path: Path) -> None:
+    kill_and_restart(tmp_path, "local[2]")
+
+
+def kill_and_restart(tmp_path: Path, master: str) -> None:
+    """The test, on any Spark master."""
     log_dir = tmp_path / "kt-logs"
     log_dir.mkdir()
     broker = Broker(log_dir).start()
@@ -96,7 +102,7 @@ def test_the_pipeline_killed_and_restarted_loses_no_event(tmp_path: Path) -> Non
         create(broker, "events", "totals", partitions=2)
         events = [event(i) for i in range(3000)]  # 30 s of events: 6 windows per user
         produce(broker, events[:1500])
-        first = start(broker, checkpoint, log)
+        first = start(broker, checkpoint, log, master)
         try:
             wait_for(lambda: (checkpoint / "commits" / "0").exists(), "a committed batch",
                      first, log)  # fmt: skip
@@ -107,7 +113,7 @@ def test_the_pipeline_killed_and_restarted_loses_no_event(tmp_path: Path) -> Non
         late = {"user": "flush", "amount": 1, "time": BASE_MS + 50_000}
         produce(broker, events[1500:] + [late])
         expected = expected_totals(events)
-        second = start(broker, checkpoint, log)
+        second = start(broker, checkpoint, log, master)
         try:
 
             def complete() -> bool:
