@@ -45,6 +45,8 @@ import shutil
 import sys
 import tempfile
 import time
+import zlib
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -200,12 +202,190 @@ def show(m: Measured, records: int) -> None:
           f"{c.others / wall:4.2f}")  # fmt: skip
 
 
+# -- the round trip: export and import of a topic larger than Spark's memory ------------
+
+VALUE_BYTES = 1000
+SMALL_MEMORY = {"spark.driver.memory": "512m", "spark.executor.memory": "512m"}
+
+
+def record_checksum(key: bytes | None, value: bytes | None) -> int:
+    """Order-free: the sum of these over a set of records (mod 2**64) is its checksum."""
+    return zlib.crc32(key or b"") << 32 | zlib.crc32(value or b"")
+
+
+def fill(bootstrap: str, topic: str, gib: float) -> tuple[int, int]:
+    """Keyed records of VALUE_BYTES until `gib` GiB of values; (count, checksum)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "batch.size": 1 << 20, "compression.type": "none"})  # fmt: skip
+    pool = [os.urandom(VALUE_BYTES - 8) for _ in range(1024)]
+    count = int(gib * (1 << 30)) // VALUE_BYTES
+    checksum = 0
+    for i in range(count):
+        key, value = b"key-%d" % (i % 100_000), i.to_bytes(8, "big") + pool[i % 1024]
+        checksum += record_checksum(key, value)
+        while True:
+            try:
+                producer.produce(topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(300) != 0:
+        raise RuntimeError("records left unsent")
+    return count, checksum % (1 << 64)
+
+
+def topic_checksum(bootstrap: str, topic: str, partitions: int) -> tuple[int, int]:
+    """(count, checksum) of every record of the topic, read with kt's consumer."""
+    from kt.client.client import KafkaClient
+    from kt.client.consumer import EARLIEST, LATEST, Consumer
+
+    client = KafkaClient(bootstrap)
+    latest = Consumer(client)
+    latest.assign({(topic, p): LATEST for p in range(partitions)})
+    ends = dict(latest.positions)
+    consumer = Consumer(client, prefetch=True)
+    consumer.assign({(topic, p): EARLIEST for p in range(partitions)})
+    count = checksum = 0
+    while any(consumer.positions[tp] < ends[tp] for tp in ends):
+        for record in consumer.poll(500):
+            count += 1
+            checksum += record_checksum(record.key, record.value)
+    consumer.close()
+    client.close()
+    return count, checksum % (1 << 64)
+
+
+def parquet_checksum(path: str) -> tuple[int, int]:
+    import pyarrow.parquet as pq
+
+    count = checksum = 0
+    for batch in pq.ParquetDataset(path).read(columns=["key", "value"]).to_batches():
+        for key, value in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                              strict=True):  # fmt: skip
+            count += 1
+            checksum += record_checksum(key, value)
+    return count, checksum % (1 << 64)
+
+
+def kt_command(*args: str) -> float:
+    """Run a kt Spark command; the rows/s of its last line."""
+    import re
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "kt", *args], capture_output=True, text=True,
+                         timeout=3600)  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"kt {args[0]} failed: {out.stderr[-2000:]}")
+    match = re.search(r"\(([\d,]+) (?:rows|records)/s", out.stdout)
+    assert match, out.stdout
+    return float(match.group(1).replace(",", ""))
+
+
+def pyarrow_export(log_dir: str, topic: str, partitions: int, out: str) -> float:
+    """Segments decoded into Parquet with kt's decoder and pyarrow's writer, no Spark."""
+    import pyarrow.parquet as pq
+
+    from kt.spark.log_dirs import LogDirsCatalog
+    from kt.spark.planning import OffsetRange
+    from kt.spark.schema import arrow_schema
+
+    catalog = LogDirsCatalog([log_dir])
+    schema = arrow_schema(False)
+    rows = 0
+    started = time.perf_counter()
+    with pq.ParquetWriter(out, schema) as writer:
+        for p in range(partitions):
+            start, end = (
+                catalog.earliest([(topic, p)])[(topic, p)],
+                catalog.latest([(topic, p)])[(topic, p)],
+            )
+            for batch in catalog.read(OffsetRange(topic, p, start, end), schema, True):
+                writer.write_batch(batch)
+                rows += batch.num_rows
+    return rows / (time.perf_counter() - started)
+
+
+def pyarrow_import(parquet: str, segment: str) -> float:
+    """Parquet rows encoded into v2 batches (kt's encoder) appended to a file, no Spark."""
+    import pyarrow.parquet as pq
+
+    rows = 0
+    started = time.perf_counter()
+    with open(segment, "wb") as f:
+        for batch in (
+            pq.ParquetDataset(parquet).read(columns=["key", "value"]).to_batches(max_chunksize=1000)
+        ):
+            keys, values = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+            now = int(time.time() * 1000)
+            records = [Record(None, now, k, v, ()) for k, v in zip(keys, values, strict=True)]
+            f.write(build_batch(records))
+            rows += batch.num_rows
+    return rows / (time.perf_counter() - started)
+
+
+def roundtrip(gib: float, master: str) -> None:
+    """Export a topic of `gib` GiB to Parquet and import it into a new topic, with 512 MB
+    for Spark's driver and executors; counts and checksums at each end, beside pyarrow."""
+    from benchmarks.broker import KtBroker
+
+    work = tempfile.mkdtemp(prefix="kt-spark-roundtrip-")
+    conf = [a for k, v in SMALL_MEMORY.items() for a in ("--conf", f"{k}={v}")]
+    try:
+        with KtBroker(Path(work) / "logs", overrides={"log.retention.ms": "-1"}) as broker:
+            kt_command_plain("topics", "--bootstrap-server", broker.bootstrap, "--create",
+                             "--topic", "big", "--partitions", str(PARTITIONS))  # fmt: skip
+            kt_command_plain("topics", "--bootstrap-server", broker.bootstrap, "--create",
+                             "--topic", "copy", "--partitions", str(PARTITIONS))  # fmt: skip
+            started = time.perf_counter()
+            count, checksum = fill(broker.bootstrap, "big", gib)
+            print(f"wrote {count:,} records ({count * VALUE_BYTES / 2**30:.2f} GiB of values) "
+                  f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
+            out = os.path.join(work, "export")
+            export_rate = kt_command("spark-export", "--bootstrap-server", broker.bootstrap,
+                                     "--topic", "big", "--output", out, "--master", master,
+                                     *conf)  # fmt: skip
+            exported = parquet_checksum(out)
+            import_rate = kt_command("spark-import", "--bootstrap-server", broker.bootstrap,
+                                     "--topic", "copy", "--input", out, "--master", master,
+                                     *conf)  # fmt: skip
+            imported = topic_checksum(broker.bootstrap, "copy", PARTITIONS)
+            source = topic_checksum(broker.bootstrap, "big", PARTITIONS)
+            arrow_out = os.path.join(work, "pyarrow.parquet")
+            arrow_export = pyarrow_export(str(Path(work) / "logs"), "big", PARTITIONS, arrow_out)
+            arrow_import = pyarrow_import(out, os.path.join(work, "pyarrow-segment.log"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"counts and checksums: produced {count:,} {checksum:016x}, topic {source[0]:,} "
+          f"{source[1]:016x}, Parquet {exported[0]:,} {exported[1]:016x}, imported "
+          f"{imported[0]:,} {imported[1]:016x}")  # fmt: skip
+    same = source == exported == imported == (count, checksum)
+    print(f"  all equal: {same}")
+    print(f"export ({master}, 512 MB):  {export_rate:11,.0f} rows/s   pyarrow alone "
+          f"{arrow_export:11,.0f} rows/s   ratio {export_rate / arrow_export:.2f}")  # fmt: skip
+    print(f"import ({master}, 512 MB):  {import_rate:11,.0f} rows/s   pyarrow alone "
+          f"{arrow_import:11,.0f} rows/s   ratio {import_rate / arrow_import:.2f}")  # fmt: skip
+
+
+def kt_command_plain(*args: str) -> None:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "kt", *args], check=True, capture_output=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("mode", nargs="?", choices=["export", "roundtrip"], default="export")
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--gib", type=float, default=2.0, help="roundtrip: the topic's size")
+    parser.add_argument("--master", default="local[2]", help="roundtrip: the Spark master")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting for both sessions (experiments only)")  # fmt: skip
     args = parser.parse_args()
+    if args.mode == "roundtrip":
+        roundtrip(args.gib, args.master)
+        return
     conf = dict(item.split("=", 1) for item in args.conf)
     records = args.records // PARTITIONS * PARTITIONS
     print(f"load average before the run: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")

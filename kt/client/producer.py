@@ -90,6 +90,8 @@ class Producer:
 
     def _topic(self, topic: str) -> TopicInfo:
         info = self._topics.get(topic)
+        if info is not None:  # known, every partition led (a retry clears the cache)
+            return info
         deadline = time.monotonic() + self.max_block_ms / 1000
         while (
             info is None

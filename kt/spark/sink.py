@@ -197,7 +197,8 @@ def _timestamps(batch: pa.RecordBatch, name: str) -> list[int | None]:
 
     array = batch.column(name)
     if pa.types.is_timestamp(array.type):
-        array = array.cast(pa.timestamp("ms", tz=array.type.tz)).cast(pa.int64())
+        # to whole milliseconds (a record's timestamp): finer units are truncated
+        array = array.cast(pa.timestamp("ms", tz=array.type.tz), safe=False).cast(pa.int64())
     return array.to_pylist()
 
 
