@@ -277,7 +277,10 @@ def kt_command(*args: str) -> float:
     out = subprocess.run([sys.executable, "-m", "kt", *args], capture_output=True, text=True,
                          timeout=3600)  # fmt: skip
     if out.returncode != 0:
-        raise RuntimeError(f"kt {args[0]} failed: {out.stderr[-2000:]}")
+        Path(f"/tmp/kt-{args[0]}.stderr").write_text(out.stderr)
+        raise RuntimeError(
+            f"kt {args[0]} failed: {out.stdout[-500:]} (stderr in /tmp/kt-{args[0]}.stderr)"
+        )
     match = re.search(r"\(([\d,]+) (?:rows|records)/s", out.stdout)
     assert match, out.stdout
     return float(match.group(1).replace(",", ""))

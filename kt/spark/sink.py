@@ -203,12 +203,15 @@ def _timestamps(batch: pa.RecordBatch, name: str) -> list[int | None]:
 
 
 def _check(results: list) -> None:
-    from kt.errors import KafkaError
+    """Raise for the first batch the broker did not take (a failed task: Spark retries)."""
+    from kt.errors import KafkaError, error_for
 
     for result in results:
         if result.error_code:
-            raise KafkaError(result.error_code, result.error_message
-                             or f"{result.topic}-{result.partition}: produce failed")  # fmt: skip
+            name = error_for(result.error_code).name
+            detail = result.error_message or error_for(result.error_code).message
+            raise KafkaError(result.error_code, f"{name}: {detail} "
+                             f"(producing to {result.topic}-{result.partition})")  # fmt: skip
 
 
 class KtBatchWriter(DataSourceArrowWriter):

@@ -158,3 +158,19 @@ def test_a_row_without_a_topic_fails_the_write(spark, broker) -> None:
     with pytest.raises(Exception, match="contains a null topic. Use the `topic` option"):
         df.write.format("kt").option("kafka.bootstrap.servers", broker.bootstrap).mode(
             "append").save()  # fmt: skip
+
+
+def test_a_task_whose_records_are_not_acknowledged_fails(spark, broker) -> None:
+    """acks=all on a topic that wants two in-sync replicas of its one: the broker refuses
+    every batch (NOT_ENOUGH_REPLICAS), so no task may report success."""
+    admin = ck_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = ck_admin.NewTopic("unsafe", 1, 1, config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])["unsafe"].result(30)
+    df = spark.createDataFrame([("v",)], "value string")
+    with pytest.raises(Exception, match="NOT_ENOUGH_REPLICAS"):
+        (df.write.format("kt").option("kafka.bootstrap.servers", broker.bootstrap)
+         .option("topic", "unsafe").option("kafka.retries", "1").mode("append").save())  # fmt: skip
+    # acks=1 does not wait for the other replicas: the same write succeeds.
+    (df.write.format("kt").option("kafka.bootstrap.servers", broker.bootstrap)
+     .option("topic", "unsafe").option("kafka.acks", "1").mode("append").save())  # fmt: skip
+    assert [r[2] for r in records(broker, "unsafe", partitions=1)] == [b"v"]
