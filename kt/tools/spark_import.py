@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+# Parquet's vectored reads take each row group (128 MB as Spark writes them) into a direct
+# buffer, and the JVM's direct memory is capped at its heap: a 2 GiB import with 512 MB
+# for Spark ran out of it ("Cannot reserve 133298688 bytes of direct buffer memory") in a
+# reader thread, and its task then waited for that read for ever. Plain reads use heap.
+IMPORT_SETTINGS = {"spark.hadoop.parquet.hadoop.vectored.io.enabled": "false"}
 
 
 class SparkImportError(SparkExportError):
@@ -164,7 +169,7 @@ def import_files(
 
     running = SparkContext._active_spark_context is not None
     spark = spark_session(request.master, app_name="kt spark-import", log_level="OFF",
-                          **request.conf)  # fmt: skip
+                          **{**IMPORT_SETTINGS, **request.conf})  # fmt: skip
     try:
         return _import(request, spark, progress)
     finally:
