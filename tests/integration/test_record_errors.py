@@ -29,6 +29,13 @@ def produce_with_bad_records(bootstrap: str, topic: str, config: dict[str, str])
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000,
                          "batch.num.messages": 100, "enable.idempotence": False,
                          "retries": 0})  # fmt: skip
+    # The batch must hold all 100 records: a producer that does not know the partition's
+    # leader yet may send the first ones on their own once it learns it (CI saw 8 sent
+    # apart, which then succeeded). So it learns the leader first.
+    deadline = time.monotonic() + 30
+    while producer.list_topics(topic, timeout=10).topics[topic].partitions[0].leader < 0:
+        assert time.monotonic() < deadline, f"no leader for {topic}-0"
+        time.sleep(0.1)
     outcomes: Counter = Counter()
 
     def report(error: KafkaError | None, _message: object) -> None:
