@@ -10,6 +10,16 @@ import click
 from kt.commands.common import KafkaCommand, fail, parse_key_values
 
 
+def spark_options(command: Callable) -> Callable:
+    """--master and --conf, as both Spark commands take them."""
+    command = click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+                           help="A Spark setting (spark.executor.memory=2g, ...); repeat "
+                           "for more.")(command)  # fmt: skip
+    return click.option("--master", default="local[*]", show_default=True,
+                        help="The Spark master: local[N], or spark://HOST:PORT of a "
+                        "cluster.")(command)  # fmt: skip
+
+
 @click.command("spark-export", cls=KafkaCommand)
 @click.option("--bootstrap-server", metavar="HOST:PORT", help="Read through a running broker.")
 @click.option(
@@ -62,10 +72,7 @@ from kt.commands.common import KafkaCommand, fail, parse_key_values
     default=None,
     help="Split a topic-partition into Spark partitions of at most this many offsets.",
 )
-@click.option("--master", default="local[*]", show_default=True,
-              help="The Spark master: local[N], or spark://HOST:PORT of a cluster.")  # fmt: skip
-@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
-              help="A Spark setting (spark.executor.memory=2g, ...); repeat for more.")  # fmt: skip
+@spark_options
 def spark_export(
     bootstrap_server: str | None, log_dirs: str | None, topics: tuple[str, ...], output: str,
     fmt: str, starting_offsets: str, ending_offsets: str, value_format: str, partition_by: str,

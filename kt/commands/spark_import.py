@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from kt.commands.common import KafkaCommand, fail, parse_key_values
-from kt.commands.spark_export import spark_progress
+from kt.commands.spark_export import spark_options, spark_progress
 
 
 @click.command("spark-import", cls=KafkaCommand)
@@ -39,10 +39,7 @@ from kt.commands.spark_export import spark_progress
     metavar="KEY=VALUE",
     help="A producer setting (acks, compression.type, batch.size); repeat for more.",
 )
-@click.option("--master", default="local[*]", show_default=True,
-              help="The Spark master: local[N], or spark://HOST:PORT of a cluster.")  # fmt: skip
-@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
-              help="A Spark setting (spark.executor.memory=2g, ...); repeat for more.")  # fmt: skip
+@spark_options
 def spark_import(
     bootstrap_server: str, topic: str, input_path: str, fmt: str, key_column: str | None,
     value_column: str | None, headers_column: str | None, partition_column: str | None,

@@ -17,19 +17,23 @@ import logging
 import os
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from kt.config import LogConfig
 from kt.storage import names
 from kt.storage.abstract_index import CorruptIndexError, IndexOffsetOverflowError
 from kt.storage.file_records import (
     FileRecords,
-    FileSlice,
     frame_at,
 )
 from kt.storage.offset_index import OffsetIndex
 from kt.storage.record_walk import record_timestamps
 from kt.storage.segment_recovery import IndexRebuild, walk_segment
+from kt.storage.segment_values import (
+    FetchDataInfo,
+    LogOffsetMetadata,
+    RollParams,
+    TimestampAndOffset,
+)
 from kt.storage.time_index import TimeIndex
 
 log = logging.getLogger(__name__)
@@ -37,41 +41,6 @@ log = logging.getLogger(__name__)
 
 class LogSegmentOffsetOverflowError(Exception):
     """A batch whose offsets do not fit the segment's 32-bit relative offsets."""
-
-
-@dataclass(frozen=True, slots=True)
-class LogOffsetMetadata:
-    """An offset and, when known, where it sits: segment base offset and byte position."""
-
-    message_offset: int
-    segment_base_offset: int = -1
-    relative_position_in_segment: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    """What a read returns: where it started and the bytes (a FileSlice, or b"" if none)."""
-
-    fetch_offset_metadata: LogOffsetMetadata
-    records: FileSlice | bytes
-    first_entry_incomplete: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class RollParams:
-    max_segment_ms: int
-    max_segment_bytes: int
-    max_timestamp_in_messages: int
-    max_offset_in_messages: int
-    messages_size: int
-    now: int
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
-    timestamp: int
-    offset: int
-    leader_epoch: int | None = None
 
 
 class LogSegment:
