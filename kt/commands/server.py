@@ -14,6 +14,9 @@ import click
 
 from kt.commands.common import INT, KafkaCommand, fail, parse_key_values
 
+# In each log dir of a running `kt server-start`: its PID, for `kt server-stop --log-dirs`.
+PID_FILE = "kt-server.pid"
+
 
 @click.command("server-start", cls=KafkaCommand)
 @click.argument("properties", nargs=-1, type=click.Path(dir_okay=False))
@@ -72,6 +75,7 @@ def server_start(
                 f"[KafkaServer id={server.broker_id}] started: {endpoints} "
                 f"log.dirs={log_dirs} ({elapsed:.2f} s)"
             )
+        write_pid_files(servers)
         click.echo("\n".join(lines))
         sys.stdout.flush()
         if ready_pipe is not None:  # tell the waiting parent, then let it go
@@ -90,6 +94,29 @@ def server_start(
         fail(f"cannot start the broker: {e}")
     except BrokerHaltedError as e:
         fail(str(e))
+    finally:
+        remove_pid_files(configs)
+
+
+def write_pid_files(servers: list) -> None:
+    """Leave this process's PID in every log dir it serves (they are locked by now)."""
+    for server in servers:
+        for log_dir in server.config.log_dirs:
+            try:
+                (Path(log_dir) / PID_FILE).write_text(f"{os.getpid()}\n")
+            except OSError as e:  # an offline dir: server-stop finds the PID in another
+                logging.getLogger(__name__).warning("cannot write %s: %s", PID_FILE, e)
+
+
+def remove_pid_files(configs: list) -> None:
+    for config in configs:
+        for log_dir in config.log_dirs:
+            pid_file = Path(log_dir) / PID_FILE
+            try:
+                if pid_file.read_text().strip() == str(os.getpid()):
+                    pid_file.unlink()
+            except OSError:
+                continue
 
 
 def daemon_log_path(config: object) -> Path:
@@ -144,13 +171,16 @@ def _wait_for_daemon(read_end: int, log_path: Path) -> None:
 
 
 def find_server_pids() -> list[int]:
-    """Running `kt server-start` processes, as kafka-server-stop.sh finds kafka.Kafka ones."""
+    """The current user's running `kt server-start` processes, as kafka-server-stop.sh
+    finds kafka.Kafka ones (it takes every user's it may signal)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if entry.stat().st_uid != os.getuid():
+                continue
         except OSError:
             continue
         if b"server-start" in argv and any(a.endswith((b"kt", b"kt.cli", b"-m")) for a in argv):
@@ -197,27 +227,73 @@ def server_node_ids(pid: int) -> set[int]:
 
 
 @click.command("server-stop", cls=KafkaCommand)
+@click.argument("properties", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--log-dirs", metavar="DIR1,DIR2,...",
+              help="Stop only the server whose log dirs these are.")  # fmt: skip
 @click.option("--node-id", type=INT, help="Stop only the server running this node id.")
 @click.option("--timeout", default=30.0, show_default=True, help="Seconds to wait for exit.")
-def server_stop(node_id: int | None, timeout: float) -> None:
-    """Stop every running `kt server-start` (or, with --node-id, the one running that node)
-    with SIGTERM, and wait until they exit."""
-    pids = find_server_pids()
-    if not pids:
-        fail("No kt server to stop")
-    if node_id is not None:
-        pids = [pid for pid in pids if node_id in server_node_ids(pid)]
+def server_stop(
+    properties: tuple[str, ...], log_dirs: str | None, node_id: int | None, timeout: float
+) -> None:
+    """Stop a `kt server-start` with SIGTERM and wait until it exits.
+
+    Given the properties file(s) it was started with, or its --log-dirs, exactly that
+    server (it left its PID in each log dir). Without either, as kafka-server-stop.sh:
+    every `kt server-start` of the current user (with --node-id, the one running that
+    node). Prints the PIDs it signalled.
+    """
+    if properties or log_dirs:
+        pids = [_pid_for_log_dirs(_stop_log_dirs(properties, log_dirs))]
+    else:
+        pids = find_server_pids()
         if not pids:
-            fail(f"No kt server with node id {node_id} to stop")
+            fail("No kt server to stop")
+        if node_id is not None:
+            pids = [pid for pid in pids if node_id in server_node_ids(pid)]
+            if not pids:
+                fail(f"No kt server with node id {node_id} to stop")
     for pid in pids:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+    click.echo(f"Stopping kt server PID {', '.join(map(str, pids))}")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        alive = [p for p in pids if Path(f"/proc/{p}").exists()]
+        alive = [p for p in pids if _running(p)]
         if not alive:
             return
         time.sleep(0.1)
     fail(f"kt server(s) {alive} did not stop within {timeout:g} s")
+
+
+def _running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waits only for its parent)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def _stop_log_dirs(properties: tuple[str, ...], log_dirs: str | None) -> list[Path]:
+    from kt.config import InvalidConfigError, KafkaConfig
+
+    if log_dirs:
+        return [Path(d.strip()).expanduser() for d in log_dirs.split(",") if d.strip()]
+    try:
+        return [d for p in properties for d in KafkaConfig.from_files([p]).log_dirs]
+    except InvalidConfigError as e:
+        fail(str(e))
+
+
+def _pid_for_log_dirs(log_dirs: list[Path]) -> int:
+    """The running `kt server-start` whose PID file one of these log dirs holds."""
+    for log_dir in log_dirs:
+        try:
+            pid = int((log_dir / PID_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid in find_server_pids():
+            return pid
+    fail(f"No kt server running with log dirs {','.join(map(str, log_dirs))}")

@@ -144,7 +144,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "LOG_DIR=/var/log/kt kt server-start --daemon config/server.properties"),
     ],
     "kt server-stop": [
-        ("Stop every broker on this machine, or only node 2:",
+        ("Stop exactly the broker of a properties file, or of a log dir:",
+         "kt server-stop config/server.properties\nkt server-stop --log-dirs /tmp/kt-logs"),
+        ("Stop every broker of this user on this machine, or only node 2:",
          "kt server-stop\nkt server-stop --node-id 2"),
     ],
     "kt spark-export": [

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from crc32c import crc32c
+from crc32c_rs import crc32c
 
 from kt.client.client import KafkaClient
 from kt.errors import error_for

@@ -215,6 +215,8 @@ def export(
     progress: ProgressCallback | None = None,
 ) -> ExportResult:
     """Run the export; `progress(done, total)` is called with finished input partitions."""
+    if spark is None:
+        check_spark_available()  # before any work: the spark extra, and Java
     ranges = plan(request)
     if spark is not None:
         import kt.spark

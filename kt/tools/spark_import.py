@@ -30,6 +30,7 @@ from kt.tools.spark_export import (
     ProgressCallback,
     ProgressWatcher,
     SparkExportError,
+    check_spark_available,
     last_line,
     spark_session,
 )
@@ -159,6 +160,8 @@ def import_files(
     progress: ProgressCallback | None = None,
 ) -> ImportResult:  # fmt: skip
     """Write the input's rows to the topic; `progress(done, total)` with finished tasks."""
+    if spark is None:
+        check_spark_available()  # before any work: the spark extra, and Java
     check_request(request)
     if spark is not None:
         import kt.spark

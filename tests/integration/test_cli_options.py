@@ -165,9 +165,38 @@ def test_daemon_and_stop_by_node_id(tmp_path: Path) -> None:
         assert all(_alive(pid) for pid in pids.values())
         stopped = kt_command("server-stop", "--node-id", "41")
         assert stopped.returncode == 0, stopped.stderr
+        assert stopped.stdout == f"Stopping kt server PID {pids[41]}\n"
         assert not _alive(pids[41]) and _alive(pids[42])
         again = kt_command("server-stop", "--node-id", "41")
         assert (again.returncode, again.stderr) == (1, "No kt server with node id 41 to stop\n")
+    finally:
+        for pid in pids.values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGTERM)
+
+
+def test_stop_exactly_the_server_of_a_log_dir_or_properties_file(tmp_path: Path) -> None:
+    """server-stop --log-dirs, or given the server's properties file, signals only the
+    server whose PID file that log dir holds; a PID file naming another process (or no
+    process) stops nothing."""
+    pids = {}
+    try:
+        for node_id in (51, 52, 53):
+            pids[node_id], _ = _start_daemon(tmp_path, node_id)
+        by_dir = kt_command("server-stop", "--log-dirs", str(tmp_path / "data-51"))
+        assert (by_dir.returncode, by_dir.stdout) == (0, f"Stopping kt server PID {pids[51]}\n")
+        assert not _alive(pids[51]) and _alive(pids[52]) and _alive(pids[53])
+        props = tmp_path / "server-52.properties"
+        props.write_text(f"node.id=52\nlog.dirs={tmp_path / 'data-52'}\n")
+        by_file = kt_command("server-stop", str(props))
+        assert (by_file.returncode, by_file.stdout) == (0, f"Stopping kt server PID {pids[52]}\n")
+        assert not _alive(pids[52]) and _alive(pids[53])
+        again = kt_command("server-stop", "--log-dirs", str(tmp_path / "data-51"))
+        assert (again.returncode, again.stderr) == (
+            1, f"No kt server running with log dirs {tmp_path / 'data-51'}\n")  # fmt: skip
+        (tmp_path / "data-51" / "kt-server.pid").write_text(f"{os.getpid()}\n")  # not kt's
+        foreign = kt_command("server-stop", "--log-dirs", str(tmp_path / "data-51"))
+        assert foreign.returncode == 1 and _alive(pids[53])
     finally:
         for pid in pids.values():
             if _alive(pid):
