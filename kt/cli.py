@@ -10,6 +10,7 @@ traceback for bad input.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import sys
@@ -42,6 +43,20 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's lookup, with the nearest names after an unknown one (kt topic: "Did
+        you mean topics?")."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as e:
+            typed = args[0] if args else ""
+            near = difflib.get_close_matches(typed, self.list_commands(ctx), n=2, cutoff=0.75)
+            if near and e.message.startswith("No such command"):
+                e.message += f" Did you mean {' or '.join(near)}?"
+            raise
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

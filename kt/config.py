@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kt.errors import KafkaError
+from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
+from kt.errors import InvalidConfigError
 from kt.properties import parse_properties
+from kt.unsupported import refuse_broker_features
+
+Validator = Callable[[Any], None]
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -30,14 +34,7 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 CLEANUP_POLICIES = ("compact", "delete")
 
 
-class InvalidConfigError(KafkaError):
-    """A config value Kafka would refuse (INVALID_CONFIG); the message names key and value."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("INVALID_CONFIG", message)
-
-
-# -- value parsers: str -> typed value, raising ValueError with a reason --------------
+# -- value parsers: str -> typed value, raising ValueError with ConfigDef.parseType's reason
 
 
 def _int(bits: int) -> Callable[[str], int]:
@@ -48,9 +45,9 @@ def _int(bits: int) -> Callable[[str], int]:
         try:
             value = int(text.strip())
         except ValueError:
-            raise ValueError(f"Not a number of type {type_name}") from None
-        if not low <= value <= high:
-            raise ValueError(f"out of range for a {bits}-bit integer")
+            value = None
+        if value is None or not low <= value <= high:  # Integer.parseInt overflows too
+            raise ValueError(f"Not a number of type {type_name}")
         return value
 
     return parse
@@ -59,7 +56,7 @@ def _int(bits: int) -> Callable[[str], int]:
 def _bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
-        raise ValueError("expected true or false")
+        raise ValueError("Expected value to be either true or false")
     return lowered == "true"
 
 
@@ -82,33 +79,75 @@ _INT = _int(32)
 _LONG = _int(64)
 
 
-# -- validators: typed value -> None, raising ValueError --------------------------------
+# -- validators: typed value -> None, raising InvalidValue (ConfigDef's validators) ------
+
+
+class InvalidValue(ValueError):
+    """A parsed value a validator refuses: `shown` is the value as Kafka prints it."""
+
+    def __init__(self, shown: object, reason: str) -> None:
+        super().__init__(reason)
+        self.shown = shown
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 def at_least(minimum: float) -> Callable[[Any], None]:
+    """ConfigDef.Range.atLeast."""
+
     def check(value: Any) -> None:
         if value < minimum:
-            raise ValueError(f"value must be at least {minimum:g}")
+            raise InvalidValue(value, f"Value must be at least {_number(minimum)}")
 
     return check
 
 
 def between(low: float, high: float) -> Callable[[Any], None]:
+    """ConfigDef.Range.between."""
+
     def check(value: Any) -> None:
-        if not low <= value <= high:
-            raise ValueError(f"value must be between {low:g} and {high:g}")
+        if value < low:
+            raise InvalidValue(value, f"Value must be at least {_number(low)}")
+        if value > high:
+            raise InvalidValue(value, f"Value must be no more than {_number(high)}")
 
     return check
 
 
 def one_of(*allowed: str) -> Callable[[Any], None]:
+    """ConfigDef.ValidString, and ValidList (each item of a list)."""
+
     def check(value: Any) -> None:
-        items = value if isinstance(value, tuple) else (value,)
+        items = value if isinstance(value, tuple | list) else (value,)
         for item in items:
             if item not in allowed:
-                raise ValueError(f"String must be one of: {', '.join(allowed)}")
+                raise InvalidValue(item, f"String must be one of: {', '.join(allowed)}")
 
     return check
+
+
+# MetadataVersion's versions (inter.broker.protocol.version, log.message.format.version).
+METADATA_VERSIONS = (  # noqa: SIM905 (one line per row of Kafka's list)
+    "0.8.0 0.8.1 0.8.2 0.9.0 0.10.0-IV0 0.10.0-IV1 0.10.1-IV0 0.10.1-IV1 0.10.1-IV2 0.10.2-IV0 "
+    "0.11.0-IV0 0.11.0-IV1 0.11.0-IV2 1.0-IV0 1.1-IV0 2.0-IV0 2.0-IV1 2.1-IV0 2.1-IV1 2.1-IV2 "
+    "2.2-IV0 2.2-IV1 2.3-IV0 2.3-IV1 2.4-IV0 2.4-IV1 2.5-IV0 2.6-IV0 2.7-IV0 2.7-IV1 2.7-IV2 "
+    "2.8-IV0 2.8-IV1 3.0-IV0 3.0-IV1 3.1-IV0 3.2-IV0 3.3-IV0 3.3-IV1 3.3-IV2 3.3-IV3 3.4-IV0 "
+    "3.5-IV0 3.5-IV1 3.5-IV2 3.6-IV0 3.6-IV1 3.6-IV2 3.7-IV0 3.7-IV1 3.7-IV2 3.7-IV3 3.7-IV4 "
+    "3.8-IV0 3.9-IV0 4.0-IV0 4.0-IV1"
+).split()
+_VERSION_KEYS = set(METADATA_VERSIONS) | {v.partition("-IV")[0] for v in METADATA_VERSIONS}
+
+
+def metadata_version(value: Any) -> None:
+    """MetadataVersionValidator: MetadataVersion.fromVersionString, which reads 3.9.1 as
+    3.9 (and 0.10.0.1 as 0.10.0)."""
+    segments = value.split(".")
+    kept = 3 if value.startswith("0.") else 2
+    key = value if kept >= len(segments) else ".".join(segments[:kept])
+    if key not in _VERSION_KEYS:
+        raise InvalidValue(value, f"Version {value} is not a valid version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,15 +309,32 @@ class LogConfig:
 
 def parse_value(key: ConfigKey, text: str) -> Any:
     """Parse and check one value; InvalidConfigError says which key and why."""
+    return checked_value(key.name, key.parse, key.validate, text)
+
+
+def checked_value(
+    name: str, parse: Callable[[str], Any], validate: Callable[[Any], None] | None, text: str
+) -> Any:
+    """ConfigDef.parse of one value: "Invalid value V for configuration K: reason", V the
+    text for a parse error and the parsed value for a validator's."""
     try:
-        value = key.parse(text)
-        if key.validate is not None:
-            key.validate(value)
-    except ValueError as e:
+        value = parse(text)
+        if validate is not None:
+            validate(value)
+    except InvalidValue as e:
         raise InvalidConfigError(
-            f"Invalid value {text} for configuration {key.name}: {e}"
+            f"Invalid value {_shown(e.shown)} for configuration {name}: {e}"
         ) from None
+    except ValueError as e:
+        raise InvalidConfigError(f"Invalid value {text} for configuration {name}: {e}") from None
     return value
+
+
+def _shown(value: object) -> str:
+    """A parsed value as Java's toString prints it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -288,144 +344,120 @@ def parse_value(key: ConfigKey, text: str) -> Any:
 DEFAULT_LOG_DIR = "/tmp/kt-logs"
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """One listener: `NAME://host:port` (host empty = all interfaces)."""
-
-    listener_name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"{self.listener_name}://{self.host}:{self.port}"
-
-
-def parse_listeners(value: str) -> list[Endpoint]:
-    endpoints = []
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        name, sep, rest = item.partition("://")
-        host, colon, port = rest.rpartition(":")
-        if not sep or not colon or not port.lstrip("-").isdigit():
-            raise InvalidConfigError(f"Invalid listener '{item}': expected NAME://host:port")
-        host = host.strip("[]")
-        if not 0 <= int(port) <= 65535:
-            raise InvalidConfigError(f"Invalid listener '{item}': port out of range:{port}")
-        endpoints.append(Endpoint(name.upper(), host, int(port)))
-    return endpoints
-
-
-_BROKER_KEYS: tuple[tuple[str, str, object], ...] = (
-    # name, type, default  (KafkaConfig.scala, 3.9)
-    ("broker.id", "int", -1),
-    ("node.id", "int", -1),
-    ("listeners", "string", "PLAINTEXT://127.0.0.1:9092"),
-    ("advertised.listeners", "string", None),
-    ("listener.security.protocol.map", "string",
-     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
-    ("inter.broker.listener.name", "string", None),
-    ("security.inter.broker.protocol", "string", "PLAINTEXT"),
-    ("log.dirs", "string", None),
-    ("log.dir", "string", DEFAULT_LOG_DIR),
-    ("num.partitions", "int", 1),
-    ("default.replication.factor", "int", 1),
-    ("min.insync.replicas", "int", 1),
-    ("unclean.leader.election.enable", "bool", False),
-    ("auto.create.topics.enable", "bool", True),
-    ("delete.topic.enable", "bool", True),
-    ("log.segment.bytes", "int", 1073741824),
-    ("log.roll.ms", "long", None),
-    ("log.roll.hours", "int", 168),
-    ("log.roll.jitter.ms", "long", None),
-    ("log.roll.jitter.hours", "int", 0),
-    ("log.retention.ms", "long", None),
-    ("log.retention.minutes", "int", None),
-    ("log.retention.hours", "int", 168),
-    ("log.retention.bytes", "long", -1),
-    ("log.retention.check.interval.ms", "long", 300000),
-    ("log.cleanup.policy", "list", "delete"),
-    ("log.cleaner.enable", "bool", True),
-    ("log.cleaner.threads", "int", 1),
-    ("log.cleaner.dedupe.buffer.size", "long", 134217728),
-    ("log.cleaner.io.buffer.size", "int", 524288),
-    ("log.cleaner.io.buffer.load.factor", "double", 0.9),
-    ("log.cleaner.io.max.bytes.per.second", "double", float("inf")),
-    ("log.cleaner.backoff.ms", "long", 15000),
-    ("log.cleaner.min.cleanable.ratio", "double", 0.5),
-    ("log.cleaner.delete.retention.ms", "long", 86400000),
-    ("log.cleaner.min.compaction.lag.ms", "long", 0),
-    ("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX),
-    ("log.index.interval.bytes", "int", 4096),
-    ("log.index.size.max.bytes", "int", 10485760),
-    ("log.flush.interval.messages", "long", LONG_MAX),
-    ("log.flush.interval.ms", "long", None),
-    ("log.flush.scheduler.interval.ms", "long", LONG_MAX),
-    ("log.flush.offset.checkpoint.interval.ms", "int", 60000),
-    ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
-    ("log.segment.delete.delay.ms", "long", 60000),
-    ("log.preallocate", "bool", False),
-    ("log.message.timestamp.type", "string", "CreateTime"),
-    ("log.message.format.version", "string", "3.0-IV1"),
-    ("log.message.downconversion.enable", "bool", True),
-    ("num.recovery.threads.per.data.dir", "int", 1),
-    ("message.max.bytes", "int", 1048588),
-    ("replica.fetch.max.bytes", "int", 1048576),
-    ("replica.fetch.wait.max.ms", "int", 500),
-    ("replica.fetch.min.bytes", "int", 1),
-    ("replica.fetch.backoff.ms", "int", 1000),
-    ("replica.fetch.response.max.bytes", "int", 10485760),
-    ("replica.lag.time.max.ms", "long", 30000),
-    ("replica.socket.timeout.ms", "int", 30000),
-    ("replica.high.watermark.checkpoint.interval.ms", "long", 5000),
-    ("num.network.threads", "int", 3),
-    ("num.io.threads", "int", 8),
-    ("num.replica.fetchers", "int", 1),
-    ("socket.request.max.bytes", "int", 104857600),
-    ("socket.send.buffer.bytes", "int", 102400),
-    ("socket.receive.buffer.bytes", "int", 102400),
-    ("queued.max.requests", "int", 500),
-    ("queued.max.request.bytes", "long", -1),
-    ("connections.max.idle.ms", "long", 600000),
-    ("socket.listen.backlog.size", "int", 50),
-    ("offsets.topic.num.partitions", "int", 50),
-    ("offsets.topic.replication.factor", "short", 3),
-    ("offsets.topic.segment.bytes", "int", 104857600),
-    ("offsets.retention.minutes", "int", 10080),
-    ("offsets.retention.check.interval.ms", "long", 600000),
-    ("offsets.commit.required.acks", "short", -1),
-    ("offsets.load.buffer.size", "int", 5242880),
-    ("group.initial.rebalance.delay.ms", "int", 3000),
-    ("group.min.session.timeout.ms", "int", 6000),
-    ("group.max.session.timeout.ms", "int", 1800000),
-    ("group.max.size", "int", 2147483647),
-    ("transaction.state.log.num.partitions", "int", 50),
-    ("transaction.state.log.replication.factor", "short", 3),
-    ("transaction.state.log.min.isr", "int", 2),
-    ("transaction.state.log.segment.bytes", "int", 104857600),
-    ("transactional.id.expiration.ms", "int", 604800000),
-    ("producer.id.expiration.ms", "int", 86400000),
-    ("zookeeper.connect", "string", None),
-    ("zookeeper.session.timeout.ms", "int", 18000),
-    ("zookeeper.connection.timeout.ms", "int", None),
-    ("controlled.shutdown.enable", "bool", True),
-    ("controlled.shutdown.max.retries", "int", 3),
-    ("controlled.shutdown.retry.backoff.ms", "long", 5000),
-    ("auto.leader.rebalance.enable", "bool", True),
-    ("leader.imbalance.check.interval.seconds", "long", 300),
-    ("leader.imbalance.per.broker.percentage", "int", 10),
-    ("broker.rack", "string", None),
-    ("broker.id.generation.enable", "bool", True),
-    ("reserved.broker.max.id", "int", 1000),
-    ("compression.type", "string", "producer"),
-    ("leader.replication.throttled.rate", "long", LONG_MAX),
-    ("follower.replication.throttled.rate", "long", LONG_MAX),
-    ("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX),
-    ("inter.broker.protocol.version", "string", "3.9-IV0"),
-    ("group.coordinator.rebalance.protocols", "list", "classic"),
+_BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
+    # name, type, default, validator  (KafkaConfig.configDef, 3.9)
+    ("broker.id", "int", -1, None),
+    ("node.id", "int", -1, None),
+    ("listeners", "string", "PLAINTEXT://127.0.0.1:9092", None),
+    ("advertised.listeners", "string", None, None),
+    ("listener.security.protocol.map", "string", DEFAULT_PROTOCOL_MAP, None),
+    ("inter.broker.listener.name", "string", None, None),
+    ("control.plane.listener.name", "string", None, None),
+    ("security.inter.broker.protocol", "string", "PLAINTEXT", one_of(*SECURITY_PROTOCOLS)),
+    ("log.dirs", "string", None, None),
+    ("log.dir", "string", DEFAULT_LOG_DIR, None),
+    ("num.partitions", "int", 1, at_least(1)),
+    ("default.replication.factor", "int", 1, None),
+    ("min.insync.replicas", "int", 1, at_least(1)),
+    ("unclean.leader.election.enable", "bool", False, None),
+    ("auto.create.topics.enable", "bool", True, None),
+    ("delete.topic.enable", "bool", True, None),
+    ("log.segment.bytes", "int", 1073741824, at_least(14)),
+    ("log.roll.ms", "long", None, None),
+    ("log.roll.hours", "int", 168, at_least(1)),
+    ("log.roll.jitter.ms", "long", None, None),
+    ("log.roll.jitter.hours", "int", 0, at_least(0)),
+    ("log.retention.ms", "long", None, None),
+    ("log.retention.minutes", "int", None, None),
+    ("log.retention.hours", "int", 168, None),
+    ("log.retention.bytes", "long", -1, None),
+    ("log.retention.check.interval.ms", "long", 300000, at_least(1)),
+    ("log.cleanup.policy", "list", "delete", one_of("compact", "delete")),
+    ("log.cleaner.enable", "bool", True, None),
+    ("log.cleaner.threads", "int", 1, at_least(0)),
+    ("log.cleaner.dedupe.buffer.size", "long", 134217728, None),
+    ("log.cleaner.io.buffer.size", "int", 524288, at_least(0)),
+    ("log.cleaner.io.buffer.load.factor", "double", 0.9, None),
+    ("log.cleaner.io.max.bytes.per.second", "double", float("inf"), None),
+    ("log.cleaner.backoff.ms", "long", 15000, at_least(0)),
+    ("log.cleaner.min.cleanable.ratio", "double", 0.5, between(0, 1)),
+    ("log.cleaner.delete.retention.ms", "long", 86400000, at_least(0)),
+    ("log.cleaner.min.compaction.lag.ms", "long", 0, at_least(0)),
+    ("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, at_least(1)),
+    ("log.index.interval.bytes", "int", 4096, at_least(0)),
+    ("log.index.size.max.bytes", "int", 10485760, at_least(4)),
+    ("log.flush.interval.messages", "long", LONG_MAX, at_least(1)),
+    ("log.flush.interval.ms", "long", None, None),
+    ("log.flush.scheduler.interval.ms", "long", LONG_MAX, None),
+    ("log.flush.offset.checkpoint.interval.ms", "int", 60000, at_least(0)),
+    ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least(0)),
+    ("log.segment.delete.delay.ms", "long", 60000, at_least(0)),
+    ("log.preallocate", "bool", False, None),
+    ("log.message.timestamp.type", "string", "CreateTime", one_of("CreateTime", "LogAppendTime")),
+    ("log.message.format.version", "string", "3.0-IV1", metadata_version),
+    ("log.message.downconversion.enable", "bool", True, None),
+    ("num.recovery.threads.per.data.dir", "int", 1, at_least(1)),
+    ("message.max.bytes", "int", 1048588, at_least(0)),
+    ("replica.fetch.max.bytes", "int", 1048576, at_least(0)),
+    ("replica.fetch.wait.max.ms", "int", 500, None),
+    ("replica.fetch.min.bytes", "int", 1, None),
+    ("replica.fetch.backoff.ms", "int", 1000, at_least(0)),
+    ("replica.fetch.response.max.bytes", "int", 10485760, at_least(0)),
+    ("replica.lag.time.max.ms", "long", 30000, None),
+    ("replica.socket.timeout.ms", "int", 30000, None),
+    ("replica.high.watermark.checkpoint.interval.ms", "long", 5000, None),
+    ("num.network.threads", "int", 3, at_least(1)),
+    ("num.io.threads", "int", 8, at_least(1)),
+    ("num.replica.fetchers", "int", 1, None),
+    ("socket.request.max.bytes", "int", 104857600, at_least(1)),
+    ("socket.send.buffer.bytes", "int", 102400, None),
+    ("socket.receive.buffer.bytes", "int", 102400, None),
+    ("queued.max.requests", "int", 500, at_least(1)),
+    ("queued.max.request.bytes", "long", -1, None),
+    ("connections.max.idle.ms", "long", 600000, None),
+    ("socket.listen.backlog.size", "int", 50, at_least(1)),
+    ("offsets.topic.num.partitions", "int", 50, at_least(1)),
+    ("offsets.topic.replication.factor", "short", 3, at_least(1)),
+    ("offsets.topic.segment.bytes", "int", 104857600, at_least(1)),
+    ("offsets.retention.minutes", "int", 10080, at_least(1)),
+    ("offsets.retention.check.interval.ms", "long", 600000, at_least(1)),
+    ("offsets.commit.required.acks", "short", -1, None),
+    ("offsets.load.buffer.size", "int", 5242880, at_least(1)),
+    ("group.initial.rebalance.delay.ms", "int", 3000, None),
+    ("group.min.session.timeout.ms", "int", 6000, None),
+    ("group.max.session.timeout.ms", "int", 1800000, None),
+    ("group.max.size", "int", 2147483647, at_least(1)),
+    ("transaction.state.log.num.partitions", "int", 50, at_least(1)),
+    ("transaction.state.log.replication.factor", "short", 3, at_least(1)),
+    ("transaction.state.log.min.isr", "int", 2, at_least(1)),
+    ("transaction.state.log.segment.bytes", "int", 104857600, at_least(1)),
+    ("transactional.id.expiration.ms", "int", 604800000, at_least(1)),
+    ("producer.id.expiration.ms", "int", 86400000, at_least(1)),
+    ("zookeeper.connect", "string", None, None),
+    ("zookeeper.session.timeout.ms", "int", 18000, None),
+    ("zookeeper.connection.timeout.ms", "int", None, None),
+    ("controlled.shutdown.enable", "bool", True, None),
+    ("controlled.shutdown.max.retries", "int", 3, None),
+    ("controlled.shutdown.retry.backoff.ms", "long", 5000, None),
+    ("auto.leader.rebalance.enable", "bool", True, None),
+    ("leader.imbalance.check.interval.seconds", "long", 300, at_least(1)),
+    ("leader.imbalance.per.broker.percentage", "int", 10, None),
+    ("broker.rack", "string", None, None),
+    ("broker.id.generation.enable", "bool", True, None),
+    ("reserved.broker.max.id", "int", 1000, at_least(0)),
+    ("compression.type", "string", "producer", one_of(*COMPRESSION_TYPES)),
+    ("leader.replication.throttled.rate", "long", LONG_MAX, None),
+    ("follower.replication.throttled.rate", "long", LONG_MAX, None),
+    ("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX, None),
+    ("inter.broker.protocol.version", "string", "3.9-IV0", metadata_version),
+    ("group.coordinator.rebalance.protocols", "list", "classic",
+     one_of("consumer", "classic", "share", "unknown")),
 )  # fmt: skip
 
 BROKER_KEYS: dict[str, tuple[str, object]] = {
-    name: (kind, default) for name, kind, default in _BROKER_KEYS
+    name: (kind, default) for name, kind, default, _ in _BROKER_KEYS
 }
+_BROKER_VALIDATORS = {name: validator for name, _, _, validator in _BROKER_KEYS}
 
 # Broker key -> the topic-level key it supplies the default for (LogConfig synonyms).
 TOPIC_DEFAULTS_FROM_BROKER: dict[str, str] = {
@@ -461,10 +493,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
 
 
 def _coerce(name: str, kind: str, raw: str) -> object:
-    try:
-        return _PARSERS[kind](raw)
-    except ValueError as e:
-        raise InvalidConfigError(f"Invalid value {raw} for configuration {name}: {e}") from None
+    return checked_value(name, _PARSERS[kind], _BROKER_VALIDATORS.get(name), raw)
 
 
 # What Kafka's shipped config/server.properties sets for a one-broker installation, and
@@ -503,7 +532,7 @@ class KafkaConfig:
         props: dict[str, str] = {}
         for path in paths:
             try:
-                props.update(parse_properties(Path(path).read_text()))
+                props.update(parse_properties(Path(path).read_text(encoding="latin-1")))
             except OSError as e:
                 raise InvalidConfigError(f"Cannot read {path}: {e.strerror}") from None
         props.update(overrides or {})
@@ -513,18 +542,64 @@ class KafkaConfig:
         return self.values[name]
 
     def _validate(self) -> None:
-        if self.broker_id < -1:
-            raise InvalidConfigError(f"broker.id must be >= 0, got {self.broker_id}")
-        node_id = self["node.id"]
-        if node_id != -1 and self["broker.id"] != -1 and node_id != self["broker.id"]:
-            raise InvalidConfigError("node.id must equal broker.id when both are set")
-        if self["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
-            raise InvalidConfigError(
-                "Invalid value for configuration log.message.timestamp.type: "
-                "expected CreateTime or LogAppendTime"
+        """KafkaConfig.validateValues, for what kt reads (ZooKeeper mode's rules: kt has
+        no KRaft), with Kafka's messages; then what kt cannot do yet is refused."""
+        if (
+            self["node.id"] != -1
+            and self["broker.id"] != -1
+            and (self["node.id"] != self["broker.id"])
+        ):
+            raise InvalidConfigError("You must set `node.id` to the same value as `broker.id`.")
+        if self["broker.id.generation.enable"]:
+            require(
+                -1 <= self.broker_id <= self["reserved.broker.max.id"],
+                "broker.id must be "
+                "greater than or equal to -1 and not greater than reserved.broker.max.id",
             )
-        self.listeners  # parse now so a bad listener fails at start-up  # noqa: B018
-        self.advertised_listeners  # noqa: B018
+        else:
+            require(self.broker_id >= 0, "broker.id must be greater than or equal to 0")
+        require(
+            self._ms("log.roll.ms", None, "log.roll.hours") >= 1,
+            "log.roll.ms must be greater than or equal to 1",
+        )
+        require(
+            self._ms("log.roll.jitter.ms", None, "log.roll.jitter.hours") >= 0,
+            "log.roll.jitter.ms must be greater than or equal to 0",
+        )
+        require(
+            self.log_retention_ms != 0,
+            "log.retention.ms must be unlimited (-1) or, greater than or equal to 1",
+        )
+        require(
+            bool(self.log_dirs),
+            "At least one log directory must be defined via log.dirs or log.dir.",
+        )
+        threads = self["log.cleaner.threads"]
+        require(
+            not threads or self["log.cleaner.dedupe.buffer.size"] // threads > 1024 * 1024,
+            "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.",
+        )
+        wait = self["replica.fetch.wait.max.ms"]
+        require(
+            wait <= self["replica.socket.timeout.ms"],
+            "replica.socket.timeout.ms should "
+            "always be at least replica.fetch.wait.max.ms to prevent unnecessary socket "
+            "timeouts",
+        )
+        require(
+            wait <= self["replica.lag.time.max.ms"],
+            "replica.fetch.wait.max.ms should "
+            "always be less than or equal to replica.lag.time.max.ms to prevent frequent "
+            "changes in ISR",
+        )
+        self.listener_config = Listeners.from_config(self.values, self.originals)
+        refuse_broker_features(self.originals, self.listener_config)  # before Kafka's checks
+        self.listener_config.validate()
+        queued = self["queued.max.request.bytes"]
+        require(
+            queued <= 0 or queued >= self["socket.request.max.bytes"],
+            "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
+        )
 
     @property
     def broker_id(self) -> int:
@@ -533,16 +608,22 @@ class KafkaConfig:
 
     @property
     def listeners(self) -> list[Endpoint]:
-        return parse_listeners(self["listeners"])
+        return list(self.listener_config.bound)
 
     @property
     def advertised_listeners(self) -> list[Endpoint]:
-        advertised = self["advertised.listeners"]
-        endpoints = parse_listeners(advertised) if advertised else self.listeners
         # An empty host advertises this machine's name, as Kafka does.
         return [
-            e if e.host else Endpoint(e.listener_name, socket.getfqdn(), e.port) for e in endpoints
+            e if e.host else dataclasses.replace(e, host=socket.getfqdn())
+            for e in self.listener_config.advertised
         ]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; any negative
+        value is unlimited (-1)."""
+        ms = self._ms("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+        return -1 if ms < 0 else ms
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -560,9 +641,7 @@ class KafkaConfig:
         """Topic-level config defaults as this broker's keys set them (LogConfig synonyms)."""
         out = {topic_key: _to_text(self[broker_key])
                for broker_key, topic_key in TOPIC_DEFAULTS_FROM_BROKER.items()}  # fmt: skip
-        out["retention.ms"] = str(
-            self._ms("log.retention.ms", "log.retention.minutes", "log.retention.hours")
-        )
+        out["retention.ms"] = str(self.log_retention_ms)
         out["segment.ms"] = str(self._ms("log.roll.ms", None, "log.roll.hours"))
         out["segment.jitter.ms"] = str(
             self._ms("log.roll.jitter.ms", None, "log.roll.jitter.hours")

@@ -357,6 +357,13 @@ class ProtocolError(Exception):
     """Malformed bytes on the wire: says what was wrong and where. The connection closes."""
 
 
+class InvalidConfigError(KafkaError):
+    """A config value Kafka would refuse (INVALID_CONFIG); the message names key and value."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("INVALID_CONFIG", message)
+
+
 class CorruptRecordError(KafkaError):
     """A stored or received batch failed its size or CRC check (CORRUPT_MESSAGE)."""
 

@@ -111,15 +111,12 @@ def created_topic(cluster: KtCluster) -> tuple[int, int]:
 
 def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfig]]:
     """(partitions, replication factor, config) of an internal topic, which the first
-    FindCoordinator for a group (__consumer_offsets) or a transactional id
-    (__transaction_state) creates."""
+    FindCoordinator for a group creates (__consumer_offsets)."""
 
     def check(cluster: KtCluster) -> tuple[int, int, LogConfig]:
         from kt.client.client import KafkaClient
 
-        key_type = 0 if topic == "__consumer_offsets" else 1
-        request = m.FindCoordinatorRequest(key="probe", key_type=key_type,
-                                           coordinator_keys=["probe"])  # fmt: skip
+        request = m.FindCoordinatorRequest(key="probe", key_type=0, coordinator_keys=["probe"])
         with KafkaClient(cluster.bootstrap_servers) as client:
             client.any_connection().send(ApiKey.FIND_COORDINATOR, request)
         cluster.wait_until(lambda: topic in server(cluster).zk.get_all_topics(), what=topic)
@@ -137,9 +134,6 @@ def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfi
 def offsets_topic(cluster: KtCluster) -> tuple[int, int, str]:
     partitions, replicas, config = internal_topic("__consumer_offsets")(cluster)
     return partitions, replicas, str(config.segment_bytes)
-
-
-TRANSACTIONS = internal_topic("__transaction_state")
 
 
 def auto_created(cluster: KtCluster) -> bool:
@@ -195,9 +189,18 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "advertised.listeners": Probe(
         "PLAINTEXT://localhost:0", lambda c: metadata_broker(c)[0], "localhost"
     ),  # fmt: skip
-    "listener.security.protocol.map": NoEffect("kt speaks PLAINTEXT only"),
-    "inter.broker.listener.name": NoEffect("kt speaks PLAINTEXT only, on its first listener"),
-    "security.inter.broker.protocol": NoEffect("kt speaks PLAINTEXT only"),
+    "listener.security.protocol.map": ShownBy(
+        "tests/integration/test_listeners.py::test_every_listener_serves_its_own_endpoints"
+    ),
+    "inter.broker.listener.name": ShownBy(
+        "tests/integration/test_listeners.py::test_replication_and_groups_across_listeners"
+    ),
+    "security.inter.broker.protocol": ShownBy(
+        "tests/test_kafka_config.py::test_listener_names_and_protocols"
+    ),
+    "control.plane.listener.name": ShownBy(
+        "tests/test_kafka_config.py::test_listener_names_and_protocols"
+    ),
     "log.dirs": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
     "log.dir": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
     "broker.rack": Probe("rack-a", lambda c: metadata_broker(c)[1], "rack-a"),
@@ -342,14 +345,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "group.max.size": Probe("7", on_server("group_coordinator.max_group_size"), 7),
     "group.coordinator.rebalance.protocols": NoEffect("the classic protocol only (no KIP-848)"),
     # -- transactions and producer ids
-    "transaction.state.log.num.partitions": Probe("4", lambda c: TRANSACTIONS(c)[0], 4),
-    "transaction.state.log.replication.factor": Probe("2", lambda c: TRANSACTIONS(c)[1], 2),
-    "transaction.state.log.min.isr": Probe(
-        "2", lambda c: TRANSACTIONS(c)[2].min_insync_replicas, 2
-    ),  # fmt: skip
-    "transaction.state.log.segment.bytes": Probe(
-        "3145728", lambda c: TRANSACTIONS(c)[2].segment_bytes, 3145728
-    ),  # fmt: skip
+    "transaction.state.log.num.partitions": NoEffect("no transactions yet"),
+    "transaction.state.log.replication.factor": NoEffect("no transactions yet"),
+    "transaction.state.log.min.isr": NoEffect("no transactions yet"),
+    "transaction.state.log.segment.bytes": NoEffect("no transactions yet"),
     "transactional.id.expiration.ms": NoEffect("no transactions yet"),
     "producer.id.expiration.ms": NoEffect("producer state lives as long as its log's batches"),
     # -- ZooKeeper

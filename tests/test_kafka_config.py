@@ -53,18 +53,146 @@ def test_log_dirs_wins_over_log_dir() -> None:
     assert config.log_dirs == [Path("/a"), Path("/b")]
 
 
-@pytest.mark.parametrize(
-    ("key", "value", "message"),
-    [
-        ("num.partitions", "many", "Invalid value many for configuration num.partitions"),
-        ("auto.create.topics.enable", "yes", "configuration auto.create.topics.enable"),
-        ("listeners", "127.0.0.1:9092", "Invalid listener '127.0.0.1:9092'"),
-        ("log.message.timestamp.type", "Wall", "log.message.timestamp.type"),
-    ],
-)
-def test_bad_values_name_the_key(key: str, value: str, message: str) -> None:
-    with pytest.raises(InvalidConfigError, match=message):
-        KafkaConfig({key: value})
+# Broker configs that Kafka 3.9's KafkaConfig refuses, with its messages (ConfigDef's
+# "Invalid value ..." and validateValues' "requirement failed: ..."). The oracle test
+# tests/oracle/test_kafka_config.py has Kafka's own KafkaConfig judge each of these.
+KAFKA_REFUSES: list[tuple[dict[str, str], str]] = [
+    ({"num.partitions": "-1"},
+     "Invalid value -1 for configuration num.partitions: Value must be at least 1"),
+    ({"num.partitions": "many"},
+     "Invalid value many for configuration num.partitions: Not a number of type INT"),
+    ({"num.partitions": "2147483648"},
+     "Invalid value 2147483648 for configuration num.partitions: Not a number of type INT"),
+    ({"offsets.topic.replication.factor": "40000"}, "Invalid value 40000 for configuration "
+     "offsets.topic.replication.factor: Not a number of type SHORT"),
+    ({"auto.create.topics.enable": "yes"}, "Invalid value yes for configuration "
+     "auto.create.topics.enable: Expected value to be either true or false"),
+    ({"log.cleaner.min.cleanable.ratio": "2"}, "Invalid value 2.0 for configuration "
+     "log.cleaner.min.cleanable.ratio: Value must be no more than 1"),
+    ({"log.message.timestamp.type": "Wall"}, "Invalid value Wall for configuration "
+     "log.message.timestamp.type: String must be one of: CreateTime, LogAppendTime"),
+    ({"log.cleanup.policy": "delete,shred"}, "Invalid value shred for configuration "
+     "log.cleanup.policy: String must be one of: compact, delete"),
+    ({"compression.type": "brotli"}, "Invalid value brotli for configuration compression.type: "
+     "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"),
+    ({"inter.broker.protocol.version": "9.9"}, "Invalid value 9.9 for configuration "
+     "inter.broker.protocol.version: Version 9.9 is not a valid version"),
+    ({"socket.request.max.bytes": "0"},
+     "Invalid value 0 for configuration socket.request.max.bytes: Value must be at least 1"),
+    ({"broker.id": "5", "node.id": "6"},
+     "You must set `node.id` to the same value as `broker.id`."),
+    ({"broker.id": "1001"}, "requirement failed: broker.id must be greater than or equal to -1 "
+     "and not greater than reserved.broker.max.id"),
+    ({"log.roll.ms": "0"}, "requirement failed: log.roll.ms must be greater than or equal to 1"),
+    ({"log.retention.ms": "0"}, "requirement failed: log.retention.ms must be unlimited (-1) "
+     "or, greater than or equal to 1"),
+    ({"log.cleaner.dedupe.buffer.size": "1048576"}, "requirement failed: "
+     "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."),
+    ({"replica.fetch.wait.max.ms": "40000"}, "requirement failed: replica.socket.timeout.ms "
+     "should always be at least replica.fetch.wait.max.ms to prevent unnecessary socket "
+     "timeouts"),
+    ({"queued.max.request.bytes": "1000"}, "requirement failed: queued.max.request.bytes must "
+     "be larger or equal to socket.request.max.bytes"),
+    ({"listeners": "127.0.0.1:9092"}, "Error creating broker listeners from '127.0.0.1:9092': "
+     "Unable to parse 127.0.0.1:9092 to a broker endpoint"),
+    ({"listeners": "INTERNAL://127.0.0.1:9092"}, "Error creating broker listeners from "
+     "'INTERNAL://127.0.0.1:9092': No security protocol defined for listener INTERNAL"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093"},
+     "requirement failed: Each listener must have a different name, listeners: "
+     "PLAINTEXT://127.0.0.1:9092,PLAINTEXT://127.0.0.1:9093"),
+    ({"listeners": "A://127.0.0.1:9092,B://127.0.0.2:9092",
+      "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+      "inter.broker.listener.name": "A"},
+     "requirement failed: If you have two listeners on the same port then one needs to be "
+     "IPv4 and the other IPv6, listeners: A://127.0.0.1:9092,B://127.0.0.2:9092, port: 9092"),
+    ({"listeners": "A://:9092,B://:9092", "listener.security.protocol.map":
+      "A:PLAINTEXT,B:PLAINTEXT", "inter.broker.listener.name": "A"},
+     "requirement failed: Each listener must have a different port, listeners: "
+     "A://:9092,B://:9092"),
+    ({"listeners": "A://127.0.0.1:9092,B://127.0.0.1:9093",
+      "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"},
+     "requirement failed: inter.broker.listener.name must be a listener name defined in "
+     "advertised.listeners. The valid options based on currently configured listeners are "
+     "A,B"),
+    ({"listener.security.protocol.map": "PLAINTEXT:TLS"},
+     "Invalid security protocol `TLS` defined in listener.security.protocol.map"),
+    ({"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "PLAINTEXT"},
+     "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set."),
+    ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "requirement failed: "
+     "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP "
+     "address."),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092", "advertised.listeners":
+      "PLAINTEXT://127.0.0.1:9092,OTHER://127.0.0.1:9093",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"},
+     "requirement failed: advertised.listeners listener names must be equal to or a subset of "
+     "the ones defined in listeners. Found PLAINTEXT,OTHER. The valid options based on the "
+     "current configuration are PLAINTEXT"),
+    ({"control.plane.listener.name": "PLAINTEXT"}, "requirement failed: "
+     "control.plane.listener.name, when defined, should have a different value from the inter "
+     "broker listener name. Currently they both have the value ListenerName(PLAINTEXT)"),
+]  # fmt: skip
+
+# What Kafka does and kt cannot do yet: refused out loud, naming the key.
+KT_REFUSES: list[tuple[dict[str, str], str]] = [
+    ({"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL"},
+     "listeners=SSL://127.0.0.1:9093: kt does not support SSL listeners yet (only PLAINTEXT)"),
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093",
+      "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "listeners=SASL_PLAINTEXT://127.0.0.1:"
+     "9093: kt does not support SASL_PLAINTEXT listeners yet (only PLAINTEXT)"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9094",
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"},
+     "listeners=SECURE://127.0.0.1:9094: kt does not support SASL_SSL listeners yet "
+     "(only PLAINTEXT)"),
+    ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
+     "authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kt does not support "
+     "authorizers and ACLs yet"),
+    ({"process.roles": "broker,controller"}, "process.roles=broker,controller: kt does not "
+     "support KRaft mode yet; run it on ZooKeeper (zookeeper.connect) or on its embedded "
+     "store (neither process.roles nor zookeeper.connect)"),
+    ({"zookeeper.set.acl": "true"},
+     "zookeeper.set.acl=true: kt does not support ACLs on ZooKeeper's znodes yet"),
+    ({"metric.reporters": "com.example.Reporter"},
+     "metric.reporters=com.example.Reporter: kt does not support metrics reporters yet"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("props", "message"), KAFKA_REFUSES + KT_REFUSES)
+def test_refused_with_the_message(props: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidConfigError) as info:
+        KafkaConfig(props)
+    assert str(info.value) == message
+
+
+def test_what_kt_does_not_do_yet_is_accepted_when_off() -> None:
+    config = KafkaConfig({"authorizer.class.name": "", "zookeeper.set.acl": "false",
+                          "process.roles": "", "metric.reporters": ""})  # fmt: skip
+    assert config.unknown_keys == [
+        "authorizer.class.name", "metric.reporters", "process.roles", "zookeeper.set.acl"
+    ]  # fmt: skip
+
+
+def test_listener_names_and_protocols() -> None:
+    config = KafkaConfig({
+        "listeners": "internal://10.0.0.1:9093,EXTERNAL://:9094,CONTROL://127.0.0.1:9095",
+        "advertised.listeners": "INTERNAL://10.0.0.1:9093,EXTERNAL://kafka.example:9094,"
+                                "CONTROL://127.0.0.1:9095",
+        "listener.security.protocol.map":
+            "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROL:PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL",
+        "control.plane.listener.name": "CONTROL",
+    })  # fmt: skip
+    assert [(e.listener_name, e.host, e.port) for e in config.listeners] == [
+        ("INTERNAL", "10.0.0.1", 9093), ("EXTERNAL", "", 9094), ("CONTROL", "127.0.0.1", 9095)
+    ]  # fmt: skip
+    assert [str(e) for e in config.advertised_listeners] == [
+        "INTERNAL://10.0.0.1:9093", "EXTERNAL://kafka.example:9094", "CONTROL://127.0.0.1:9095"
+    ]  # fmt: skip
+    listeners = config.listener_config
+    assert (listeners.inter_broker, listeners.controller_listener) == ("INTERNAL", "CONTROL")
+    # Without inter.broker.listener.name, the listener named after
+    # security.inter.broker.protocol carries the brokers' traffic (and the controller's).
+    plain = KafkaConfig({"security.inter.broker.protocol": "PLAINTEXT"}).listener_config
+    assert (plain.inter_broker, plain.controller_listener) == ("PLAINTEXT", "PLAINTEXT")
 
 
 def test_unknown_keys_are_reported_not_fatal() -> None:

@@ -17,9 +17,11 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.handlers import controller as requests
-from kt.broker.metadata_cache import BrokerEndpoint, PartitionState
+from kt.broker.metadata_cache import LiveBroker, PartitionState
 from kt.client.async_connection import AsyncBrokerConnection
+from kt.endpoints import SECURITY_PROTOCOLS
 from kt.errors import KafkaError
+from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
@@ -110,9 +112,9 @@ class ControllerChannel:
                 for t, ps in by_topic.items()
             ],
             live_leaders=[
-                R.LeaderAndIsrLiveLeader(broker_id=e.broker_id, host_name=e.host, port=e.port)
-                for e in (self.endpoint(b) for b in sorted(leaders))
-                if e is not None
+                R.LeaderAndIsrLiveLeader(broker_id=b, host_name=e.host, port=e.port)
+                for b in sorted(leaders)
+                if (e := self.listener_endpoint(b, self.server.inter_broker_listener)) is not None
             ],
         )
         await self._send(broker_id, ApiKey.LEADER_AND_ISR, request)
@@ -191,12 +193,17 @@ class ControllerChannel:
 
     # -- connections -------------------------------------------------------------------
 
-    def endpoint(self, broker_id: int) -> BrokerEndpoint | None:
+    def endpoint(self, broker_id: int) -> LiveBroker | None:
+        """A registered broker's endpoints (every listener) and rack."""
         assert self.server.zk is not None
         registration = self.server.zk.get_broker(broker_id)
         if registration is None:
             return None
-        return BrokerEndpoint(broker_id, registration.host, registration.port, registration.rack)
+        return LiveBroker(broker_id, registration.endpoints, registration.rack)
+
+    def listener_endpoint(self, broker_id: int, listener: str) -> BrokerEndPoint | None:
+        broker = self.endpoint(broker_id)
+        return None if broker is None else broker.endpoint(listener)
 
     def drop_connection(self, broker_id: int) -> None:
         """A broker left or came back as a new process: what was queued for it goes (a
@@ -250,9 +257,12 @@ class _RequestSender:
         """True once the broker answered (whatever its error code)."""
         try:
             if self._connection is None or self._connection.closed:
-                endpoint = self.channel.endpoint(self.broker_id)
+                server = self.channel.server
+                endpoint = self.channel.listener_endpoint(
+                    self.broker_id, server.config.listener_config.controller_listener
+                )
                 if endpoint is None:
-                    return False  # not registered (yet, or any more)
+                    return False  # not registered (yet, or any more), or not on the listener
                 self._connection = await AsyncBrokerConnection.connect(
                     endpoint.host, endpoint.port,
                     client_id=f"controller-{self.channel.server.broker_id}", timeout_s=10.0,
@@ -273,7 +283,7 @@ class _RequestSender:
 
 def _update_metadata_request(
     controller: KafkaController,
-    live: list[BrokerEndpoint],
+    live: list[LiveBroker],
     states: list[PartitionState],
     topic_ids: dict[str, Any],
 ) -> Any:
@@ -306,18 +316,27 @@ def _update_metadata_request(
         live_brokers=[
             R.UpdateMetadataBroker(
                 id=e.broker_id,
-                v0_host=e.host,
-                v0_port=e.port,
+                v0_host=_plaintext(e).host or "",
+                v0_port=_plaintext(e).port,
                 rack=e.rack,
                 endpoints=[
                     R.UpdateMetadataEndpoint(
-                        port=e.port,
-                        host=e.host,
-                        listener="PLAINTEXT",
-                        security_protocol=0,
+                        port=endpoint.port,
+                        host=endpoint.host or "",
+                        listener=endpoint.listener_name,
+                        security_protocol=SECURITY_PROTOCOLS[endpoint.security_protocol],
                     )
+                    for endpoint in e.endpoints
                 ],
             )  # fmt: skip
             for e in live
         ],
     )
+
+
+def _plaintext(broker: LiveBroker) -> BrokerEndPoint:
+    """The endpoint of UpdateMetadata v0 (its first PLAINTEXT one)."""
+    for endpoint in broker.endpoints:
+        if endpoint.security_protocol == "PLAINTEXT":
+            return endpoint
+    return BrokerEndPoint("", None, -1)

@@ -13,14 +13,24 @@ import uuid
 from dataclasses import dataclass, field
 
 from kt.broker.purgatory import wait_event
+from kt.metadata.znodes import BrokerEndPoint
 
 
 @dataclass(frozen=True)
-class BrokerEndpoint:
+class LiveBroker:
+    """A live broker as UpdateMetadata describes it: an endpoint per listener, its rack."""
+
     broker_id: int
-    host: str
-    port: int
+    endpoints: tuple[BrokerEndPoint, ...]
     rack: str | None = None
+
+    def endpoint(self, listener_name: str) -> BrokerEndPoint | None:
+        """Its endpoint on a listener, or None: a client that came in on a listener this
+        broker lacks is not told of it (MetadataCache.getAliveBrokerNode)."""
+        for endpoint in self.endpoints:
+            if endpoint.listener_name == listener_name:
+                return endpoint
+        return None
 
 
 @dataclass
@@ -43,7 +53,7 @@ class MetadataCache:
     broker_id: int
     cluster_id: str = ""
     controller_id: int = -1
-    brokers: dict[int, BrokerEndpoint] = field(default_factory=dict)
+    brokers: dict[int, LiveBroker] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
@@ -60,7 +70,7 @@ class MetadataCache:
             self._changed = asyncio.Event()
         return await wait_event(self._changed, timeout_s)
 
-    def update_brokers(self, brokers: list[BrokerEndpoint], controller_id: int) -> None:
+    def update_brokers(self, brokers: list[LiveBroker], controller_id: int) -> None:
         self.brokers = {b.broker_id: b for b in brokers}
         self.controller_id = controller_id
 
@@ -91,5 +101,5 @@ class MetadataCache:
                 return name
         return None
 
-    def alive_broker(self, broker_id: int) -> BrokerEndpoint | None:
+    def alive_broker(self, broker_id: int) -> LiveBroker | None:
         return self.brokers.get(broker_id)

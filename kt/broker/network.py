@@ -71,11 +71,14 @@ RequestHandler = Callable[[memoryview, RequestContext], Awaitable["list[object] 
 
 @dataclass
 class SocketServer:
-    """Listens on one endpoint and feeds every request frame to `handler`."""
+    """Listens on one endpoint and feeds every request frame to `handler`; each request's
+    context names the listener it came in on (Metadata answers with that listener's
+    endpoints)."""
 
     host: str
     port: int
     handler: RequestHandler
+    listener_name: str = "PLAINTEXT"
     max_request_bytes: int = 104857600
     send_buffer_bytes: int = 102400
     receive_buffer_bytes: int = 102400
@@ -140,7 +143,7 @@ class SocketServer:
             sock.setblocking(False)
             self._next_id += 1
             channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool)
-            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]))
+            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]), self.listener_name)
             task = loop.create_task(self._serve(channel, ctx))
             self._connections[task] = channel
             task.add_done_callback(self._forget)

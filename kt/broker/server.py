@@ -10,6 +10,7 @@ the clean-shutdown marker, close the store session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -81,7 +82,7 @@ class KafkaServer:
         self.replica_manager: ReplicaManager | None = None
         self.zk: KafkaZkClient | None = None
         self.metadata_cache = MetadataCache(self.broker_id)
-        self.socket_server: SocketServer | None = None
+        self.socket_servers: list[SocketServer] = []  # one per listener, in config order
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
         self._tasks: list[BackgroundTask] = []
@@ -140,9 +141,18 @@ class KafkaServer:
         return self.topic_defaults.with_overrides(self.zk.get_entity_config("topics", topic))
 
     @property
+    def socket_server(self) -> SocketServer:
+        """The first listener's server."""
+        return self.socket_servers[0]
+
+    @property
     def port(self) -> int:
-        assert self.socket_server is not None
+        """The port of the first listener (the one bound, when configured as 0)."""
         return self.socket_server.port
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self.config.listener_config.inter_broker
 
     async def startup(self) -> None:
         cfg = self.config
@@ -182,19 +192,26 @@ class KafkaServer:
         self.dynamic_config = DynamicConfigManager(self)
         self.dynamic_config.startup()
         self.apply_dynamic_broker_config()
-        listener = cfg.listeners[0]
-        self.socket_server = SocketServer(
-            listener.host or "0.0.0.0",
-            listener.port,
-            self.apis.handle,
-            max_request_bytes=cfg["socket.request.max.bytes"],
-            send_buffer_bytes=cfg["socket.send.buffer.bytes"],
-            receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"],
-            backlog=cfg["socket.listen.backlog.size"],
-            memory_pool=MemoryPool(cfg["queued.max.request.bytes"]),
-        )
-        await self.socket_server.start()
+        pool = MemoryPool(cfg["queued.max.request.bytes"])
+        for listener in cfg.listeners:  # every listener, each with its own name
+            server = SocketServer(
+                listener.host or "0.0.0.0",
+                listener.port,
+                self.apis.handle,
+                listener_name=listener.listener_name,
+                max_request_bytes=cfg["socket.request.max.bytes"],
+                send_buffer_bytes=cfg["socket.send.buffer.bytes"],
+                receive_buffer_bytes=cfg["socket.receive.buffer.bytes"],
+                connections_max_idle_ms=cfg["connections.max.idle.ms"],
+                backlog=cfg["socket.listen.backlog.size"],
+                memory_pool=pool,
+            )
+            try:
+                await server.start()
+            except OSError as e:  # SocketServer's words, with the address
+                raise OSError(e.errno, f"Socket server failed to bind to {listener.host}:"
+                              f"{listener.port}: {e.strerror}.") from None  # fmt: skip
+            self.socket_servers.append(server)
         self.zk.register_broker(
             self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
             wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
@@ -269,20 +286,25 @@ class KafkaServer:
         return version
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
-        """Where a live broker listens: the metadata cache, or its registration."""
-        endpoint = self.metadata_cache.alive_broker(broker_id)
-        if endpoint is not None:
-            return endpoint.host, endpoint.port
-        assert self.zk is not None
-        registration = self.zk.get_broker(broker_id)
-        return None if registration is None else (registration.host, registration.port)
+        """Where a live broker listens for other brokers (inter.broker.listener.name): the
+        metadata cache, or its registration."""
+        listener = self.inter_broker_listener
+        broker = self.metadata_cache.alive_broker(broker_id)
+        endpoint = broker.endpoint(listener) if broker is not None else None
+        if endpoint is None:
+            assert self.zk is not None
+            registration = self.zk.get_broker(broker_id)
+            endpoint = registration.endpoint(listener) if registration is not None else None
+        return None if endpoint is None else (endpoint.host, endpoint.port)
 
     @property
     def advertised_endpoints(self) -> list[Any]:
-        endpoints = self.config.advertised_listeners
-        assert self.socket_server is not None
-        # Port 0 binds an ephemeral port: advertise the one we got.
-        return [e if e.port else type(e)(e.listener_name, e.host, self.port) for e in endpoints]
+        """The advertised listeners, port 0 replaced by the port its listener bound."""
+        bound = {s.listener_name: s.port for s in self.socket_servers}
+        return [
+            e if e.port else dataclasses.replace(e, port=bound.get(e.listener_name, 0))
+            for e in self.config.advertised_listeners
+        ]
 
     def _start_background_tasks(self) -> None:
         cfg = self.config
@@ -362,8 +384,7 @@ class KafkaServer:
             await self.replica_manager.fetcher_manager.shutdown()
         if self.replica_manager is not None and self.replica_manager.log_dir_mover:
             await self.replica_manager.log_dir_mover.shutdown()
-        if self.socket_server is not None:
-            await self.socket_server.stop()
+        await self._stop_listeners()
         if self.apis is not None:
             self.group_coordinator.shutdown()
         if self.controller is not None:
@@ -377,6 +398,10 @@ class KafkaServer:
         if self.zk is not None:
             self.zk.close()
         self._stopped.set()
+
+    async def _stop_listeners(self) -> None:
+        for server in self.socket_servers:
+            await server.stop()
 
     async def _controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leadership away before it stops

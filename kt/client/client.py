@@ -8,6 +8,7 @@ partition's leader or to the controller are routed here; callers handle error co
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,8 @@ from kt.client.connection import BrokerConnection
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
+
+CREATING = 5  # LEADER_NOT_AVAILABLE: the answer for a topic the broker is creating
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -109,6 +112,23 @@ class KafkaClient:
                 )  # fmt: skip
             out[t.name] = info
         return out
+
+    def create_missing_topics(self, topics: list[str], timeout_s: float = 10.0) -> None:
+        """Ask for `topics` with allow_auto_topic_creation, as the Java consumer does with
+        allow.auto.create.topics (on by default), and wait until each has a leader for
+        every partition; a broker that does not create topics answers at once."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = self.metadata(topics, allow_auto_create=True)
+            pending = [
+                t for t in topics
+                if (info := found.get(t)) is None
+                or info.error_code == CREATING
+                or any(p.leader < 0 for p in info.partitions.values())
+            ]  # fmt: skip
+            if not pending or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
 
     # -- connections ---------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import click
 from kt.commands.common import (
     INT,
     KafkaCommand,
+    checked_client_props,
     fail,
     given_options,
     load_client_config,
@@ -77,8 +78,8 @@ def console_producer(
 
     props = _producer_props(
         click.get_current_context(),
-        {**load_client_config(producer_config),
-         **parse_key_values(producer_properties, "--producer-property")},
+        checked_client_props({**load_client_config(producer_config),
+                              **parse_key_values(producer_properties, "--producer-property")}),
     )  # fmt: skip
     reader_props = {**load_client_config(reader_config),
                     **parse_key_values(properties, "--property")}  # fmt: skip
@@ -236,8 +237,9 @@ def console_consumer(
     elif offset is not None:
         usage_error("The partition is required when offset is specified.")
     start = _start_offset(offset or "latest", from_beginning, EARLIEST, LATEST)
-    props = {**load_client_config(consumer_config),
-             **parse_key_values(consumer_properties, "--consumer-property")}  # fmt: skip
+    props = checked_client_props({**load_client_config(consumer_config),
+                                  **parse_key_values(consumer_properties,
+                                                     "--consumer-property")})  # fmt: skip
     groups = {g for g in (group, props.get("group.id")) if g}
     if len(groups) > 1:
         usage_error(
@@ -266,6 +268,8 @@ def console_consumer(
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"))
         consumer = Consumer(client, isolation_level=1 if isolation_level == "read_committed" else 0)
         topics = [topic] if topic is not None else _matching_topics(client, pattern)
+        if topic is not None and props.get("allow.auto.create.topics", "true") == "true":
+            client.create_missing_topics(topics)  # the Java consumer's Metadata does
         if group:
             reset = EARLIEST if start == EARLIEST or props.get(
                 "auto.offset.reset") == "earliest" else LATEST  # fmt: skip

@@ -8,7 +8,14 @@ from typing import Any
 
 import click
 
-from kt.commands.common import INT, KafkaCommand, fail, load_client_config, usage_error
+from kt.commands.common import (
+    INT,
+    KafkaCommand,
+    checked_client_props,
+    fail,
+    load_client_config,
+    usage_error,
+)
 
 
 class ManyValuesCommand(KafkaCommand):
@@ -70,6 +77,7 @@ def producer_perf_test(**o: Any) -> None:
         if len(pieces) != 2:
             fail(f"Invalid property: {prop}")
         props[pieces[0]] = pieces[1]
+    checked_client_props(props)
     if "bootstrap.servers" not in props:
         fail('Missing required configuration "bootstrap.servers" which has no default value.')
     if o["payload_file"] is not None:
@@ -170,6 +178,8 @@ def consumer_perf_test(**o: Any) -> None:
     if o["print_metrics"]:
         click.echo(f"records-consumed-total: {totals.messages}\n"
                    f"bytes-consumed-total: {totals.bytes}")  # fmt: skip
+    if totals.unreachable is not None:  # Kafka's tool exits 0 here; kt says it failed
+        fail(f"ERROR: no broker of {bootstrap} could be reached: {totals.unreachable}")
 
 
 def _read_payloads(path: str, delimiter: str) -> list[bytes]:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kt.errors import InvalidConfigError
 from kt.spark.offsets import (
     EARLIEST,
     LATEST,
@@ -22,6 +23,7 @@ from kt.spark.offsets import (
     parse_offset_spec,
     parse_timestamp,
 )
+from kt.unsupported import refuse_client_features
 
 BOOTSTRAP_SERVERS = "kafka.bootstrap.servers"
 LOG_DIRS = "log.dirs"
@@ -116,6 +118,11 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
 
 
 def _check_names(options: Mapping[str, str]) -> None:
+    try:  # kafka.security.protocol=SSL and the like: refused, never read in plaintext
+        refuse_client_features({k[len("kafka.") :]: v for k, v in options.items()
+                                if k.startswith("kafka.")})  # fmt: skip
+    except InvalidConfigError as e:
+        raise SourceOptionError(f"kafka.{e}") from None
     for name in options:
         if name in NOT_SUPPORTED:
             raise SourceOptionError(f"option {name} of Spark's Kafka source is not supported by kt")

@@ -43,7 +43,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kt.errors import InvalidConfigError
 from kt.spark.options import BOOTSTRAP_SERVERS
+from kt.unsupported import refuse_client_features
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -84,6 +86,10 @@ def parse_sink_options(options: dict[str, str], schema: StructType) -> SinkOptio
     topic = options.get("topic") or lowered.get("topic")
     producer = {k[len("kafka.") :]: v for k, v in options.items() if k.lower().startswith("kafka.")}
     producer.pop("bootstrap.servers", None)
+    try:  # kafka.security.protocol=SSL and the like: refused, never sent in plaintext
+        refuse_client_features(producer)
+    except InvalidConfigError as e:
+        raise SinkError(f"kafka.{e}") from None
     for name in ("key.serializer", "value.serializer"):
         if name in producer:
             raise SinkError(

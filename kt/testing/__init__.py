@@ -70,8 +70,6 @@ class KtCluster:
         replication = str(min(3, num_brokers))
         self.overrides = {
             "offsets.topic.replication.factor": replication,
-            "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": str(min(2, num_brokers)),
             "group.initial.rebalance.delay.ms": "0",
             **(overrides or {}),
         }

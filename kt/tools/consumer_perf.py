@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -195,6 +196,7 @@ class Progress:
     last_bytes: int = 0
     last_report_ms: int = 0
     rebalance_ms_at_report: int = 0
+    unreachable: str | None = None  # why no broker could be reached, while none has been
 
     def add(self, records: int, data: int) -> None:
         self.messages += records
@@ -277,7 +279,7 @@ def _consume(
             progress.messages < limits.messages and now_ms - last_consumed_ms <= limits.timeout_ms
         ):
             if session is None:
-                client, session = _connect(bootstrap, config)
+                client, session = _connect(bootstrap, config, progress)
                 if session is None:
                     time.sleep(POLL_MS / 1000)
             else:
@@ -312,13 +314,22 @@ def _consume(
 
 
 def _connect(
-    bootstrap: str, config: ConsumerPerfConfig
+    bootstrap: str, config: ConsumerPerfConfig, progress: Progress
 ) -> tuple[KafkaClient | None, GroupSession | None]:
+    """Join the group through the bootstrap servers. While none answers, the first
+    failure is said on stderr, as the Java client's NetworkClient logs it, and the loop
+    goes on trying until the timeout."""
     client_id = config.props.get("client.id", "perf-consumer-client")
     try:
         client = KafkaClient(bootstrap, client_id=client_id)
-    except KafkaError:
+    except KafkaError as e:
+        if progress.unreachable is None:
+            sys.stderr.write(f"WARN Connection to {bootstrap} could not be established. Broker "
+                             f"may not be available: {e}\n")  # fmt: skip
+            sys.stderr.flush()
+        progress.unreachable = str(e)
         return None, None
+    progress.unreachable = None
     consumer = Consumer(client, partition_max_bytes=config.fetch_size, prefetch=True,
                         max_wait_ms=int(config.props.get("fetch.max.wait.ms", 500)))  # fmt: skip
     reset = LATEST if config.from_latest else EARLIEST

@@ -319,16 +319,24 @@ def _require_log(path: str) -> str:
     return log_path
 
 
-def _check_slice(log: bytes | mmap.mmap, position: int, log_path: str) -> None:
-    """FileRecords.slice's checks on an index entry's position, with its messages."""
+def _check_slice(
+    log: bytes | mmap.mmap, position: int, log_path: str, index_path: str, entry: int
+) -> None:
+    """FileRecords.slice's checks on an index entry's position, with its messages, and
+    then what Kafka's tool leaves the reader to guess: which index is corrupt."""
     if 0 <= position <= len(log):
         return
     records = (
         f"FileRecords(size={len(log)}, file={os.path.abspath(log_path)}, start=0, end={INT32_MAX})"
     )
     if position < 0:
-        raise DumpLogError(f"Invalid position: {position} in read from {records}")
-    raise DumpLogError(f"Slice from position {position} exceeds end position of {records}")
+        kafka = f"Invalid position: {position} in read from {records}"
+    else:
+        kafka = f"Slice from position {position} exceeds end position of {records}"
+    raise DumpLogError(
+        f"{kafka} (the index {os.path.abspath(index_path)} is corrupt: its entry {entry} "
+        f"points to position {position} of a {len(log)}-byte log)"
+    )
 
 
 def _sanity_check(path: str, index_class: type, base_offset: int, out: TextIO) -> None:
@@ -378,7 +386,7 @@ def dump_index(path: str, options: DumpLogOptions, out: TextIO, errors: DumpErro
             offset = base + relative
             if offset == base and i > 0:
                 break  # a zero entry: the unwritten, preallocated part of the file
-            _check_slice(log, position, log_path)
+            _check_slice(log, position, log_path, path, i)
             found = _last_offset_at(log, position, options.max_message_size)
             if found != offset:
                 errors.index_mismatches.setdefault(abs_path, []).append((offset, found))
@@ -408,7 +416,7 @@ def dump_time_index(path: str, options: DumpLogOptions, out: TextIO, errors: Dum
                 break
             slot = bisect.bisect_right(index_offsets, offset) - 1
             position = offset_entries[slot][1] if slot >= 0 else 0
-            _check_slice(log, position, log_path)
+            _check_slice(log, position, log_path, index_path if slot >= 0 else path, max(slot, 0))
             batch = _first_batch_reaching(log, position, offset)
             if batch is None or batch.last_offset != offset:
                 found = -1 if batch is None else batch.last_offset

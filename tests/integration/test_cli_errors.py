@@ -77,6 +77,36 @@ CASES = [
     Case("topics-unknown-topic-id", ["topics", "--bootstrap-server", B, "--describe",
          "--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ"], stdout=["Error while executing topic "
          "command : TopicId 'AAAAAAAAAAAAAAAAAAAAAQ' does not exist as expected"]),
+    # -- what kt's clients cannot do yet, refused rather than connected without ----------
+    Case("topics-ssl-command-config", ["topics", "--bootstrap-server", B, "--list",
+         "--command-config", f"{DIR}/ssl.properties"],
+         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+    Case("configs-sasl-command-config", ["configs", "--bootstrap-server", B, "--describe",
+         "--entity-type", "topics", "--command-config", f"{DIR}/sasl.properties"],
+         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+    Case("producer-ssl-property", ["console-producer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--producer-property", "security.protocol=SSL"],
+         ["security.protocol=SSL: kt does not support TLS and SASL yet"], stdin="v\n"),
+    Case("producer-transactional-id", ["console-producer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--producer-property", "transactional.id=tx"],
+         ["transactional.id=tx: kt does not support transactions yet"], stdin="v\n"),
+    Case("consumer-sasl-config", ["console-consumer", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--consumer.config", f"{DIR}/sasl.properties"],
+         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+    Case("groups-ssl-command-config", ["consumer-groups", "--bootstrap-server", B, "--list",
+         "--command-config", f"{DIR}/ssl.properties"],
+         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+    Case("producer-perf-ssl", ["producer-perf-test", "--topic", "cli-errors", "--num-records",
+         "1", "--record-size", "1", "--throughput", "-1", "--producer-props",
+         f"bootstrap.servers={B}", "security.protocol=SSL"],
+         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+    Case("consumer-perf-sasl", ["consumer-perf-test", "--bootstrap-server", B, "--topic",
+         "cli-errors", "--messages", "1", "--consumer.config", f"{DIR}/sasl.properties"],
+         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+    Case("leader-election-ssl", ["leader-election", "--bootstrap-server", B,
+         "--election-type", "preferred", "--all-topic-partitions", "--admin.config",
+         f"{DIR}/ssl.properties"], ["security.protocol=SSL: kt does not support TLS and SASL "
+         "yet"]),
     # -- console-producer --------------------------------------------------------------
     Case("producer-empty-key-separator", ["console-producer", "--bootstrap-server", B,
          "--topic", "cli-errors", "--property", "parse.key=true", "--property",
@@ -168,11 +198,15 @@ CASES = [
     Case("dump-log-timeindex-beyond-log", ["dump-log", "--files",
          f"{DIR}/00000000000000000100.timeindex"], ["Slice from position 5000 exceeds end "
          f"position of FileRecords(size=1000, file={DIR}/00000000000000000100.log, start=0, "
-         "end=2147483647)"], stdout=[f"Dumping {DIR}/00000000000000000100.timeindex"]),
+         f"end=2147483647) (the index {DIR}/00000000000000000100.index is corrupt: its entry 0 "
+         "points to position 5000 of a 1000-byte log)"],
+         stdout=[f"Dumping {DIR}/00000000000000000100.timeindex"]),
     Case("dump-log-index-before-log", ["dump-log", "--files",
          f"{DIR}/00000000000000000000.index"], ["Invalid position: -1395978286 in read from "
          f"FileRecords(size=1000, file={DIR}/00000000000000000000.log, start=0, "
-         "end=2147483647)"], stdout=[f"Dumping {DIR}/00000000000000000000.index"]),
+         f"end=2147483647) (the index {DIR}/00000000000000000000.index is corrupt: its entry 0 "
+         "points to position -1395978286 of a 1000-byte log)"],
+         stdout=[f"Dumping {DIR}/00000000000000000000.index"]),
     Case("dump-log-random-snapshot", ["dump-log", "--files",
          f"{DIR}/00000000000000000000.snapshot"],
          ["Snapshot contained an unknown file version 18765"],
@@ -255,6 +289,9 @@ CASES = [
          "listeners=PLAINTEXT://127.0.0.1:0", "--override",
          f"log.dirs={DIR}/acks.properties/logs"], [f"cannot start the broker: Not a directory: "
          f"{DIR}/acks.properties/logs"]),
+    Case("server-port-in-use", ["server-start", "--override", f"listeners=PLAINTEXT://{B}",
+         "--override", f"log.dirs={DIR}/in-use"], [f"cannot start the broker: Socket server "
+         f"failed to bind to {B}: Address already in use."]),
     Case("server-stop-unknown-node", ["server-stop", "--node-id", "987654"],
          [re.compile(r"No kt server (with node id 987654 )?to stop")]),
     Case("spark-export-bad-offsets", ["spark-export", "--bootstrap-server", B, "--topic",
@@ -282,6 +319,8 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / f"{100:020d}.index").write_bytes(struct.pack(">ii", 0, 5000))
     (directory / f"{100:020d}.timeindex").write_bytes(struct.pack(">qi", 1, 10))
     (directory / "acks.properties").write_text("acks=7\n")
+    (directory / "ssl.properties").write_text("security.protocol=SSL\n")
+    (directory / "sasl.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
     (directory / "election.json").write_text('{"partitions":[{"topic":"cli-errors"}]}')
     (directory / "move.json").write_text(
         '{"version":1,"partitions":[{"topic":"cli-errors","partition":0,"replicas":[7]}]}'
@@ -348,3 +387,29 @@ def test_every_subcommand_has_a_case() -> None:
 
     covered = {case.args[0] for case in CASES}
     assert covered == set(COMMANDS), set(COMMANDS) - covered
+
+
+def test_an_unknown_command_names_the_nearest() -> None:
+    result = kt_command("topic")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[:2] == [
+        "No such command 'topic'. Did you mean topics?", "Usage: kt [OPTIONS] COMMAND [ARGS]..."
+    ]  # fmt: skip
+    assert kt_command("xyzzy").stderr.splitlines()[0] == "No such command 'xyzzy'."
+
+
+def test_consumer_perf_says_when_nothing_listens() -> None:
+    """Kafka's tool waits out --timeout and exits 0 (its NetworkClient logs a warning);
+    kt says the connection was refused at once, and exits 1 after the timeout."""
+    result = kt_command("consumer-perf-test", "--bootstrap-server", "127.0.0.1:1", "--topic",
+                        "t", "--messages", "1", "--timeout", "500")  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "WARN Connection to 127.0.0.1:1 could not be established. Broker may not be available: "
+        "cannot connect to 127.0.0.1:1: Connection refused",
+        "ERROR: no broker of 127.0.0.1:1 could be reached: cannot connect to 127.0.0.1:1: "
+        "Connection refused",
+    ]
+    assert result.stdout.splitlines()[:2] == [PERF_HEADER, "WARNING: Exiting before consuming "
+        "the expected number of messages: timeout (500 ms) exceeded. You can use the --timeout "
+        "option to increase the timeout."]  # fmt: skip

@@ -266,3 +266,27 @@ def test_configs_client_quotas(module_broker) -> None:
     assert refused.stderr.splitlines()[-1] == (
         "Configuration producer_byte_rate must be a LONG value"
     )
+
+
+def test_client_config_files_are_read_as_iso_8859_1(module_broker, tmp_path: Path) -> None:
+    """Java's Properties.load reads a file as ISO-8859-1: a byte that is not UTF-8 is a
+    character, not an error (kt's tools once failed with UnicodeDecodeError)."""
+    create(module_broker, "latin-1")
+    config = tmp_path / "client.properties"
+    config.write_bytes(b"# caf\xe9\nclient.id=caf\xe9\n")
+    listed = kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--list",
+                   "--command-config", str(config))  # fmt: skip
+    assert "latin-1" in listed
+
+
+def test_console_consumer_creates_a_missing_topic(module_broker) -> None:
+    """The Java consumer asks for its topics with allow.auto.create.topics (on by default):
+    the broker creates a missing one, and the consumer waits for records as on any other;
+    with the setting off it is an error."""
+    out = consume(module_broker, "--topic", "made-by-consumer", "--timeout-ms", "500")
+    assert (out.returncode, out.stderr) == (0, "Processed a total of 0 messages\n")
+    listed = kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--list")
+    assert "made-by-consumer" in listed
+    off = consume(module_broker, "--topic", "never-made", "--consumer-property",
+                  "allow.auto.create.topics=false")  # fmt: skip
+    assert (off.returncode, off.stderr.splitlines()[0]) == (1, "ERROR Topic never-made not found")

@@ -134,16 +134,17 @@ def hog(port: int, declared: int, send: int) -> socket.socket:
 
 @pytest.mark.parametrize("bounded", [True, False], ids=["pool-2MB", "unbounded"])
 def test_queued_max_request_bytes_bounds_what_requests_hold(broker_factory, bounded) -> None:
-    """20 connections each send 10 MB of a declared 100 MB request. With a 2 MB pool the
-    first request begun is read on (Kafka's SimpleMemoryPool is not strict: it hands a
-    request its whole size), and no other starts while the pool is spent, so the broker
-    holds about one request's bytes; unbounded (Kafka's default, -1) it holds every byte
-    sent. Closing them gives the memory back: a new connection is answered."""
-    pool = "2097152" if bounded else "-1"
+    """20 connections each send 10 MB of a declared 16 MB request. With a 16 MB pool (no
+    smaller than socket.request.max.bytes, as Kafka requires) the first request begun
+    takes it all (Kafka's SimpleMemoryPool hands a request its whole size) and no other
+    starts while the pool is spent, so the broker holds about one request's bytes;
+    unbounded (Kafka's default, -1) it holds every byte sent. Closing them gives the
+    memory back: a new connection is answered."""
+    pool = str(16 * 1024 * 1024) if bounded else "-1"
     broker = broker_factory(**{"queued.max.request.bytes": pool,
-                               "socket.request.max.bytes": "104857600"})  # fmt: skip
+                               "socket.request.max.bytes": str(16 * 1024 * 1024)})  # fmt: skip
     before = rss_bytes(broker.proc.pid)
-    hogs = [hog(broker.port, 100 * 1024 * 1024, 10 * 1024 * 1024) for _ in range(20)]
+    hogs = [hog(broker.port, 16 * 1024 * 1024, 10 * 1024 * 1024) for _ in range(20)]
     try:
         time.sleep(0.5)  # let the broker read what it will
         grown = rss_bytes(broker.proc.pid) - before
@@ -161,9 +162,10 @@ def test_a_small_pool_serves_requests_larger_than_itself(broker_factory) -> None
     """Every answered request gives its bytes back: 8 MB produced through a 64 KB pool."""
     from confluent_kafka import Producer
 
-    broker = broker_factory(**{"queued.max.request.bytes": "65536"})
+    broker = broker_factory(**{"queued.max.request.bytes": "65536",
+                               "socket.request.max.bytes": "65536"})  # fmt: skip
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all",
-                         "linger.ms": 5, "batch.size": 262144})  # fmt: skip
+                         "linger.ms": 5, "batch.size": 16384})  # fmt: skip
     for i in range(8 * 1024):
         producer.produce("pooled", value=bytes(1024), key=str(i).encode())
     assert producer.flush(60) == 0

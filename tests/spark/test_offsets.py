@@ -100,6 +100,8 @@ def test_options_are_case_insensitive_with_spark_defaults():
         ({**BASE, "startingTimestamp": "noon"}, False, "expected a single long value"),
         ({**BASE, "minPartitions": "4"}, False, "minpartitions of Spark's Kafka source is not"),
         ({**BASE, "subscibe": "t"}, False, "unknown option subscibe"),
+        ({**BASE, "kafka.security.protocol": "SASL_SSL"}, False,
+         "^kafka.security.protocol=SASL_SSL: kt does not support TLS and SASL yet$"),
     ],
 )  # fmt: skip
 def test_bad_options_raise_one_clear_error(options, streaming, message):

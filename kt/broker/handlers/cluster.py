@@ -38,12 +38,12 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
     for name in names:
         if name is None:
             continue
-        topics.append(_topic_metadata(server, name, explicit and allow_create, header))
+        topics.append(_topic_metadata(server, name, explicit and allow_create, header, ctx))
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
-            node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+            node_id=broker_id, host=e.host or "", port=e.port, rack=rack
         )
-        for b in cache.brokers.values()
+        for broker_id, e, rack in _brokers_on(cache, ctx.listener)
     ]
     return m.MetadataResponse(
         throttle_time_ms=0,
@@ -54,7 +54,17 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
     )
 
 
-def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: Any) -> Any:
+def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:
+    """(id, endpoint, rack) of each live broker with an endpoint on `listener`, the one
+    the request came in on: a client learns only addresses it can use."""
+    return [
+        (b.broker_id, e, b.rack)
+        for b in cache.brokers.values()
+        if (e := b.endpoint(listener)) is not None
+    ]
+
+
+def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: Any, ctx: Any) -> Any:
     cache = server.metadata_cache
     Topic = m.MetadataResponse.MetadataResponseTopic
     if not cache.contains(name):
@@ -71,14 +81,20 @@ def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: An
         )  # fmt: skip
     partitions = []
     for index, state in sorted(cache.topic_partitions(name).items()):
-        leader_alive = cache.alive_broker(state.leader) is not None
+        leader = cache.alive_broker(state.leader)
         offline = [r for r in state.replicas if cache.alive_broker(r) is None]
-        error = 0 if leader_alive else KafkaError("LEADER_NOT_AVAILABLE").code
+        error = 0
+        if leader is None:
+            error = KafkaError("LEADER_NOT_AVAILABLE").code
+        elif leader.endpoint(ctx.listener) is None:  # alive, but not on this listener
+            error = KafkaError(
+                "LISTENER_NOT_FOUND" if header.api_version >= 6 else "LEADER_NOT_AVAILABLE"
+            ).code
         partitions.append(
             m.MetadataResponse.MetadataResponsePartition(
                 error_code=error,
                 partition_index=index,
-                leader_id=state.leader if leader_alive else -1,
+                leader_id=state.leader if error == 0 else -1,
                 leader_epoch=state.leader_epoch,
                 replica_nodes=list(state.replicas),
                 isr_nodes=list(state.isr),
@@ -108,9 +124,9 @@ async def describe_cluster(server: KafkaServer, header: Any, request: Any, ctx: 
     cache = server.metadata_cache
     brokers = [
         m.DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack
+            broker_id=broker_id, host=e.host or "", port=e.port, rack=rack
         )
-        for b in cache.brokers.values()
+        for broker_id, e, rack in _brokers_on(cache, ctx.listener)
     ]
     return m.DescribeClusterResponse(
         error_code=0,

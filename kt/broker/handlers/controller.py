@@ -15,9 +15,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.metadata_cache import BrokerEndpoint, PartitionState
+from kt.broker.metadata_cache import LiveBroker, PartitionState
 from kt.broker.partition import TopicPartition
+from kt.endpoints import PROTOCOL_NAMES
 from kt.errors import KafkaError
+from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ def apply_update_metadata(
     server: KafkaServer,
     controller_id: int,
     controller_epoch: int,
-    live_brokers: list[BrokerEndpoint],
+    live_brokers: list[LiveBroker],
     states: list[PartitionState],
     topic_ids: dict[str, Any],
 ) -> int:
@@ -146,16 +148,28 @@ async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: An
     )
 
 
+def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
+    """A live broker's endpoints: v0 has one PLAINTEXT host and port, v1 and v2 name each
+    endpoint by its security protocol, v3 on by its listener."""
+    if version == 0:
+        return (BrokerEndPoint("PLAINTEXT", broker.v0_host, broker.v0_port),)
+    return tuple(
+        BrokerEndPoint(
+            e.listener if version >= 3 else PROTOCOL_NAMES[e.security_protocol],
+            e.host,
+            e.port,
+            PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"),
+        )  # fmt: skip
+        for e in broker.endpoints
+    )
+
+
 async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    live = []
-    for broker in request.live_brokers:
-        if version == 0:
-            host, port = broker.v0_host, broker.v0_port
-        else:
-            endpoint = broker.endpoints[0]
-            host, port = endpoint.host, endpoint.port
-        live.append(BrokerEndpoint(broker.id, host, port, broker.rack or None))
+    live = [
+        LiveBroker(broker.id, _endpoints(broker, version), broker.rack or None)
+        for broker in request.live_brokers
+    ]
     states: list[PartitionState] = []
     topic_ids: dict[str, Any] = {}
     if version < 5:

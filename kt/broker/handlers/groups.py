@@ -2,8 +2,9 @@
 
 Each handler turns a request of any version into a call on the group coordinator
 (kt.broker.group) and its answer into the response of that version. FindCoordinator
-creates `__consumer_offsets` (or `__transaction_state`) on first use and answers
-COORDINATOR_NOT_AVAILABLE until its leaders are elected.
+creates `__consumer_offsets` on first use and answers COORDINATOR_NOT_AVAILABLE until its
+leaders are elected. Until kt has transactions, a transactional id's coordinator is the
+broker asked, which refuses its InitProducerId.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from kt.broker.admin_manager import NewTopic
 from kt.broker.group import group_admin
 from kt.broker.group.group_metadata_manager import (
     GROUP_METADATA_TOPIC,
-    TRANSACTION_STATE_TOPIC,
     now_ms,
     partition_for,
 )
@@ -42,7 +42,7 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     version = header.api_version
     key_type = request.key_type if version >= 1 else GROUP_KEY
     keys = request.coordinator_keys if version >= 4 else [request.key]
-    found = [_coordinator_for(server, key, key_type) for key in keys]
+    found = [_coordinator_for(server, key, key_type, ctx.listener) for key in keys]
     if version >= 4:
         Coordinator = m.FindCoordinatorResponse.Coordinator
         return m.FindCoordinatorResponse(coordinators=[
@@ -58,14 +58,26 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     )  # fmt: skip
 
 
-def _coordinator_for(server: KafkaServer, key: str, key_type: int) -> tuple[str, int, str, int]:
-    """(error, node id, host, port) of the leader of the key's internal partition."""
+def _coordinator_for(
+    server: KafkaServer, key: str, key_type: int, listener: str
+) -> tuple[str, int, str, int]:
+    """(error, node id, host, port) of the leader of the key's internal partition, on the
+    listener the request came in on."""
     not_available = ("COORDINATOR_NOT_AVAILABLE", -1, "", -1)
     if key_type not in (GROUP_KEY, TRANSACTION_KEY):
         return ("INVALID_REQUEST", -1, "", -1)
-    if key_type == GROUP_KEY and not key:
+    if key_type == TRANSACTION_KEY:
+        # No transaction coordinator yet: the broker asked names itself, and refuses the
+        # producer's InitProducerId there with UNSUPPORTED_VERSION, which librdkafka and
+        # the Java client report as "not supported" (see produce.init_producer_id).
+        me = server.metadata_cache.alive_broker(server.broker_id)
+        endpoint = me.endpoint(listener) if me is not None else None
+        if endpoint is None:
+            return not_available
+        return ("NONE", server.broker_id, endpoint.host or "", endpoint.port)
+    if not key:
         return ("INVALID_REQUEST", -1, "", -1)
-    topic = GROUP_METADATA_TOPIC if key_type == GROUP_KEY else TRANSACTION_STATE_TOPIC
+    topic = GROUP_METADATA_TOPIC
     cache = server.metadata_cache
     partitions = cache.topic_partitions(topic)
     if not partitions:
@@ -73,28 +85,22 @@ def _coordinator_for(server: KafkaServer, key: str, key_type: int) -> tuple[str,
         return not_available
     state = partitions.get(partition_for(key, len(partitions)))
     broker = cache.alive_broker(state.leader) if state is not None else None
-    if broker is None:
+    endpoint = broker.endpoint(listener) if broker is not None else None
+    if endpoint is None:
         return not_available
-    return ("NONE", broker.broker_id, broker.host, broker.port)
+    return ("NONE", state.leader, endpoint.host or "", endpoint.port)
 
 
 def _create_internal_topic(server: KafkaServer, topic: str) -> None:
-    """AutoTopicCreationManager for the internal topics: compacted, with their configured
+    """AutoTopicCreationManager for __consumer_offsets: compacted, with its configured
     replication factor. Until that many brokers are alive the topic is not created, and
     FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11."""
     cfg = server.config
     live = len(server.admin_manager.live_brokers())
-    if topic == GROUP_METADATA_TOPIC:
-        partitions = cfg["offsets.topic.num.partitions"]
-        rf = cfg["offsets.topic.replication.factor"]
-        configs = {"cleanup.policy": "compact", "compression.type": "producer",
-                   "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
-    else:
-        partitions = cfg["transaction.state.log.num.partitions"]
-        rf = cfg["transaction.state.log.replication.factor"]
-        configs = {"cleanup.policy": "compact", "unclean.leader.election.enable": "false",
-                   "min.insync.replicas": str(cfg["transaction.state.log.min.isr"]),
-                   "segment.bytes": str(cfg["transaction.state.log.segment.bytes"])}  # fmt: skip
+    partitions = cfg["offsets.topic.num.partitions"]
+    rf = cfg["offsets.topic.replication.factor"]
+    configs = {"cleanup.policy": "compact", "compression.type": "producer",
+               "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
     if live < rf:
         log.info(
             "Not creating %s: %d live brokers, fewer than its replication factor %d",

@@ -90,10 +90,15 @@ def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any
 
 
 async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """Idempotent producers get a new id, epoch 0 (PROTOCOL.md section 4, item 8)."""
+    """Idempotent producers get a new id, epoch 0. A transactional id is refused with
+    UNSUPPORTED_VERSION until kt has a transaction coordinator: librdkafka's
+    init_transactions then fails with "Failed to initialize Producer ID: Broker: API
+    version not supported", the Java client's with "Unexpected error in
+    InitProducerIdResponse; The version of API is not supported." (the answer that sent
+    users looking for ACLs was TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
     if request.transactional_id is not None:
         return m.InitProducerIdResponse(
-            error_code=KafkaError("TRANSACTIONAL_ID_AUTHORIZATION_FAILED").code,
+            error_code=KafkaError("UNSUPPORTED_VERSION").code,
             producer_id=-1,
             producer_epoch=-1,
         )

@@ -1,0 +1,87 @@
+"""What kt cannot do yet, refused out loud.
+
+A setting that asks for a feature kt does not have must stop the broker or the tool
+with one line naming the key, never start it without the feature (a TLS listener that
+serves plaintext, an authorizer that allows everything). Each entry goes when its
+feature lands; the README's "Not yet" list says the same in prose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kt.errors import InvalidConfigError
+
+
+def _set(value: str) -> bool:
+    return bool(value.strip())
+
+
+def _true(value: str) -> bool:
+    return value.strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class NotYet:
+    """A key whose value, when `asks(value)`, wants `feature`."""
+
+    key: str
+    asks: Callable[[str], bool]
+    feature: str
+    instead: str = ""  # what to do meanwhile
+
+
+BROKER_NOT_YET = (
+    NotYet(
+        "process.roles",
+        _set,
+        "KRaft mode",
+        "; run it on ZooKeeper (zookeeper.connect) or "
+        "on its embedded store (neither process.roles nor zookeeper.connect)",
+    ),  # fmt: skip
+    NotYet("authorizer.class.name", _set, "authorizers and ACLs"),
+    NotYet("zookeeper.set.acl", _true, "ACLs on ZooKeeper's znodes"),
+    NotYet("zookeeper.ssl.client.enable", _true, "TLS to ZooKeeper"),
+    NotYet("remote.log.storage.system.enable", _true, "tiered storage"),
+    NotYet("metric.reporters", _set, "metrics reporters"),
+    NotYet("kafka.metrics.reporters", _set, "metrics reporters"),
+    NotYet("create.topic.policy.class.name", _set, "topic creation policies"),
+    NotYet("alter.config.policy.class.name", _set, "config change policies"),
+    NotYet("client.quota.callback.class", _set, "client quota callbacks"),
+    NotYet("replica.selector.class", _set, "fetching from followers (KIP-392)"),
+)
+
+CLIENT_NOT_YET = (
+    NotYet("security.protocol", lambda v: v.strip().upper() != "PLAINTEXT", "TLS and SASL"),
+    NotYet("transactional.id", _set, "transactions"),
+)
+
+
+def _refuse(props: Mapping[str, str], entries: Iterable[NotYet]) -> None:
+    for entry in entries:
+        value = props.get(entry.key)
+        if value is not None and entry.asks(value):
+            raise InvalidConfigError(
+                f"{entry.key}={value.strip()}: kt does not support {entry.feature} yet"
+                + entry.instead
+            )
+
+
+def refuse_broker_features(props: Mapping[str, str], listeners: Any) -> None:
+    """Stop a broker whose configuration asks for what kt cannot do: a listener other than
+    PLAINTEXT (its security protocol from listener.security.protocol.map), or a key of
+    BROKER_NOT_YET."""
+    for endpoint in listeners.bound:
+        if endpoint.security_protocol != "PLAINTEXT":
+            raise InvalidConfigError(
+                f"listeners={endpoint}: kt does not support {endpoint.security_protocol} "
+                "listeners yet (only PLAINTEXT)"
+            )
+    _refuse(props, BROKER_NOT_YET)
+
+
+def refuse_client_features(props: Mapping[str, str]) -> None:
+    """Stop a tool whose client configuration asks for TLS, SASL or transactions."""
+    _refuse(props, CLIENT_NOT_YET)
