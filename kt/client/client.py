@@ -66,7 +66,8 @@ class KafkaClient:
         self.controller_id = -1
         self.cluster_id: str | None = None
         self._connections: dict[int, BrokerConnection] = {}
-        self._bootstrap = self._connect_bootstrap(parse_bootstrap(bootstrap_servers))
+        self._bootstrap_servers = parse_bootstrap(bootstrap_servers)
+        self._bootstrap = self._connect_bootstrap(self._bootstrap_servers)
 
     def _connect_bootstrap(self, servers: list[tuple[str, int]]) -> BrokerConnection:
         errors = []
@@ -133,10 +134,18 @@ class KafkaClient:
     # -- connections ---------------------------------------------------------------------
 
     def any_connection(self) -> BrokerConnection:
+        """A live connection to some broker: the bootstrap one, or, once its broker went
+        away, a new one to any broker known (then the bootstrap servers again)."""
+        if self._bootstrap.closed:
+            known = [(host, port) for host, port, _ in self.brokers.values()]
+            self._bootstrap = self._connect_bootstrap(known + self._bootstrap_servers)
         return self._bootstrap
 
     def connection(self, broker_id: int) -> BrokerConnection:
         conn = self._connections.get(broker_id)
+        if conn is not None and conn.closed:  # its broker went away: connect again
+            del self._connections[broker_id]
+            conn = None
         if conn is None:
             if broker_id not in self.brokers:
                 self.metadata([])

@@ -150,6 +150,11 @@ class BrokerConnection:
         except OSError:
             pass
 
+    @property
+    def closed(self) -> bool:
+        """Closed by us, or after an I/O error (the broker went away): connect anew."""
+        return self._sock.fileno() < 0
+
     def __enter__(self) -> BrokerConnection:
         return self
 

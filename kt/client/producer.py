@@ -1,14 +1,25 @@
-"""A small synchronous producer for kt's tools (console producer, perf test).
+"""A small synchronous producer for kt's tools (console producer, spark-import, the
+Spark sink).
 
 Records are grouped per partition into v2 batches (kt.storage.record_batch.build_batch)
 and sent to each partition's leader in one Produce request per broker. Retriable errors
 refresh metadata and retry, up to `retries` times; anything else is reported to the
 caller per record batch.
+
+Idempotent by default, as Kafka's producer is since 3.0 (enable.idempotence=true with
+acks=all): the producer takes an id from InitProducerId, and each batch is encoded once
+with that id, its epoch and the partition's next sequence number, so a retry sends the
+same bytes and a leader that already wrote them answers with the first write's offsets
+instead of writing them twice (a leader fail-over, a lost answer). Invariant: at most one
+batch per partition is unanswered, so sequences reach each leader in order. A batch that
+fails for good leaves its partition's sequence unknown: the producer then takes a new id,
+as the Java producer resets it, and numbers from 0 again.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kt.client.client import KafkaClient, TopicInfo
@@ -19,6 +30,7 @@ from kt.protocol import messages as m
 from kt.storage.record_batch import Record, build_batch
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+DUPLICATE_SEQUENCE_NUMBER = 46  # an older batch than the leader remembers: written before
 # The producer configs whose value is one of a list (ConfigDef.ValidString), in Java's order.
 CHOICES = {"acks": ("all", "-1", "0", "1"), "compression.type": tuple(CODECS)}
 
@@ -40,6 +52,38 @@ def acks_number(value: str) -> int:
     return -1 if checked == "all" else int(checked)
 
 
+def idempotence(props: Mapping[str, str]) -> bool:
+    """ProducerConfig.postProcessAndValidateIdempotenceConfigs: idempotence is on unless
+    enable.idempotence=false; left at its default, it is quietly off with retries=0,
+    acks other than all, or more than 5 requests in flight, and set to true with any of
+    those it is an error (ValueError with the Java producer's ConfigException message)."""
+    asked = props.get("enable.idempotence")
+    if asked is not None and asked.strip().lower() not in ("true", "false"):
+        raise ValueError(
+            f"Invalid value {asked} for configuration enable.idempotence: Expected value to "
+            "be either true or false"
+        )
+    if asked is not None and asked.strip().lower() == "false":
+        return False
+    explicit = asked is not None
+    conflicts = [
+        (int(props.get("retries", "2147483647")) == 0,
+         "Must set retries to non-zero when using the idempotent producer."),
+        (acks_number(props.get("acks", "all")) != -1,
+         "Must set acks to all in order to use the idempotent producer. Otherwise we cannot "
+         "guarantee idempotence."),
+        (int(props.get("max.in.flight.requests.per.connection", "5")) > 5,
+         "Must set max.in.flight.requests.per.connection to at most 5 to use the idempotent "
+         "producer."),
+    ]  # fmt: skip
+    for conflict, message in conflicts:
+        if conflict:
+            if explicit:
+                raise ValueError(message)
+            return False
+    return True
+
+
 @dataclass
 class SendResult:
     topic: str
@@ -54,6 +98,7 @@ class SendResult:
 class _Pending:
     records: list[Record] = field(default_factory=list)
     size: int = 0
+    data: bytes | None = None  # encoded at its first send; a retry sends the same bytes
 
 
 class Producer:
@@ -71,6 +116,7 @@ class Producer:
         retry_backoff_ms: int = 100,
         max_block_ms: int = 60000,
         buffer_memory: int = 33554432,
+        idempotent: bool = True,
     ) -> None:
         if compression not in CODECS:
             raise ValueError(f"unknown compression codec {compression}")
@@ -87,6 +133,9 @@ class Producer:
         self.partitioner = StickyPartitioner()
         self._pending: dict[tuple[str, int], _Pending] = {}
         self._topics: dict[str, TopicInfo] = {}
+        self.idempotent = idempotent
+        self.producer_id, self.producer_epoch = -1, -1
+        self._sequences: dict[tuple[str, int], int] = {}  # the next, per partition
 
     def _topic(self, topic: str) -> TopicInfo:
         info = self._topics.get(topic)
@@ -98,7 +147,12 @@ class Producer:
             or not info.partitions
             or any(p.leader < 0 for p in info.partitions.values())
         ):
-            info = self.client.metadata([topic], allow_auto_create=True).get(topic)
+            try:
+                info = self.client.metadata([topic], allow_auto_create=True).get(topic)
+            except KafkaError as e:  # no broker answered: until max.block.ms, try again
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+                info = None
             if (
                 info is not None
                 and info.partitions
@@ -147,8 +201,11 @@ class Producer:
         results: list[SendResult] = []
         attempt = 0
         while pending:
+            self._encode(pending)
             failed: dict[tuple[str, int], _Pending] = {}
             for result, batch in self._send_once(pending):
+                if result.error_code == DUPLICATE_SEQUENCE_NUMBER:  # written before: done
+                    result.error_code, result.error_message = 0, None
                 retriable = result.error_code and error_for(result.error_code).retriable
                 if retriable and attempt < self.retries:
                     failed[(result.topic, result.partition)] = batch
@@ -161,7 +218,55 @@ class Producer:
                 for topic, _ in failed:
                     self._topic(topic)
             pending = failed
+        if self.idempotent and any(r.error_code for r in results):
+            self._reset_producer_id()
         return results
+
+    def _encode(self, pending: dict[tuple[str, int], _Pending]) -> None:
+        """Encode each batch not sent yet: with the producer id and the partition's next
+        sequence when idempotent."""
+        if self.idempotent and self.producer_id < 0:
+            self._init_producer_id()
+        for tp, batch in pending.items():
+            if batch.data is not None:
+                continue
+            if not self.idempotent:
+                batch.data = build_batch(batch.records, compression_type=self.codec)
+                continue
+            sequence = self._sequences.get(tp, 0)
+            batch.data = build_batch(
+                batch.records, compression_type=self.codec, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, base_sequence=sequence,
+            )  # fmt: skip
+            self._sequences[tp] = (sequence + len(batch.records)) % (2**31)
+
+    def _init_producer_id(self) -> None:
+        """InitProducerId without a transactional id: a new producer id, epoch 0."""
+        deadline = time.monotonic() + self.max_block_ms / 1000
+        while True:
+            try:
+                response = self.client.any_connection().send(
+                    ApiKey.INIT_PRODUCER_ID,
+                    m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1),
+                )
+            except KafkaError as e:
+                if not e.retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(self.retry_backoff_ms / 1000)
+                continue
+            if not response.error_code:
+                break
+            if not error_for(response.error_code).retriable or time.monotonic() > deadline:
+                raise KafkaError(response.error_code, "InitProducerId failed")
+            time.sleep(self.retry_backoff_ms / 1000)
+        self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+        self._sequences.clear()
+
+    def _reset_producer_id(self) -> None:
+        """A batch failed for good: whether it was written is unknown, so its partition's
+        next sequence is too. The next send takes a new producer id (sequences from 0)."""
+        self.producer_id, self.producer_epoch = -1, -1
+        self._sequences.clear()
 
     def _send_once(
         self, pending: dict[tuple[str, int], _Pending]
@@ -181,9 +286,8 @@ class Producer:
         R = m.ProduceRequest
         topics: dict[str, list] = {}
         for (topic, partition), batch in batches.items():
-            data = build_batch(batch.records, compression_type=self.codec)
             topics.setdefault(topic, []).append(
-                R.PartitionProduceData(index=partition, records=data)
+                R.PartitionProduceData(index=partition, records=batch.data)
             )
         request = R(
             acks=self.acks,

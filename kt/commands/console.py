@@ -72,7 +72,7 @@ def console_producer(
 ) -> None:
     """Read lines from standard input and send each as a record."""
     from kt.client.client import KafkaClient
-    from kt.client.producer import Producer, acks_number
+    from kt.client.producer import Producer, acks_number, idempotence
     from kt.errors import KafkaError
     from kt.tools.console import LineFormatError, LineReader, stdin_lines
 
@@ -86,6 +86,10 @@ def console_producer(
     try:
         reader = LineReader.from_props(reader_props)
     except LineFormatError as e:
+        fail(str(e))
+    try:
+        idempotent = idempotence(props)
+    except ValueError as e:
         fail(str(e))
     client = None
     failures = 0
@@ -101,6 +105,7 @@ def console_producer(
             retry_backoff_ms=int(props["retry.backoff.ms"]),
             max_block_ms=int(props["max.block.ms"]),
             buffer_memory=int(props["buffer.memory"]),
+            idempotent=idempotent,
         )
         number = 0
         try:

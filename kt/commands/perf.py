@@ -55,7 +55,7 @@ class ManyValuesCommand(KafkaCommand):
 @click.option("--transactional-id", help="Not supported: kt has no transactions yet.")
 def producer_perf_test(**o: Any) -> None:
     """Send records as fast as asked and print Kafka's throughput and latency lines."""
-    from kt.client.producer import CODECS, acks_number, checked_choice
+    from kt.client.producer import CODECS, acks_number, checked_choice, idempotence
     from kt.tools import producer_perf as pp
 
     for name in ("topic", "num_records", "throughput"):
@@ -94,6 +94,7 @@ def producer_perf_test(**o: Any) -> None:
             max_in_flight=int(props.get("max.in.flight.requests.per.connection", 5)),
             request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
             client_id=props.get("client.id", "perf-producer-client"),
+            idempotent=idempotence(props),
         )  # fmt: skip
         stats = pp.run(props["bootstrap.servers"], config, sys.stdout)
     except (pp.PerfError, ValueError) as e:

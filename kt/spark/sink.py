@@ -43,6 +43,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kt.client.producer import idempotence
 from kt.errors import InvalidConfigError
 from kt.spark.options import BOOTSTRAP_SERVERS
 from kt.unsupported import refuse_client_features
@@ -90,6 +91,10 @@ def parse_sink_options(options: dict[str, str], schema: StructType) -> SinkOptio
         refuse_client_features(producer)
     except InvalidConfigError as e:
         raise SinkError(f"kafka.{e}") from None
+    try:  # idempotent unless kafka.enable.idempotence=false, as Kafka's producer
+        idempotence(producer)
+    except ValueError as e:
+        raise SinkError(str(e)) from None
     for name in ("key.serializer", "value.serializer"):
         if name in producer:
             raise SinkError(
@@ -153,6 +158,7 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Kt
             retries=int(props.get("retries", 5)),
             request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
             max_block_ms=int(props.get("max.block.ms", 60000)),
+            idempotent=idempotence(props),
         )  # fmt: skip
         written = 0
         for batch in batches:

@@ -14,6 +14,7 @@ import os
 import select
 import struct
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,8 +36,10 @@ def _unescape(text: str) -> str:
 
 def stdin_lines(linger_s: float) -> Iterator[str | None]:
     """Standard input's lines (without their end, decoded as UTF-8 with replacement, as
-    Java's reader does), and None whenever `linger_s` passes with no new line after some
-    were read: the producer's cue to send what waits (its linger.ms)."""
+    Java's reader does), and None once `linger_s` has passed since the first line not
+    yet sent: the producer's cue to send what waits. That is linger.ms as the Java
+    producer counts it, from a batch's first record, so that lines arriving steadily
+    still go out every linger.ms (an idle gap of linger.ms held them until input paused)."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):  # a stream with no descriptor (tests)
@@ -44,19 +47,22 @@ def stdin_lines(linger_s: float) -> Iterator[str | None]:
             yield line.rstrip("\n").removesuffix("\r")
         return
     pending = b""
-    unsent = False
+    first_unsent: float | None = None  # when the oldest line not yet sent was read
     while True:
-        if unsent and not select.select([fd], [], [], linger_s)[0]:
-            unsent = False
-            yield None
-            continue
+        if first_unsent is not None:
+            wait = first_unsent + linger_s - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                first_unsent = None
+                yield None
+                continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
             yield line.removesuffix(b"\r").decode("utf-8", "replace")
-        unsent = unsent or bool(lines)
+        if lines and first_unsent is None:
+            first_unsent = time.monotonic()
     if pending:
         yield pending.removesuffix(b"\r").decode("utf-8", "replace")
 

@@ -33,6 +33,8 @@ _FRAME = struct.Struct(">i")
 _TIMESTAMPS = struct.Struct(">qq")  # first and max timestamp, at byte 27 of a batch
 _TIMESTAMPS_AT = 27
 _CRC_AT, _ATTRIBUTES_AT = 17, 21
+_SEQUENCE = struct.Struct(">i")  # baseSequence, at byte 53 of a batch
+_SEQUENCE_AT = 53
 
 
 class PerfError(Exception):
@@ -118,23 +120,33 @@ def random_payloads(record_size: int, count: int, seed: int = 0) -> list[bytes]:
 
 
 class BatchTemplates:
-    """Encoded batches of n records each (n from 1 to a full batch), built once."""
+    """Encoded batches of n records each (n from 1 to a full batch), built once; each copy
+    gets its timestamps and, from an idempotent producer, its sequence number."""
 
-    def __init__(self, payloads: list[bytes], batch_size: int, compression: int) -> None:
+    def __init__(
+        self, payloads: list[bytes], batch_size: int, compression: int,
+        producer_id: int = -1, producer_epoch: int = -1,
+    ) -> None:  # fmt: skip
         self.payloads = payloads
         self.compression = compression
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
         size = max(len(p) for p in payloads) + 16
         self.full = max(1, batch_size // size)
         self._cache: dict[int, bytes] = {}
 
-    def batch(self, n: int, timestamp_ms: int) -> bytes:
+    def batch(self, n: int, timestamp_ms: int, sequence: int = -1) -> bytes:
         template = self._cache.get(n)
         if template is None:
             records = [Record(None, 0, None, self.payloads[i % len(self.payloads)], ())
                        for i in range(n)]  # fmt: skip
-            template = self._cache[n] = build_batch(records, compression_type=self.compression)
+            template = self._cache[n] = build_batch(
+                records, compression_type=self.compression, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, base_sequence=0 if sequence >= 0 else -1,
+            )  # fmt: skip
         out = bytearray(template)
         _TIMESTAMPS.pack_into(out, _TIMESTAMPS_AT, timestamp_ms, timestamp_ms)
+        if sequence >= 0:
+            _SEQUENCE.pack_into(out, _SEQUENCE_AT, sequence)
         out[_CRC_AT:_ATTRIBUTES_AT] = crc32c(memoryview(out)[_ATTRIBUTES_AT:]).to_bytes(4, "big")
         return bytes(out)
 
@@ -211,6 +223,7 @@ class PerfConfig:
     max_in_flight: int = 5
     request_timeout_ms: int = 30000
     client_id: str = "perf-producer-client"
+    idempotent: bool = False  # batches with a producer id and sequences, as Kafka's default
 
 
 def run(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
@@ -236,11 +249,14 @@ def run(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         partitions = sorted(info.partitions)
         leaders = {p: info.partitions[p].leader for p in partitions}
         endpoints = {b: client.brokers[b][:2] for b in set(leaders.values())}
+        producer_id, epoch = _init_producer_id(client) if config.idempotent else (-1, -1)
     finally:
         client.close()
     connections = {b: Connection(*endpoints[b]) for b in endpoints}
     stats = Stats(config.num_records, out)
-    templates = BatchTemplates(config.payloads, config.batch_size, config.compression)
+    templates = BatchTemplates(
+        config.payloads, config.batch_size, config.compression, producer_id, epoch
+    )
     record_size = len(config.payloads[0])
     try:
         _send_all(config, connections, leaders, partitions, templates, stats, record_size)
@@ -249,6 +265,19 @@ def run(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
             connection.close()
     stats.print_total()
     return stats
+
+
+def _init_producer_id(client: KafkaClient) -> tuple[int, int]:
+    from kt.protocol import messages as m
+
+    response = client.any_connection().send(
+        ApiKey.INIT_PRODUCER_ID,
+        m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1),
+    )
+    if response.error_code:
+        error = error_for(response.error_code)
+        raise PerfError(f"InitProducerId: {error.name}: {error.message}")
+    return response.producer_id, response.producer_epoch
 
 
 def _send_all(
@@ -263,6 +292,7 @@ def _send_all(
     correlation_id = 0
     sent = 0
     turn = 0
+    sequences = dict.fromkeys(partitions, 0) if config.idempotent else {}
     pending: list[int] = []  # send times of the records waiting for their batch
 
     def handle(entry: InFlight, payload: bytes) -> None:
@@ -300,9 +330,12 @@ def _send_all(
         ready = len(pending) >= templates.full or sent >= config.num_records or throttled
         if pending and ready and len(connection.in_flight) < config.max_in_flight:
             correlation_id += 1
+            sequence = sequences.get(partition, -1)
+            if sequence >= 0:
+                sequences[partition] = (sequence + len(pending)) % (2**31)
             frame = produce_frame(correlation_id, client_id, config.acks,
                                   config.request_timeout_ms, topic, partition,
-                                  templates.batch(len(pending), now_ms))  # fmt: skip
+                                  templates.batch(len(pending), now_ms, sequence))  # fmt: skip
             if config.acks == 0:  # no answer comes: counted as sent
                 connection.sock.sendall(frame)
                 stats.record_batch(pending, record_size, int(time.time() * 1000))

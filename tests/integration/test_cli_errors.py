@@ -115,6 +115,10 @@ CASES = [
          "cli-errors", "--producer.config", f"{DIR}/acks.properties"],
          ["Invalid value 7 for configuration acks: String must be one of: all, -1, 0, 1"],
          stdin="v\n"),
+    Case("producer-idempotence-without-acks-all", ["console-producer", "--bootstrap-server",
+         B, "--topic", "cli-errors", "--request-required-acks", "1", "--producer-property",
+         "enable.idempotence=true"], ["Must set acks to all in order to use the idempotent "
+         "producer. Otherwise we cannot guarantee idempotence."], stdin="v\n"),
     Case("producer-bad-codec", ["console-producer", "--bootstrap-server", B, "--topic",
          "cli-errors", "--compression-codec", "bogus"], ["Invalid value bogus for "
          "configuration compression.type: String must be one of: none, gzip, snappy, lz4, "

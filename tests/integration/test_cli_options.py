@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -61,6 +62,44 @@ def test_producer_sends_after_linger_while_input_stays_open(module_broker) -> No
         assert seen == ["typed"]
         assert producer.poll() is None  # still reading its input
     finally:
+        producer.stdin.close()
+        assert producer.wait(30) == 0
+
+
+def test_linger_counts_from_the_first_unsent_line(module_broker) -> None:
+    """linger.ms as the Java producer counts it: from a batch's first record. Lines that
+    keep coming, a gap never as long as the linger, still go out every --timeout ms
+    (kt once waited for a pause in the input as long as the linger)."""
+    create(module_broker, "steady")
+    producer = subprocess.Popen(
+        [sys.executable, "-m", "kt", "console-producer", "--bootstrap-server",
+         module_broker.bootstrap, "--topic", "steady", "--timeout", "300"],
+        stdin=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert producer.stdin is not None
+    stop = threading.Event()
+
+    def type_steadily() -> None:  # a line every 50 ms until told to stop
+        number = 0
+        while not stop.is_set():
+            producer.stdin.write(f"line-{number}\n")
+            producer.stdin.flush()
+            number += 1
+            time.sleep(0.05)
+
+    typist = threading.Thread(target=type_steadily)
+    typist.start()
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + 20
+        while not seen and time.monotonic() < deadline:
+            seen = consume(module_broker, "--topic", "steady", "--max-messages", "1"
+                           ).stdout.splitlines()  # fmt: skip
+        assert seen == ["line-0"]
+        assert typist.is_alive()  # sent while the lines were still coming
+    finally:
+        stop.set()
+        typist.join()
         producer.stdin.close()
         assert producer.wait(30) == 0
 

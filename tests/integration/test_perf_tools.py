@@ -63,6 +63,26 @@ def test_throughput_is_held(module_broker) -> None:
     assert end_offsets(module_broker.bootstrap, "perf-slow") == 6000
 
 
+def batch_producers(log_dir, topic: str) -> set[tuple[str, str]]:
+    """(producerId, baseSequence) of each batch of a partition, as dump-log prints them."""
+    out = kt_ok("dump-log", "--files", str(log_dir / f"{topic}-0" / f"{0:020d}.log"))
+    return set(re.findall(r"baseSequence: (-?\d+) .* producerId: (-?\d+)", "\n".join(out)))
+
+
+def test_idempotent_by_default_as_kafkas_tool(module_broker) -> None:
+    """Kafka's perf tool runs the Java producer, idempotent by default since 3.0 (and
+    quietly not with acks=1): its batches carry a producer id and consecutive sequences."""
+    create(module_broker.bootstrap, "perf-idempotent", 1)
+    perf_test(module_broker.bootstrap, "perf-idempotent", 5000, 100, -1, "all")
+    batches = sorted(batch_producers(module_broker.log_dir, "perf-idempotent"), key=lambda b:
+                     int(b[0]))  # fmt: skip
+    assert len({pid for _, pid in batches}) == 1 and int(batches[0][1]) >= 0
+    assert batches[0][0] == "0" and len(batches) > 1
+    create(module_broker.bootstrap, "perf-acks-1", 1)
+    perf_test(module_broker.bootstrap, "perf-acks-1", 5000, 100, -1, "1")
+    assert batch_producers(module_broker.log_dir, "perf-acks-1") == {("-1", "-1")}
+
+
 def test_payload_file_and_checks(module_broker, tmp_path) -> None:
     create(module_broker.bootstrap, "perf-file", 1)
     payloads = tmp_path / "payloads.txt"

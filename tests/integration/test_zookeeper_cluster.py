@@ -29,7 +29,9 @@ SESSION_TIMEOUT_MS = 2000
 class ZkCluster:
     """Broker processes 1..n on one ZooKeeper chroot, and a kazoo client to look inside."""
 
-    def __init__(self, base: Path, connect: str, size: int = 3) -> None:
+    def __init__(
+        self, base: Path, connect: str, size: int = 3, overrides: dict[str, str] | None = None
+    ) -> None:
         self.brokers = {
             broker_id: BrokerProcess(
                 base / f"kt-logs-{broker_id}",
@@ -40,6 +42,7 @@ class ZkCluster:
                     "offsets.topic.replication.factor": "3",
                     "replica.fetch.backoff.ms": "100",
                     "group.initial.rebalance.delay.ms": "0",
+                    **(overrides or {}),
                 },
             )
             for broker_id in range(1, size + 1)
