@@ -199,7 +199,7 @@ TOPIC_CONFIGS_BY_NAME: dict[str, ConfigKey] = {key.name: key for key in TOPIC_CO
 class LogConfig:
     """A topic's log settings, every field typed and within Kafka's bounds.
 
-    Invariants: field defaults are Kafka's topic defaults (TOOLS.md B3); an instance is
+    Invariants: field defaults are Kafka's topic defaults (LogConfig.java); an instance is
     immutable, so a config change builds a new one (`with_overrides`) and the log picks
     it up whole. Field names are the Kafka keys with dots as underscores.
     """

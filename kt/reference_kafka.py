@@ -19,6 +19,7 @@ Kafka's `bin/*.sh` scripts name.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -126,6 +127,53 @@ def run_tool(
         tool_command(tool, *args), input=input, capture_output=True, text=True,
         timeout=timeout_s,
     )  # fmt: skip
+
+
+class ToolSession:
+    """Kafka's bin tools run one after another in one JVM (interop/ToolRunner.java): the
+    same classes and arguments as `run_tool`, without a JVM start per run. Tools that
+    leave the JVM in a state the next run would see (none of the scenario's do) are
+    better run with `run_tool`."""
+
+    RUNNER = Path(__file__).resolve().parent.parent / "interop" / "ToolRunner.java"
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            java_command(str(self.RUNNER), TOOL_HEAP, _tool_log4j()),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, encoding="utf-8",
+        )  # fmt: skip
+
+    def run(
+        self, tool: str, *args: str, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """One run of a tool, as run_tool returns it (its log lines are not in stderr)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        request = {"main": TOOL_CLASSES[tool], "args": list(args), "input": input or ""}
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        line = self._process.stdout.readline()
+        if not line:
+            raise KafkaUnavailableError(f"the tool runner exited ({self._process.wait()})")
+        answer = json.loads(line)
+        return subprocess.CompletedProcess(
+            [tool, *args], answer["exit"], answer["stdout"], answer["stderr"]
+        )
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def __enter__(self) -> ToolSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def free_port() -> int:

@@ -4,7 +4,7 @@
 
 The directory is Apache Kafka's clients/src/main/resources/common/message/ (a revision
 that still has the ZooKeeper-era inter-broker APIs and old versions: 3.9 or trunk of
-late 2024). Only the APIs kt speaks (PROTOCOL.md section 1) are kept, each with its
+late 2024). Only the APIs kt speaks (kt.protocol.api_keys) are kept, each with its
 full valid version range. The output holds facts only (names, types, version ranges,
 defaults, tags) in kt's table format, kt/protocol/schema.py: one module per family of
 APIs (FAMILIES), and `__init__.py` joining them into SCHEMAS in API key order.
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-# The API keys listed in PROTOCOL.md section 1, by family: (module, what it holds, keys).
+# The API keys kt speaks, by family: (module, what it holds, keys).
 FAMILIES = (
     ("data_plane", "produce, fetch, offsets and metadata: what every client sends",
      (0, 1, 2, 3, 18, 21, 23, 60)),

@@ -11,7 +11,10 @@ from kt.commands.common import KafkaCommand, fail, parse_key_values
 
 
 def spark_options(command: Callable) -> Callable:
-    """--master and --conf, as both Spark commands take them."""
+    """--master, --conf and --verbose, as both Spark commands take them."""
+    command = click.option("--verbose", is_flag=True,
+                           help="Show Spark's own logs and warnings (by default only its "
+                           "errors).")(command)  # fmt: skip
     command = click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
                            help="A Spark setting (spark.executor.memory=2g, ...); repeat "
                            "for more.")(command)  # fmt: skip
@@ -76,7 +79,7 @@ def spark_options(command: Callable) -> Callable:
 def spark_export(
     bootstrap_server: str | None, log_dirs: str | None, topics: tuple[str, ...], output: str,
     fmt: str, starting_offsets: str, ending_offsets: str, value_format: str, partition_by: str,
-    max_records_per_partition: int | None, master: str, confs: tuple[str, ...],
+    max_records_per_partition: int | None, master: str, confs: tuple[str, ...], verbose: bool,
 ) -> None:  # fmt: skip
     """Export topics to files with PySpark, one Spark partition per topic-partition."""
     from kt.tools.spark_export import ExportRequest, SparkExportError, export
@@ -96,6 +99,7 @@ def spark_export(
         master=master,
         max_records_per_partition=max_records_per_partition,
         conf=parse_key_values(confs, "--conf"),
+        verbose=verbose,
     )
     try:
         with spark_progress("exporting", "partitions") as progress:

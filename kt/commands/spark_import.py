@@ -44,7 +44,7 @@ def spark_import(
     bootstrap_server: str, topic: str, input_path: str, fmt: str, key_column: str | None,
     value_column: str | None, headers_column: str | None, partition_column: str | None,
     timestamp_column: str | None, producer_props: tuple[str, ...], master: str,
-    confs: tuple[str, ...],
+    confs: tuple[str, ...], verbose: bool,
 ) -> None:  # fmt: skip
     """Write the rows of files to a topic with PySpark: a record per row, acks=all."""
     from kt.errors import InvalidTopicError
@@ -61,7 +61,7 @@ def spark_import(
         key_column=key_column, value_column=value_column, headers_column=headers_column,
         partition_column=partition_column, timestamp_column=timestamp_column, master=master,
         conf=parse_key_values(confs, "--conf"),
-        producer=parse_key_values(producer_props, "--producer-property"),
+        producer=parse_key_values(producer_props, "--producer-property"), verbose=verbose,
     )  # fmt: skip
     try:
         with spark_progress("importing", "tasks") as progress:

@@ -1,6 +1,7 @@
 """API keys (Kafka's ApiKeys) and the version ranges kt advertises in ApiVersions.
 
-SUPPORTED_VERSIONS is the "kt" column of PROTOCOL.md section 1. Minimums stay at 0
+SUPPORTED_VERSIONS is what kt answers in ApiVersions (Kafka 3.9's ranges in
+clients/src/main/resources/common/message/*.json, cut to what kt implements). Minimums stay at 0
 where Kafka 3.9 has them, because librdkafka enables features only when a range holds
 old versions; maximums stop where kt has not implemented the newer semantics (topic
 ids in Fetch 13+, batched OffsetFetch beyond v8, ...). The schema table covers each

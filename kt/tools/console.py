@@ -4,7 +4,8 @@ LineMessageReader (kafka-console-producer.sh): a line is
 `[h1:v1,h2:v2<headers.delimiter>][key<key.separator>]value`, with the parts present only
 when parse.headers / parse.key are on. DefaultMessageFormatter (kafka-console-consumer.sh):
 the enabled fields in the order timestamp, partition, offset, headers, key, value, joined
-by key.separator and ended by line.separator. Formats: ../shared/TOOLS.md A3.
+by key.separator and ended by line.separator, as Kafka 3.9's tools print them
+(tools/src/main/java/org/apache/kafka/tools/consumer/DefaultMessageFormatter.java).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The logic of `kt leader-election` (Kafka's LeaderElectionCommand) and of the older
-`kt preferred-replica-election`. Formats: ../shared/TOOLS.md B2."""
+`kt preferred-replica-election`. Formats: Kafka 3.9's LeaderElectionCommand.java."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ execute, verify, cancel and list partition reassignments, with the throttles.
 
 Functions take an AdminClient and return the lines to print, or raise ReassignError
 (Kafka's TerseException: the message alone) or ReassignFailure (anything else: Kafka
-prints `Error: <message>`). Formats: ../shared/TOOLS.md B1.
+prints `Error: <message>`). Formats: Kafka 3.9's ReassignPartitionsCommand.java.
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ class ExportRequest:
     master: str = "local[*]"
     max_records_per_partition: int | None = None
     conf: dict[str, str] = field(default_factory=dict)  # spark.* settings (--conf)
+    verbose: bool = False  # Spark's own logs and warnings, as Spark prints them
 
 
 @dataclass
@@ -109,9 +110,11 @@ def prepare_python_workers() -> None:
 
 
 def spark_session(
-    master: str, app_name: str = "kt spark-export", log_level: str = "ERROR", **conf: str
-) -> SparkSession:
-    """A SparkSession on `master` with the kt source registered."""
+    master: str, app_name: str = "kt spark-export", log_level: str = "ERROR",
+    verbose: bool = False, **conf: str,
+) -> SparkSession:  # fmt: skip
+    """A SparkSession on `master` with the kt source registered; unless `verbose`, Spark
+    logs only its errors and the Python workers stop quietly (kt.spark.quiet)."""
     check_spark_available()
     prepare_python_workers()
     if master.startswith("local"):
@@ -131,9 +134,21 @@ def spark_session(
         "spark.python.unix.domain.socket.enabled": "true",
         **conf,
     }
+    if not verbose:
+        from kt.spark.quiet import quiet_java_options
+
+        given = settings.get("spark.driver.extraJavaOptions")
+        options = quiet_java_options()
+        settings["spark.driver.extraJavaOptions"] = f"{given} {options}" if given else options
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if verbose:
+        spark = builder.getOrCreate()
+    else:
+        from kt.spark.quiet import filtered_jvm_stderr
+
+        with filtered_jvm_stderr():
+            spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     kt.spark.register(spark)
     return spark
@@ -227,7 +242,8 @@ def export(
 
     running = SparkContext._active_spark_context is not None  # then getOrCreate reuses it
     # Failures come back as one SparkExportError line; the JVM need not log them too.
-    spark = spark_session(request.master, log_level="OFF", **request.conf)
+    spark = spark_session(request.master, log_level="WARN" if request.verbose else "OFF",
+                          verbose=request.verbose, **request.conf)  # fmt: skip
     try:
         return _write(request, spark, len(ranges), progress)
     finally:

@@ -64,6 +64,7 @@ class ImportRequest:
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)
     producer: dict[str, str] = field(default_factory=dict)  # kafka.-prefixed sink options
+    verbose: bool = False  # Spark's own logs and warnings, as Spark prints them
 
 
 @dataclass
@@ -171,8 +172,10 @@ def import_files(
     from pyspark import SparkContext
 
     running = SparkContext._active_spark_context is not None
-    spark = spark_session(request.master, app_name="kt spark-import", log_level="OFF",
-                          **{**IMPORT_SETTINGS, **request.conf})  # fmt: skip
+    spark = spark_session(
+        request.master, app_name="kt spark-import", verbose=request.verbose,
+        log_level="WARN" if request.verbose else "OFF", **{**IMPORT_SETTINGS, **request.conf},
+    )  # fmt: skip
     try:
         return _import(request, spark, progress)
     finally:

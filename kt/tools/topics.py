@@ -1,7 +1,7 @@
 """The logic of `kt topics` (Kafka's TopicCommand): create, list, describe, alter, delete.
 
 Functions take an AdminClient and return lines or raise TopicCommandError with Kafka's
-message; the click command prints them. Output formats: ../shared/TOOLS.md A2.
+message; the click command prints them, in TopicCommand.java's formats (Kafka 3.9).
 """
 
 from __future__ import annotations

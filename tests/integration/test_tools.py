@@ -1,8 +1,9 @@
 """The `kt` bin-script tools, run as the `kt` executable against a live broker.
 
 Output is checked line by line against the text of the Kafka tool each one mirrors
-(../shared/TOOLS.md part A). Where the data comes from a real client (confluent-kafka),
-the tools must show exactly what that client wrote.
+(Kafka 3.9's tools, which tests/oracle/test_tools.py runs beside them). Where the data
+comes from a real client (confluent-kafka), the tools must show exactly what that client
+wrote.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kafka's znode JSON, byte for byte, against the examples of TOOLS.md B4 (Kafka 3.x)."""
+"""Kafka's znode JSON, byte for byte, as Kafka 3.x writes it (kafka/zk/ZkData.scala)."""
 
 from __future__ import annotations
 

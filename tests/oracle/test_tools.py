@@ -4,8 +4,10 @@ ids, paths and log timestamps are masked (`normalize`).
 
 Both brokers run in ZooKeeper mode (kt is a ZooKeeper-mode broker) with the same
 server.properties overrides, among them a static `log.retention.ms`, so that a topic
-config's synonyms come from three layers. Every step runs against both before any
-assertion, and the test fails listing every step that differs, so one run shows them all.
+config's synonyms come from three layers. The scenario runs in parts, a test each, on
+brokers the module shares; Kafka's tools run in one JVM (kt.reference_kafka.ToolSession),
+which a busy machine otherwise spent most of its time starting. Every step of a part runs
+against both before any assertion, and a part fails listing every step that differs.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kt.reference_kafka import run_tool
+import pytest
+
+from kt.reference_kafka import ReferenceKafka, ToolSession
+from tests.integration.conftest import BrokerProcess, new_broker
 
 OVERRIDES = {
     "broker.id": "0",
@@ -43,11 +50,13 @@ class Step:
         return " ".join([self.tool, *self.args])
 
 
-def scenario(delete_json: Path, move_json: Path) -> list[Step]:
+def scenario(delete_json: Path, move_json: Path) -> dict[str, list[Step]]:
+    """The steps, in parts that run in this order (each part's test starts where the one
+    before left the three brokers)."""
     t = ["--topic", "orders"]
     topic_entity = ["--entity-type", "topics", "--entity-name", "orders"]
     client = ["--entity-type", "clients", "--entity-name", "c1"]
-    return [
+    return {"topics": [
         Step(
             "kafka-topics",
             [
@@ -75,6 +84,7 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-topics", ["--describe", *t, "--unavailable-partitions"]),
         Step("kafka-topics", ["--describe", "--topics-with-overrides"]),
         Step("kafka-topics", ["--describe", "--topic", "missing"]),
+    ], "configs": [
         Step("kafka-configs", [*topic_entity, "--describe"]),
         Step(
             "kafka-configs",
@@ -143,6 +153,7 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-configs", [*client, "--alter", "--delete-config", "producer_byte_rate"]),
         Step("kafka-configs", [*client, "--describe"]),
         Step("kafka-configs", [*client, "--alter", "--add-config", "bogus_rate=1"]),
+    ], "records and groups": [
         Step(
             "kafka-console-producer",
             [*t, "--property", "parse.key=true"],
@@ -182,6 +193,7 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
         Step("kafka-get-offsets", [*t, "--time", "-2"]),
         Step("kafka-consumer-groups", ["--delete", "--group", "g1"]),
         Step("kafka-consumer-groups", ["--describe", "--group", "g1"], kt_exit=1),
+    ], "replicas": [
         Step("kafka-log-dirs", ["--describe", "--topic-list", "orders"]),
         # One replica each: its leader is the preferred one already.
         Step("kafka-leader-election", ["--election-type", "preferred", *t, "--partition", "0"]),
@@ -198,7 +210,7 @@ def scenario(delete_json: Path, move_json: Path) -> list[Step]:
             "kafka-reassign-partitions", ["--execute", "--reassignment-json-file", str(delete_json)]
         ),
         Step("kafka-topics", ["--delete", *t]),
-    ]
+    ]}  # fmt: skip
 
 
 # Where kt's own command prints otherwise than Kafka 3.9's tool, on purpose (docs/oracle.md):
@@ -214,17 +226,12 @@ def normalize(text: str, log_dirs: list[Path]) -> str:
     text = re.sub(r"TopicId: \S+", "TopicId: <id>", text)
     text = re.sub(r"127\.0\.0\.1:\d+", "<bootstrap>", text)
     text = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:,]+\] ", "", text, flags=re.M)
-    for log_dir in log_dirs:
+    for log_dir in sorted(log_dirs, key=lambda d: -len(str(d))):  # .../kt2 before .../kt
         text = text.replace(str(log_dir), "<log-dir>")
     # Log lines of the Java tools' own (WARN and below): not part of their output.
     return "\n".join(
         line for line in text.splitlines() if not re.match(r"(WARN|INFO|SLF4J)\b", line)
     )
-
-
-def run_java_tool(step: Step, bootstrap: str) -> tuple[int, str, str]:
-    r = run_tool(step.tool, "--bootstrap-server", bootstrap, *step.args, input=step.input)
-    return r.returncode, r.stdout, r.stderr
 
 
 def run_kt_command(step: Step, bootstrap: str) -> tuple[int, str, str]:
@@ -236,32 +243,68 @@ def run_kt_command(step: Step, bootstrap: str) -> tuple[int, str, str]:
     return r.returncode, r.stdout, r.stderr
 
 
-def test_kafka_tools_print_the_same_against_kt_and_kafka(
-    broker_factory, kafka_factory, zookeeper: str, tmp_path: Path
-) -> None:
-    # One kt broker for Kafka's tools, another for kt's commands: each sees the scenario once.
-    kt = broker_factory(**OVERRIDES, **{"zookeeper.connect": zookeeper + "-kt"})
-    kt_for_commands = broker_factory(**OVERRIDES, **{"zookeeper.connect": zookeeper + "-kt2"})
-    kafka = kafka_factory(broker_id=0, zookeeper_connect=zookeeper + "-kafka",
-                          overrides=OVERRIDES)  # fmt: skip
-    delete_json = tmp_path / "delete.json"
+@dataclass
+class Brokers:
+    """Kafka 3.9, a kt broker for Kafka's tools, another for kt's commands (each sees the
+    scenario once), and one JVM that runs Kafka's tools."""
+
+    kafka: ReferenceKafka
+    kt: BrokerProcess
+    kt_for_commands: BrokerProcess
+    tools: ToolSession
+    delete_json: Path
+    move_json: Path
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [self.kt.log_dir, self.kt_for_commands.log_dir, self.kafka.log_dir]
+
+
+@pytest.fixture(scope="module")
+def brokers(kafka_available, kt_zookeeper, tmp_path_factory) -> Iterator[Brokers]:
+    base = tmp_path_factory.mktemp("tools")
+    chroot = f"{kt_zookeeper.connect}/kt-tools-{uuid.uuid4().hex[:12]}"
+    kt = new_broker(base, "kt", {**OVERRIDES, "zookeeper.connect": chroot + "-kt"})
+    kt2 = new_broker(base, "kt2", {**OVERRIDES, "zookeeper.connect": chroot + "-kt2"})
+    kafka = ReferenceKafka(base / "kafka", broker_id=0, zookeeper_connect=chroot + "-kafka",
+                           overrides=OVERRIDES).start()  # fmt: skip
+    delete_json = base / "delete.json"
     delete_json.write_text(
         '{"version":1,"partitions":[{"topic":"orders","partition":0,"offset":2}]}'
     )
-    dirs = [kt.log_dir, kt_for_commands.log_dir, kafka.log_dir]
-    differences = []
-    move_json = tmp_path / "move.json"
+    move_json = base / "move.json"
     move_json.write_text(
         '{"version":1,"partitions":[{"topic":"orders","partition":1,"replicas":[0]}]}'
     )
-    for step in scenario(delete_json, move_json):
-        theirs = [normalize(str(part), dirs) for part in run_java_tool(step, kafka.bootstrap)]
-        on_kt = [normalize(str(part), dirs) for part in run_java_tool(step, kt.bootstrap)]
+    tools = ToolSession()
+    try:
+        yield Brokers(kafka, kt, kt2, tools, delete_json, move_json)
+    finally:
+        tools.close()
+        kafka.stop()
+        kt.stop()
+        kt2.stop()
+
+
+PARTS = list(scenario(Path("delete.json"), Path("move.json")))
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_kafka_tools_print_the_same_against_kt_and_kafka(brokers: Brokers, part: str) -> None:
+    """One part of the scenario: Kafka's tool against Kafka and against kt, and kt's
+    command against kt, step by step; every difference of the part is listed at once."""
+    dirs = brokers.log_dirs
+    differences = []
+    for step in scenario(brokers.delete_json, brokers.move_json)[part]:
+        theirs, on_kt = (
+            [normalize(str(x), dirs) for x in run_java_tool(brokers.tools, step, bootstrap)]
+            for bootstrap in (brokers.kafka.bootstrap, brokers.kt.bootstrap)
+        )
         if on_kt != theirs:
             differences.append(f"{step} (Kafka's tool against kt):\n  Kafka: {theirs}\n"
                                f"  kt:    {on_kt}")  # fmt: skip
         if step.kt_command:
-            result = run_kt_command(step, kt_for_commands.bootstrap)
+            result = run_kt_command(step, brokers.kt_for_commands.bootstrap)
             ours = [normalize(str(part), dirs) for part in result]
             expected = [_as_kt_prints(part) for part in theirs]
             if step.kt_exit is not None:
@@ -273,6 +316,11 @@ def test_kafka_tools_print_the_same_against_kt_and_kafka(
                 differences.append(f"kt {step} (kt's command against kt):\n"
                                    f"  Kafka: {expected}\n  kt:    {ours}")  # fmt: skip
     assert not differences, "\n".join(differences)
+
+
+def run_java_tool(tools: ToolSession, step: Step, bootstrap: str) -> tuple[int, str, str]:
+    r = tools.run(step.tool, "--bootstrap-server", bootstrap, *step.args, input=step.input)
+    return r.returncode, r.stdout, r.stderr
 
 
 JAVA_STACK_LINE = re.compile(

@@ -1,4 +1,4 @@
-"""The tricky layouts, as literal bytes (PROTOCOL.md sections 2 and 3)."""
+"""The tricky layouts, as literal bytes (Kafka's protocol guide and message schemas)."""
 
 from __future__ import annotations
 

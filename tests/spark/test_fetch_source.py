@@ -116,6 +116,7 @@ def test_export_200k_records_through_the_broker_then_from_its_log_dirs(spark, br
         capture_output=True, text=True, timeout=280,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no log4j notices, no worker's BrokenPipeError at the end
     assert f"{RECORDS} rows written to {output}" in done.stdout
     assert exported_rows(output, "orders") == want
 

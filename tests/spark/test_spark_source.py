@@ -55,10 +55,21 @@ def test_kt_spark_export_writes_every_record_once(log_dir, tmp_path):
         capture_output=True, text=True, timeout=240,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # Spark's start-up notices and warnings are not the user's
     assert f"{sum(COUNTS)} rows written to {output}" in done.stdout
     assert "rows/s, 4 input partitions" in done.stdout
     want = [expected(p, i) for p, count in enumerate(COUNTS) for i in range(count)]
     assert exported(output) == want
+
+
+def test_verbose_shows_what_spark_says(log_dir, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "kt", "spark-export", "--log-dirs", log_dir, "--topic", "orders",
+         "--output", str(tmp_path / "verbose"), "--master", "local[1]", "--verbose"],
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Using Spark's default log4j profile" in done.stderr
 
 
 def _read(spark, log_dir: str, **options: str):

@@ -1,4 +1,4 @@
-"""`kt dump-log` output, line by line against TOOLS.md A1 (DumpLogSegments' formats).
+"""`kt dump-log` output, line by line against DumpLogSegments' formats (Kafka 3.9).
 
 The segment files are written straight into a tmp dir with Kafka's names; batches come
 from kafka-python's builders, so expected crc/size/position values are computed from

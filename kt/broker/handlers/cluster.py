@@ -16,7 +16,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
 async def api_versions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """Advertise exactly the APIs this broker handles (PROTOCOL.md section 1)."""
+    """Advertise exactly the APIs this broker handles (kt.protocol.api_keys)."""
     keys = [
         m.ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
         for k, (lo, hi) in sorted(server.apis.advertised_versions().items())

@@ -29,8 +29,8 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
 
     Fetch sessions (KIP-227) are always declined, as Kafka declines them when its session
     cache is full: a full fetch (epoch 0, or -1 to close a session) is served and answered
-    with session id 0, so the client goes on with full fetches (PROTOCOL.md section 4,
-    item 3). An incremental fetch (epoch > 0) names a session kt never created:
+    with session id 0, so the client goes on with full fetches (KIP-227; Kafka's
+    FetchSessionCache). An incremental fetch (epoch > 0) names a session kt never created:
     FETCH_SESSION_ID_NOT_FOUND, upon which clients start over with a full fetch. As no
     session exists, INVALID_FETCH_SESSION_EPOCH never arises."""
     if header.api_version >= 7 and request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):

@@ -1,7 +1,7 @@
 """CreateTopics, DeleteTopics, CreatePartitions and DeleteRecords.
 
 Topic mutations go through the controller (Metadata's controller_id); another broker
-answers NOT_CONTROLLER and the client retries there (PROTOCOL.md section 1). After
+answers NOT_CONTROLLER and the client retries there (as Kafka's ZooKeeper mode). After
 writing the znodes, the handler waits (up to timeout_ms) for the controller's work to
 show in this broker's metadata, as Kafka's DelayedCreatePartitions does.
 
