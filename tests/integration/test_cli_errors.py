@@ -293,6 +293,17 @@ CASES = [
          "listeners=PLAINTEXT://127.0.0.1:0", "--override",
          f"log.dirs={DIR}/acks.properties/logs"], [f"cannot start the broker: Not a directory: "
          f"{DIR}/acks.properties/logs"]),
+    Case("server-ssl-listener", ["server-start", "--override",
+         "listeners=SSL://127.0.0.1:0", "--override", "security.inter.broker.protocol=SSL",
+         "--override", f"log.dirs={DIR}/ssl"], ["listeners=SSL://127.0.0.1:0: kt does not "
+         "support SSL listeners yet (only PLAINTEXT)"]),
+    Case("server-authorizer", ["server-start", "--override", "authorizer.class.name="
+         "kafka.security.authorizer.AclAuthorizer", "--override", f"log.dirs={DIR}/acl"],
+         ["authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kt does not support "
+          "authorizers and ACLs yet"]),
+    Case("server-negative-partitions", ["server-start", "--override", "num.partitions=-1",
+         "--override", f"log.dirs={DIR}/partitions"], ["Invalid value -1 for configuration "
+         "num.partitions: Value must be at least 1"]),
     Case("server-port-in-use", ["server-start", "--override", f"listeners=PLAINTEXT://{B}",
          "--override", f"log.dirs={DIR}/in-use"], [f"cannot start the broker: Socket server "
          f"failed to bind to {B}: Address already in use."]),
