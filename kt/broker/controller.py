@@ -32,6 +32,7 @@ from kt.broker.controller_reassignment import PartitionReassignment
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import TopicPartition
 from kt.broker.reassignment import ReplicaAssignment
+from kt.metadata.store import MetadataStoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,6 +130,8 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
                 result = action()
                 if asyncio.iscoroutine(result):
                     await result
+            except MetadataStoreError as e:  # ZooKeeper away: the session's state says more
+                log.warning("controller event %s failed: %s: %s", name, type(e).__name__, e)
             except Exception:
                 log.exception("controller event %s failed", name)
 

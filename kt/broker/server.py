@@ -64,6 +64,9 @@ class BackgroundTask:
             await asyncio.sleep(self.interval_s)
             try:
                 self.action()
+            except MetadataStoreError as e:  # ZooKeeper away: one line, not a traceback
+                log.warning("background task %s failed: %s: %s", self.name,
+                            type(e).__name__, e)  # fmt: skip
             except Exception:
                 log.exception("background task %s failed", self.name)
 

@@ -79,7 +79,7 @@ class AdminClient:
             ],
             configs=[R.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
         )
-        response = self.client.controller().send(
+        response = self.client.send_to_controller(
             ApiKey.CREATE_TOPICS,
             R(topics=[topic], timeout_ms=self.timeout_ms, validate_only=validate_only),
         )
@@ -87,7 +87,7 @@ class AdminClient:
         return TopicError(t.name, t.error_code, getattr(t, "error_message", None))
 
     def delete_topics(self, names: list[str]) -> list[TopicError]:
-        response = self.client.controller().send(
+        response = self.client.send_to_controller(
             ApiKey.DELETE_TOPICS,
             m.DeleteTopicsRequest(
                 topic_names=names,
@@ -111,7 +111,7 @@ class AdminClient:
             if assignment
             else None,
         )
-        response = self.client.controller().send(
+        response = self.client.send_to_controller(
             ApiKey.CREATE_PARTITIONS,
             R(topics=[topic], timeout_ms=self.timeout_ms, validate_only=False),
         )
@@ -229,7 +229,7 @@ class AdminClient:
                 by_topic.setdefault(topic, []).append(partition)
             topics = [R.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()]
         request = R(election_type=election_type, topic_partitions=topics)
-        response = self.client.controller().send(ApiKey.ELECT_LEADERS, request)
+        response = self.client.send_to_controller(ApiKey.ELECT_LEADERS, request)
         if response.error_code:
             raise KafkaError(response.error_code, error_for(response.error_code).message)
         return {
@@ -251,7 +251,7 @@ class AdminClient:
             )
         request = R(topics=[R.ReassignableTopic(name=t, partitions=ps)
                             for t, ps in by_topic.items()])  # fmt: skip
-        response = self.client.controller().send(ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
+        response = self.client.send_to_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, request)
         if response.error_code:
             raise KafkaError(response.error_code, response.error_message)
         return {
@@ -272,7 +272,7 @@ class AdminClient:
                 by_topic.setdefault(topic, []).append(partition)
             topics = [R.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
                       for t, ps in by_topic.items()]  # fmt: skip
-        response = self.client.controller().send(
+        response = self.client.send_to_controller(
             ApiKey.LIST_PARTITION_REASSIGNMENTS, R(topics=topics)
         )
         if response.error_code:
@@ -328,7 +328,7 @@ class AdminClient:
             ],
             validate_only=False,
         )
-        response = self.client.controller().send(ApiKey.ALTER_CLIENT_QUOTAS, request)
+        response = self.client.send_to_controller(ApiKey.ALTER_CLIENT_QUOTAS, request)
         for entry in response.entries:
             if entry.error_code:
                 raise KafkaError(entry.error_code, entry.error_message)

@@ -9,8 +9,9 @@ partition's leader or to the controller are routed here; callers handle error co
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kt.client.connection import BrokerConnection
 from kt.errors import KafkaError
@@ -18,6 +19,10 @@ from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
 CREATING = 5  # LEADER_NOT_AVAILABLE: the answer for a topic the broker is creating
+NOT_CONTROLLER = 41
+API_TIMEOUT_S = 60.0  # the admin client's default.api.timeout.ms
+RETRY_BACKOFF_S = 0.1  # retry.backoff.ms
+T = TypeVar("T")
 
 
 def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
@@ -155,6 +160,38 @@ class KafkaClient:
             conn = BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s)
             self._connections[broker_id] = conn
         return conn
+
+    def retrying(self, call: Callable[[], T], timeout_s: float = API_TIMEOUT_S) -> T:
+        """`call()`, again after each retriable KafkaError (no broker answered, a moved
+        controller or leader), with what it knew of the cluster refreshed, until
+        `timeout_s` (Kafka's admin client retries so until default.api.timeout.ms): a
+        tool asked while the controller fails over waits for the new one."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return call()
+            except KafkaError as e:
+                if not e.retriable or time.monotonic() + RETRY_BACKOFF_S > deadline:
+                    raise
+            time.sleep(RETRY_BACKOFF_S)
+            self.controller_id = -1
+            try:
+                self.metadata([])
+            except KafkaError as e:
+                if not e.retriable:
+                    raise
+
+    def send_to_controller(self, api_key: ApiKey, request: Any) -> Any:
+        """A request only the controller answers, through a controller fail-over: a
+        refused connection or NOT_CONTROLLER (the whole request's) asks the new one."""
+
+        def send() -> Any:
+            response = self.controller().send(api_key, request)
+            if getattr(response, "error_code", 0) == NOT_CONTROLLER:
+                raise KafkaError(NOT_CONTROLLER, "the controller moved")
+            return response
+
+        return self.retrying(send)
 
     def controller(self) -> BrokerConnection:
         if self.controller_id < 0:

@@ -7,7 +7,10 @@ WatchedEvent ours. A chroot in the connect string (`host:2181/kafka`) is created
 is missing, as Kafka creates it, and is then transparent.
 
 kazoo reconnects on its own after a connection loss; after a session expiry it opens a
-new session, and the listeners hear LOST then CONNECTED: the broker re-registers.
+new session, and the listeners hear LOST then CONNECTED: the broker re-registers. Its
+reconnect delay is capped at a second (kazoo's default grows to 60 s, and a broker came
+back minutes after its ZooKeeper had), as Kafka's ZooKeeper client tries the next server
+within a second; each change of state is one log line.
 """
 
 from __future__ import annotations
@@ -76,6 +79,23 @@ def _watch(callback: s.WatchCallback | None) -> Callable[[Any], Any] | None:
         return callback(s.WatchedEvent(s.EventType(event.type), event.state, event.path))
 
     return fire
+
+
+# Reconnect for ever, after at most a second (jittered): kazoo's default doubles its
+# delay up to 60 s.
+# (A dict: each client builds a KazooRetry of its own, which keeps its attempts.)
+RECONNECT = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_jitter": 0.2, "max_delay": 1.0}
+_STATE_LINES = {
+    KazooState.SUSPENDED: "connection to ZooKeeper lost, reconnecting",
+    KazooState.LOST: "ZooKeeper session ended",
+    KazooState.CONNECTED: "connected to ZooKeeper",
+}
+
+
+def _log_state(name: str, state: Any) -> None:
+    """One line per change of the session's state (on kazoo's thread)."""
+    level = logging.INFO if state == KazooState.CONNECTED else logging.WARNING
+    log.log(level, "[ZooKeeperClient %s] %s", name, _STATE_LINES.get(state, state))
 
 
 def split_connect(connect: str) -> tuple[str, str]:
@@ -224,8 +244,10 @@ class ZooKeeperStore(s.MetadataStore):
             client.stop()
             client.close()
 
-    def _start(self, hosts: str) -> KazooClient:
-        client = KazooClient(hosts=hosts, timeout=self.session_timeout_s)
+    def _start(self, hosts: str, name: str = "") -> KazooClient:
+        client = KazooClient(hosts=hosts, timeout=self.session_timeout_s,
+                             connection_retry=RECONNECT)  # fmt: skip
+        client.add_listener(lambda state: _log_state(name or hosts, state))
         try:
             client.start(timeout=self.connection_timeout_s)
         except KazooTimeoutError as e:
@@ -237,7 +259,7 @@ class ZooKeeperStore(s.MetadataStore):
 
     def session(self, name: str = "") -> ZooKeeperSession:
         connect = self.hosts + self.chroot
-        session = ZooKeeperSession(self._start(connect), name, connect)
+        session = ZooKeeperSession(self._start(connect, name), name, connect)
         self._sessions.append(session)
         return session
 

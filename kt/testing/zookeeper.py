@@ -47,7 +47,7 @@ class ZooKeeperServer:
 
     def start(self, timeout_s: float = 60.0) -> None:
         data = self.base / "data"
-        data.mkdir(parents=True)
+        data.mkdir(parents=True, exist_ok=True)  # a restart keeps the data
         config = self.base / "zoo.cfg"
         config.write_text(
             f"tickTime={TICK_MS}\ndataDir={data}\nclientPort={self.port}\n"

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from kt.client.admin import AdminClient
-from kt.errors import error_for
+from kt.errors import KafkaError, error_for
 from kt.tools.include_list import InvalidRegex, include_list
 
 TIME_NAMES = {"latest": -1, "earliest": -2, "max-timestamp": -3}
@@ -85,7 +85,18 @@ def get_offsets(
     time_spec: int,
     exclude_internal: bool,
 ) -> list[str]:
-    """Lines `topic:partition:offset`, sorted by the string `topic-partition`."""
+    """Lines `topic:partition:offset`, sorted by the string `topic-partition`. A leader
+    that is gone or moved is asked again, as Kafka's admin client retries ListOffsets,
+    until default.api.timeout.ms."""
+    return admin.client.retrying(lambda: _get_offsets(admin, filters, time_spec, exclude_internal))
+
+
+def _get_offsets(
+    admin: AdminClient,
+    filters: list[TopicPartitionFilter],
+    time_spec: int,
+    exclude_internal: bool,
+) -> list[str]:
     topics = admin.describe_topics(None)
     leaders: dict[tuple[str, int], int] = {}
     for name, info in topics.items():
@@ -99,7 +110,12 @@ def get_offsets(
                     leaders[(name, p)] = part.leader
     if not leaders:
         raise OffsetsCommandError("Could not match any topic-partitions with the specified filters")
+    if any(leader < 0 for leader in leaders.values()):
+        raise KafkaError("LEADER_NOT_AVAILABLE", "a partition has no leader (yet)")
     found = admin.list_offsets({tp: time_spec for tp in leaders}, leaders)
+    for code, _, _ in found.values():
+        if code and error_for(code).retriable:  # a leader that moved: ask again
+            raise KafkaError(code)
     lines = []
     for (topic, partition), (code, offset, _) in sorted(
         found.items(), key=lambda kv: f"{kv[0][0]}-{kv[0][1]}"

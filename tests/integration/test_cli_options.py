@@ -42,14 +42,19 @@ def test_producer_sends_every_line_read_before_a_bad_one(module_broker) -> None:
     assert out.stdout.splitlines() == ["k1\tv1", "k2\tv2"]
 
 
-def test_producer_sends_after_linger_while_input_stays_open(module_broker) -> None:
-    """A line typed at the terminal is sent after --timeout ms, not when input ends."""
-    create(module_broker, "linger")
-    producer = subprocess.Popen(
+def lingering_producer(broker, topic: str, linger_ms: int) -> subprocess.Popen:
+    """`kt console-producer` reading a pipe that stays open, with --timeout (linger.ms)."""
+    create(broker, topic)
+    return subprocess.Popen(
         [sys.executable, "-m", "kt", "console-producer", "--bootstrap-server",
-         module_broker.bootstrap, "--topic", "linger", "--timeout", "200"],
+         broker.bootstrap, "--topic", topic, "--timeout", str(linger_ms)],
         stdin=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def test_producer_sends_after_linger_while_input_stays_open(module_broker) -> None:
+    """A line typed at the terminal is sent after --timeout ms, not when input ends."""
+    producer = lingering_producer(module_broker, "linger", 200)
     try:
         assert producer.stdin is not None
         producer.stdin.write("typed\n")
@@ -70,12 +75,7 @@ def test_linger_counts_from_the_first_unsent_line(module_broker) -> None:
     """linger.ms as the Java producer counts it: from a batch's first record. Lines that
     keep coming, a gap never as long as the linger, still go out every --timeout ms
     (kt once waited for a pause in the input as long as the linger)."""
-    create(module_broker, "steady")
-    producer = subprocess.Popen(
-        [sys.executable, "-m", "kt", "console-producer", "--bootstrap-server",
-         module_broker.bootstrap, "--topic", "steady", "--timeout", "300"],
-        stdin=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    producer = lingering_producer(module_broker, "steady", 300)
     assert producer.stdin is not None
     stop = threading.Event()
 

@@ -164,6 +164,25 @@ def test_controller_failover_and_kafkas_znodes(zk_cluster: ZkCluster) -> None:
     assert state["controller_epoch"] == epoch + 1
 
 
+def test_the_tools_ride_through_a_controller_failure(zk_cluster: ZkCluster) -> None:
+    """Asked the moment the controller's process is killed (its session not yet expired,
+    the other brokers still naming it), `kt topics --describe` and `kt get-offsets`
+    retry as Kafka's admin client does (the dead controller, then leaders that move)
+    and answer once the cluster has failed over, instead of 'Connection refused'."""
+    cluster = zk_cluster
+    kt_ok("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "ride",
+          "--partitions", "3", "--replication-factor", "3")  # fmt: skip
+    kt_ok("console-producer", "--bootstrap-server", cluster.bootstrap, "--topic", "ride",
+          input="".join(f"v{i}\n" for i in range(30)))  # fmt: skip
+    controller = cluster.controller()
+    survivors = ",".join(b.bootstrap for i, b in cluster.brokers.items() if i != controller)
+    cluster.brokers[controller].kill()
+    described = kt_ok("topics", "--bootstrap-server", survivors, "--describe", "--topic", "ride")
+    assert sum("Partition:" in line for line in described) == 3
+    offsets = kt_ok("get-offsets", "--bootstrap-server", survivors, "--topic", "ride")
+    assert sum(int(line.rsplit(":", 1)[1]) for line in offsets) == 30
+
+
 def test_a_group_follows_its_coordinators_process(zk_cluster: ZkCluster) -> None:
     """The coordinator's process is killed with SIGKILL: the __consumer_offsets partition
     moves to an in-sync replica, and the group carries on from its committed offsets."""
