@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -181,6 +182,34 @@ def test_the_tools_ride_through_a_controller_failure(zk_cluster: ZkCluster) -> N
     assert sum("Partition:" in line for line in described) == 3
     offsets = kt_ok("get-offsets", "--bootstrap-server", survivors, "--topic", "ride")
     assert sum(int(line.rsplit(":", 1)[1]) for line in offsets) == 30
+
+
+def test_brokers_stopped_together_do_not_wait_out_the_backoff(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    """SIGTERM to every broker at once: a broker whose ControlledShutdown went to a
+    controller that was itself stopping asks the next controller as soon as there is
+    one, not after controlled.shutdown.retry.backoff.ms (here a minute, so that waiting it
+    out fails the test; at Kafka's 5 s, three brokers took 10 s). Every broker hands its
+    leadership over and exits 0, and the restarted cluster has every record."""
+    cluster = ZkCluster(tmp_path, zookeeper, overrides={
+        "controlled.shutdown.retry.backoff.ms": "60000"})  # fmt: skip
+    try:
+        kt_ok("topics", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", "stop",
+              "--partitions", "6", "--replication-factor", "3")  # fmt: skip
+        kt_ok("console-producer", "--bootstrap-server", cluster.bootstrap, "--topic", "stop",
+              input="".join(f"v{i}\n" for i in range(600)))  # fmt: skip
+        for broker in cluster.brokers.values():
+            broker.proc.send_signal(signal.SIGTERM)
+        for broker in cluster.brokers.values():
+            assert broker.stop(timeout_s=30) == 0
+            assert "Controlled shutdown succeeded" in broker.run_log(), broker.logs()
+        for broker in cluster.brokers.values():
+            broker.start()
+        offsets = kt_ok("get-offsets", "--bootstrap-server", cluster.bootstrap, "--topic", "stop")
+        assert sum(int(line.rsplit(":", 1)[1]) for line in offsets) == 600
+    finally:
+        cluster.close()
 
 
 def test_a_group_follows_its_coordinators_process(zk_cluster: ZkCluster) -> None:
