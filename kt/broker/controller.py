@@ -174,6 +174,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
             self._rebalancer = None
 
     async def _on_controller_failover(self) -> None:
+        self.channel.forget_registrations()
         self.ctx.live_brokers = set(self.zk.get_broker_ids(self._watch_brokers()))
         await self._load_topics()
         self._watch_deletions()

@@ -48,6 +48,9 @@ class ControllerChannel:
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
         self._senders: dict[int, _RequestSender] = {}
+        # Registrations read once per broker process (not once per request): dropped
+        # with the broker's connection when it leaves or comes back, and on fail-over.
+        self._registrations: dict[int, LiveBroker] = {}
         self._local = LOCAL_BROKERS.setdefault(server.store, {})
         self._local[server.broker_id] = server
 
@@ -194,12 +197,23 @@ class ControllerChannel:
     # -- connections -------------------------------------------------------------------
 
     def endpoint(self, broker_id: int) -> LiveBroker | None:
-        """A registered broker's endpoints (every listener) and rack."""
+        """A registered broker's endpoints (every listener) and rack, read from its
+        /brokers/ids znode the first time they are needed."""
+        known = self._registrations.get(broker_id)
+        if known is not None:
+            return known
         assert self.server.zk is not None
         registration = self.server.zk.get_broker(broker_id)
         if registration is None:
             return None
-        return LiveBroker(broker_id, registration.endpoints, registration.rack)
+        known = self._registrations[broker_id] = LiveBroker(
+            broker_id, registration.endpoints, registration.rack
+        )
+        return known
+
+    def forget_registrations(self) -> None:
+        """Read every registration afresh (a new controller term)."""
+        self._registrations.clear()
 
     def listener_endpoint(self, broker_id: int, listener: str) -> BrokerEndPoint | None:
         broker = self.endpoint(broker_id)
@@ -209,6 +223,7 @@ class ControllerChannel:
         """A broker left or came back as a new process: what was queued for it goes (a
         broker that comes back hears the whole state again), and the next request
         connects afresh to its registration."""
+        self._registrations.pop(broker_id, None)
         sender = self._senders.pop(broker_id, None)
         if sender is not None:
             sender.stop()
