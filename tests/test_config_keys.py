@@ -464,7 +464,7 @@ def test_controlled_shutdown_keys(
                  "controlled.shutdown.retry.backoff.ms": "300"}  # fmt: skip
     attempts: list[float] = []
 
-    async def unreachable(self: KafkaServer) -> None:
+    async def unreachable(self: KafkaServer, controller_id: int) -> None:
         attempts.append(time.monotonic())
         raise KafkaError("NETWORK_EXCEPTION", "the controller does not answer")
 

@@ -37,7 +37,11 @@ def create(cluster: KtCluster, topic: str, assignment: dict[int, list[int]]) -> 
 
 
 def produce(cluster: KtCluster, topic: str, partitions: int, count: int, start: int = 0) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    # Idempotent, as Kafka's producers are by default since 3.0: a batch answered
+    # NOT_LEADER_OR_FOLLOWER while its leader moved may be in the log already, and
+    # librdkafka's default producer would write its retry again (CI saw 100 twice).
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                         "enable.idempotence": True})  # fmt: skip
     for i in range(start, start + count):
         producer.produce(topic, value=b"%d" % i, partition=i % partitions)
     assert producer.flush(30) == 0
