@@ -16,12 +16,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kt.config_def import (
+    INT,
+    LONG,
+    PARSERS,
+    Validator,
+    at_least,
+    between,
+    boolean,
+    checked_value,
+    double,
+    metadata_version,
+    one_of,
+    string,
+    string_list,
+)
 from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
 from kt.errors import InvalidConfigError
 from kt.properties import parse_properties
 from kt.unsupported import refuse_broker_features
-
-Validator = Callable[[Any], None]
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -32,122 +45,6 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 CLEANUP_POLICIES = ("compact", "delete")
-
-
-# -- value parsers: str -> typed value, raising ValueError with ConfigDef.parseType's reason
-
-
-def _int(bits: int) -> Callable[[str], int]:
-    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-    type_name = {16: "SHORT", 32: "INT", 64: "LONG"}[bits]  # ConfigDef.Type, as Kafka says it
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            value = None
-        if value is None or not low <= value <= high:  # Integer.parseInt overflows too
-            raise ValueError(f"Not a number of type {type_name}")
-        return value
-
-    return parse
-
-
-def _bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError("Expected value to be either true or false")
-    return lowered == "true"
-
-
-def _double(text: str) -> float:
-    try:
-        return float(text.strip())
-    except ValueError:
-        raise ValueError("Not a number of type DOUBLE") from None
-
-
-def _string(text: str) -> str:
-    return text.strip()
-
-
-def _list(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in text.split(",") if item.strip())
-
-
-_INT = _int(32)
-_LONG = _int(64)
-
-
-# -- validators: typed value -> None, raising InvalidValue (ConfigDef's validators) ------
-
-
-class InvalidValue(ValueError):
-    """A parsed value a validator refuses: `shown` is the value as Kafka prints it."""
-
-    def __init__(self, shown: object, reason: str) -> None:
-        super().__init__(reason)
-        self.shown = shown
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def at_least(minimum: float) -> Callable[[Any], None]:
-    """ConfigDef.Range.atLeast."""
-
-    def check(value: Any) -> None:
-        if value < minimum:
-            raise InvalidValue(value, f"Value must be at least {_number(minimum)}")
-
-    return check
-
-
-def between(low: float, high: float) -> Callable[[Any], None]:
-    """ConfigDef.Range.between."""
-
-    def check(value: Any) -> None:
-        if value < low:
-            raise InvalidValue(value, f"Value must be at least {_number(low)}")
-        if value > high:
-            raise InvalidValue(value, f"Value must be no more than {_number(high)}")
-
-    return check
-
-
-def one_of(*allowed: str) -> Callable[[Any], None]:
-    """ConfigDef.ValidString, and ValidList (each item of a list)."""
-
-    def check(value: Any) -> None:
-        items = value if isinstance(value, tuple | list) else (value,)
-        for item in items:
-            if item not in allowed:
-                raise InvalidValue(item, f"String must be one of: {', '.join(allowed)}")
-
-    return check
-
-
-# MetadataVersion's versions (inter.broker.protocol.version, log.message.format.version).
-METADATA_VERSIONS = (  # noqa: SIM905 (one line per row of Kafka's list)
-    "0.8.0 0.8.1 0.8.2 0.9.0 0.10.0-IV0 0.10.0-IV1 0.10.1-IV0 0.10.1-IV1 0.10.1-IV2 0.10.2-IV0 "
-    "0.11.0-IV0 0.11.0-IV1 0.11.0-IV2 1.0-IV0 1.1-IV0 2.0-IV0 2.0-IV1 2.1-IV0 2.1-IV1 2.1-IV2 "
-    "2.2-IV0 2.2-IV1 2.3-IV0 2.3-IV1 2.4-IV0 2.4-IV1 2.5-IV0 2.6-IV0 2.7-IV0 2.7-IV1 2.7-IV2 "
-    "2.8-IV0 2.8-IV1 3.0-IV0 3.0-IV1 3.1-IV0 3.2-IV0 3.3-IV0 3.3-IV1 3.3-IV2 3.3-IV3 3.4-IV0 "
-    "3.5-IV0 3.5-IV1 3.5-IV2 3.6-IV0 3.6-IV1 3.6-IV2 3.7-IV0 3.7-IV1 3.7-IV2 3.7-IV3 3.7-IV4 "
-    "3.8-IV0 3.9-IV0 4.0-IV0 4.0-IV1"
-).split()
-_VERSION_KEYS = set(METADATA_VERSIONS) | {v.partition("-IV")[0] for v in METADATA_VERSIONS}
-
-
-def metadata_version(value: Any) -> None:
-    """MetadataVersionValidator: MetadataVersion.fromVersionString, which reads 3.9.1 as
-    3.9 (and 0.10.0.1 as 0.10.0)."""
-    segments = value.split(".")
-    kept = 3 if value.startswith("0.") else 2
-    key = value if kept >= len(segments) else ".".join(segments[:kept])
-    if key not in _VERSION_KEYS:
-        raise InvalidValue(value, f"Version {value} is not a valid version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,35 +58,35 @@ class ConfigKey:
 
 
 TOPIC_CONFIGS: tuple[ConfigKey, ...] = (
-    ConfigKey("cleanup.policy", "cleanup_policy", _list, one_of(*CLEANUP_POLICIES)),
-    ConfigKey("compression.type", "compression_type", _string, one_of(*COMPRESSION_TYPES)),
-    ConfigKey("delete.retention.ms", "delete_retention_ms", _LONG, at_least(0)),
-    ConfigKey("file.delete.delay.ms", "file_delete_delay_ms", _LONG, at_least(0)),
-    ConfigKey("flush.messages", "flush_messages", _LONG, at_least(1)),
-    ConfigKey("flush.ms", "flush_ms", _LONG, at_least(0)),
-    ConfigKey("follower.replication.throttled.replicas", "follower_replication_throttled_replicas", _string),  # noqa: E501
-    ConfigKey("index.interval.bytes", "index_interval_bytes", _INT, at_least(0)),
-    ConfigKey("leader.replication.throttled.replicas", "leader_replication_throttled_replicas", _string),  # noqa: E501
-    ConfigKey("local.retention.bytes", "local_retention_bytes", _LONG, at_least(-2)),
-    ConfigKey("local.retention.ms", "local_retention_ms", _LONG, at_least(-2)),
-    ConfigKey("max.compaction.lag.ms", "max_compaction_lag_ms", _LONG, at_least(1)),
-    ConfigKey("max.message.bytes", "max_message_bytes", _INT, at_least(0)),
-    ConfigKey("message.format.version", "message_format_version", _string),
-    ConfigKey("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", _LONG, at_least(0)),  # noqa: E501
-    ConfigKey("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", _LONG, at_least(0)),  # noqa: E501
-    ConfigKey("message.timestamp.type", "message_timestamp_type", _string, one_of(CREATE_TIME, LOG_APPEND_TIME)),  # noqa: E501
-    ConfigKey("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", _double, between(0, 1)),
-    ConfigKey("min.compaction.lag.ms", "min_compaction_lag_ms", _LONG, at_least(0)),
-    ConfigKey("min.insync.replicas", "min_insync_replicas", _INT, at_least(1)),
-    ConfigKey("preallocate", "preallocate", _bool),
-    ConfigKey("retention.bytes", "retention_bytes", _LONG),
-    ConfigKey("retention.ms", "retention_ms", _LONG, at_least(-1)),
+    ConfigKey("cleanup.policy", "cleanup_policy", string_list, one_of(*CLEANUP_POLICIES)),
+    ConfigKey("compression.type", "compression_type", string, one_of(*COMPRESSION_TYPES)),
+    ConfigKey("delete.retention.ms", "delete_retention_ms", LONG, at_least(0)),
+    ConfigKey("file.delete.delay.ms", "file_delete_delay_ms", LONG, at_least(0)),
+    ConfigKey("flush.messages", "flush_messages", LONG, at_least(1)),
+    ConfigKey("flush.ms", "flush_ms", LONG, at_least(0)),
+    ConfigKey("follower.replication.throttled.replicas", "follower_replication_throttled_replicas", string),  # noqa: E501
+    ConfigKey("index.interval.bytes", "index_interval_bytes", INT, at_least(0)),
+    ConfigKey("leader.replication.throttled.replicas", "leader_replication_throttled_replicas", string),  # noqa: E501
+    ConfigKey("local.retention.bytes", "local_retention_bytes", LONG, at_least(-2)),
+    ConfigKey("local.retention.ms", "local_retention_ms", LONG, at_least(-2)),
+    ConfigKey("max.compaction.lag.ms", "max_compaction_lag_ms", LONG, at_least(1)),
+    ConfigKey("max.message.bytes", "max_message_bytes", INT, at_least(0)),
+    ConfigKey("message.format.version", "message_format_version", string),
+    ConfigKey("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", LONG, at_least(0)),  # noqa: E501
+    ConfigKey("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", LONG, at_least(0)),  # noqa: E501
+    ConfigKey("message.timestamp.type", "message_timestamp_type", string, one_of(CREATE_TIME, LOG_APPEND_TIME)),  # noqa: E501
+    ConfigKey("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", double, between(0, 1)),
+    ConfigKey("min.compaction.lag.ms", "min_compaction_lag_ms", LONG, at_least(0)),
+    ConfigKey("min.insync.replicas", "min_insync_replicas", INT, at_least(1)),
+    ConfigKey("preallocate", "preallocate", boolean),
+    ConfigKey("retention.bytes", "retention_bytes", LONG),
+    ConfigKey("retention.ms", "retention_ms", LONG, at_least(-1)),
     # LegacyRecord.RECORD_OVERHEAD_V0 = 14: the smallest segment that can hold a message.
-    ConfigKey("segment.bytes", "segment_bytes", _INT, at_least(14)),
-    ConfigKey("segment.index.bytes", "segment_index_bytes", _INT, at_least(4)),
-    ConfigKey("segment.jitter.ms", "segment_jitter_ms", _LONG, at_least(0)),
-    ConfigKey("segment.ms", "segment_ms", _LONG, at_least(1)),
-    ConfigKey("unclean.leader.election.enable", "unclean_leader_election_enable", _bool),
+    ConfigKey("segment.bytes", "segment_bytes", INT, at_least(14)),
+    ConfigKey("segment.index.bytes", "segment_index_bytes", INT, at_least(4)),
+    ConfigKey("segment.jitter.ms", "segment_jitter_ms", LONG, at_least(0)),
+    ConfigKey("segment.ms", "segment_ms", LONG, at_least(1)),
+    ConfigKey("unclean.leader.election.enable", "unclean_leader_election_enable", boolean),
 )  # fmt: skip
 
 TOPIC_CONFIGS_BY_NAME: dict[str, ConfigKey] = {key.name: key for key in TOPIC_CONFIGS}
@@ -310,31 +207,6 @@ class LogConfig:
 def parse_value(key: ConfigKey, text: str) -> Any:
     """Parse and check one value; InvalidConfigError says which key and why."""
     return checked_value(key.name, key.parse, key.validate, text)
-
-
-def checked_value(
-    name: str, parse: Callable[[str], Any], validate: Callable[[Any], None] | None, text: str
-) -> Any:
-    """ConfigDef.parse of one value: "Invalid value V for configuration K: reason", V the
-    text for a parse error and the parsed value for a validator's."""
-    try:
-        value = parse(text)
-        if validate is not None:
-            validate(value)
-    except InvalidValue as e:
-        raise InvalidConfigError(
-            f"Invalid value {_shown(e.shown)} for configuration {name}: {e}"
-        ) from None
-    except ValueError as e:
-        raise InvalidConfigError(f"Invalid value {text} for configuration {name}: {e}") from None
-    return value
-
-
-def _shown(value: object) -> str:
-    """A parsed value as Java's toString prints it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 # ---------------------------------------------------------------------------------------
@@ -481,19 +353,8 @@ TOPIC_DEFAULTS_FROM_BROKER: dict[str, str] = {
 }
 
 
-_PARSERS: dict[str, Callable[[str], Any]] = {
-    "short": _int(16),
-    "int": _INT,
-    "long": _LONG,
-    "double": _double,
-    "bool": _bool,
-    "list": lambda text: list(_list(text)),
-    "string": _string,
-}
-
-
 def _coerce(name: str, kind: str, raw: str) -> object:
-    return checked_value(name, _PARSERS[kind], _BROKER_VALIDATORS.get(name), raw)
+    return checked_value(name, PARSERS[kind], _BROKER_VALIDATORS.get(name), raw)
 
 
 # What Kafka's shipped config/server.properties sets for a one-broker installation, and

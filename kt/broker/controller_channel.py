@@ -17,7 +17,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.handlers import controller as requests
-from kt.broker.metadata_cache import LiveBroker, PartitionState
+from kt.broker.metadata_cache import Broker, PartitionState
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.endpoints import SECURITY_PROTOCOLS
 from kt.errors import KafkaError
@@ -50,7 +50,7 @@ class ControllerChannel:
         self._senders: dict[int, _RequestSender] = {}
         # Registrations read once per broker process (not once per request): dropped
         # with the broker's connection when it leaves or comes back, and on fail-over.
-        self._registrations: dict[int, LiveBroker] = {}
+        self._registrations: dict[int, Broker] = {}
         self._local = LOCAL_BROKERS.setdefault(server.store, {})
         self._local[server.broker_id] = server
 
@@ -196,7 +196,7 @@ class ControllerChannel:
 
     # -- connections -------------------------------------------------------------------
 
-    def endpoint(self, broker_id: int) -> LiveBroker | None:
+    def endpoint(self, broker_id: int) -> Broker | None:
         """A registered broker's endpoints (every listener) and rack, read from its
         /brokers/ids znode the first time they are needed."""
         known = self._registrations.get(broker_id)
@@ -206,7 +206,7 @@ class ControllerChannel:
         registration = self.server.zk.get_broker(broker_id)
         if registration is None:
             return None
-        known = self._registrations[broker_id] = LiveBroker(
+        known = self._registrations[broker_id] = Broker(
             broker_id, registration.endpoints, registration.rack
         )
         return known
@@ -298,7 +298,7 @@ class _RequestSender:
 
 def _update_metadata_request(
     controller: KafkaController,
-    live: list[LiveBroker],
+    live: list[Broker],
     states: list[PartitionState],
     topic_ids: dict[str, Any],
 ) -> Any:
@@ -349,7 +349,7 @@ def _update_metadata_request(
     )
 
 
-def _plaintext(broker: LiveBroker) -> BrokerEndPoint:
+def _plaintext(broker: Broker) -> BrokerEndPoint:
     """The endpoint of UpdateMetadata v0 (its first PLAINTEXT one)."""
     for endpoint in broker.endpoints:
         if endpoint.security_protocol == "PLAINTEXT":

@@ -17,8 +17,9 @@ from kt.metadata.znodes import BrokerEndPoint
 
 
 @dataclass(frozen=True)
-class LiveBroker:
-    """A live broker as UpdateMetadata describes it: an endpoint per listener, its rack."""
+class Broker:
+    """A live broker as UpdateMetadata describes it (kafka.cluster.Broker): an endpoint
+    per listener, and its rack."""
 
     broker_id: int
     endpoints: tuple[BrokerEndPoint, ...]
@@ -53,7 +54,7 @@ class MetadataCache:
     broker_id: int
     cluster_id: str = ""
     controller_id: int = -1
-    brokers: dict[int, LiveBroker] = field(default_factory=dict)
+    brokers: dict[int, Broker] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
@@ -70,7 +71,7 @@ class MetadataCache:
             self._changed = asyncio.Event()
         return await wait_event(self._changed, timeout_s)
 
-    def update_brokers(self, brokers: list[LiveBroker], controller_id: int) -> None:
+    def update_brokers(self, brokers: list[Broker], controller_id: int) -> None:
         self.brokers = {b.broker_id: b for b in brokers}
         self.controller_id = controller_id
 
@@ -101,5 +102,5 @@ class MetadataCache:
                 return name
         return None
 
-    def alive_broker(self, broker_id: int) -> LiveBroker | None:
+    def alive_broker(self, broker_id: int) -> Broker | None:
         return self.brokers.get(broker_id)

@@ -441,15 +441,16 @@ class KafkaServer:
         self, failed_controller: int | None, wait_s: float
     ) -> None:
         """Wait out the backoff, or, after `failed_controller` did not answer, only until
-        another broker is the controller."""
-        assert self.zk is not None
+        the controller's UpdateMetadata names another (the metadata cache: no ZooKeeper
+        read on the event loop)."""
+        cache = self.metadata_cache
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if failed_controller is not None and self.zk.get_controller_id() not in (
+        while (remaining := deadline - time.monotonic()) > 0:
+            if failed_controller is not None and cache.controller_id not in (
                 failed_controller, -1,
             ):  # fmt: skip
                 return
-            await asyncio.sleep(min(0.05, max(deadline - time.monotonic(), 0)))
+            await cache.wait_changed(remaining)
 
     async def _ask_controller_to_shut_down(self, controller_id: int) -> list[Any] | None:
         local = ControllerChannel.local_broker(self.store, controller_id)

@@ -68,6 +68,21 @@ def brokers_seen(bootstrap: str) -> dict[int, str]:
     return {b.id: f"{b.host}:{b.port}" for b in metadata.brokers.values()}
 
 
+def wait_for_partition(bootstrap: str, topic: str, timeout_s: float = 30.0) -> object:
+    """Partition 0 of `topic` as Metadata through `bootstrap` gives it, once it is there
+    with a leader or an error (the broker may not have heard of the topic yet)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = admin.list_topics(topic, timeout=30).topics
+        partitions = topics[topic].partitions if topic in topics else {}
+        partition = partitions.get(0)
+        if partition is not None and (partition.error is not None or partition.leader >= 0):
+            return partition
+        assert time.monotonic() < deadline, f"{topic}-0 not in Metadata after {timeout_s} s"
+        time.sleep(0.1)
+
+
 def read_group(bootstrap: str, group: str) -> set[bytes]:
     """What a consumer in `group` reads of "moved" from the beginning (at most 60 s)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
@@ -115,14 +130,10 @@ def test_replication_and_groups_across_listeners(cluster) -> None:
               "led-by-2": NewTopic("led-by-2", 1, replica_assignment=[[2, 0, 1]])}  # fmt: skip
     for future in admin.create_topics(list(topics.values())).values():
         future.result(30)
-    # A partition whose leader has no EXTERNAL endpoint: LISTENER_NOT_FOUND there.
-    deadline = time.monotonic() + 30
-    while True:
-        seen = AdminClient({"bootstrap.servers": external}).list_topics("led-by-2", timeout=30)
-        partition = seen.topics["led-by-2"].partitions[0]
-        if partition.error is not None or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    # A partition whose leader has no EXTERNAL endpoint: LISTENER_NOT_FOUND there, once
+    # EXTERNAL's broker has heard of the partition (until then it is not in Metadata).
+    partition = wait_for_partition(external, "led-by-2")
+    assert partition.error is not None, "LISTENER_NOT_FOUND expected, no error given"
     assert (partition.error.code(), partition.leader) == (KafkaError.LISTENER_NOT_FOUND, -1)
 
     # acks=all with min.insync.replicas=2 through EXTERNAL: the followers fetch over

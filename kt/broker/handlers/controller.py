@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.metadata_cache import LiveBroker, PartitionState
+from kt.broker.metadata_cache import Broker, PartitionState
 from kt.broker.partition import TopicPartition
 from kt.endpoints import PROTOCOL_NAMES
 from kt.errors import KafkaError
@@ -60,7 +60,7 @@ def apply_update_metadata(
     server: KafkaServer,
     controller_id: int,
     controller_epoch: int,
-    live_brokers: list[LiveBroker],
+    live_brokers: list[Broker],
     states: list[PartitionState],
     topic_ids: dict[str, Any],
 ) -> int:
@@ -167,7 +167,7 @@ def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
 async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     live = [
-        LiveBroker(broker.id, _endpoints(broker, version), broker.rack or None)
+        Broker(broker.id, _endpoints(broker, version), broker.rack or None)
         for broker in request.live_brokers
     ]
     states: list[PartitionState] = []
