@@ -180,8 +180,15 @@ def test_the_tools_ride_through_a_controller_failure(zk_cluster: ZkCluster) -> N
     cluster.brokers[controller].kill()
     described = kt_ok("topics", "--bootstrap-server", survivors, "--describe", "--topic", "ride")
     assert sum("Partition:" in line for line in described) == 3
-    offsets = kt_ok("get-offsets", "--bootstrap-server", survivors, "--topic", "ride")
-    assert sum(int(line.rsplit(":", 1)[1]) for line in offsets) == 30
+
+    # Every call answers (exit 0); a new leader's high watermark may lag its log for a
+    # moment after the fail-over (Kafka answers OFFSET_NOT_AVAILABLE then: issue 28), so
+    # the total is read until it is whole.
+    def total() -> int:
+        offsets = kt_ok("get-offsets", "--bootstrap-server", survivors, "--topic", "ride")
+        return sum(int(line.rsplit(":", 1)[1]) for line in offsets)
+
+    cluster.wait_until(lambda: total() == 30, "every record in the offsets")
 
 
 def test_brokers_stopped_together_do_not_wait_out_the_backoff(
