@@ -392,3 +392,10 @@ class RecordValidationError(KafkaError):
     def __init__(self, name: str, message: str, record_errors: list[tuple[int, str]]) -> None:
         super().__init__(name, message)
         self.record_errors = record_errors
+
+
+def store_error(e: Exception) -> KafkaError:
+    """What a client gets for a request the metadata store failed (a ZooKeeper session
+    that expired, a connection lost mid-call): UNKNOWN_SERVER_ERROR, as Kafka answers a
+    ZooKeeper exception, naming it."""
+    return KafkaError("UNKNOWN_SERVER_ERROR", f"metadata store: {type(e).__name__}: {e}")

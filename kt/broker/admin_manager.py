@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from kt.broker.descriptors import check_descriptors_for
 from kt.broker.replica_assignment import assign_replicas_to_brokers
 from kt.config import InvalidConfigError, LogConfig
-from kt.errors import KafkaError
-from kt.metadata.store import NodeExistsError
+from kt.errors import KafkaError, store_error
+from kt.metadata.store import MetadataStoreError, NodeExistsError
 from kt.metadata.znodes import TopicAssignment
 from kt.storage.names import validate_topic_name
 
@@ -74,6 +74,14 @@ class AdminManager:
     # -- create ---------------------------------------------------------------------
 
     def create_topic(self, topic: NewTopic, validate_only: bool) -> TopicResult:
+        """Validate and write one new topic; the error of each step as its result (a
+        store error too, as ZkAdminManager answers every exception of one topic)."""
+        try:
+            return self._create_topic(topic, validate_only)
+        except MetadataStoreError as e:
+            return TopicResult.failed(topic.name, store_error(e))
+
+    def _create_topic(self, topic: NewTopic, validate_only: bool) -> TopicResult:
         try:
             validate_topic_name(topic.name)
             if topic.name in self.zk.get_all_topics():
@@ -168,6 +176,14 @@ class AdminManager:
         self, topic: str, count: int, assignments: list[list[int]] | None, validate_only: bool
     ) -> TopicResult:
         try:
+            return self._create_partitions(topic, count, assignments, validate_only)
+        except MetadataStoreError as e:
+            return TopicResult.failed(topic, store_error(e))
+
+    def _create_partitions(
+        self, topic: str, count: int, assignments: list[list[int]] | None, validate_only: bool
+    ) -> TopicResult:
+        try:
             current = self.zk.get_topic_assignment(topic)
             if current is None or topic in self.zk.get_topic_deletions():
                 raise KafkaError(
@@ -217,6 +233,12 @@ class AdminManager:
     # -- delete ------------------------------------------------------------------------
 
     def delete_topic(self, topic: str) -> TopicResult:
+        try:
+            return self._delete_topic(topic)
+        except MetadataStoreError as e:
+            return TopicResult.failed(topic, store_error(e))
+
+    def _delete_topic(self, topic: str) -> TopicResult:
         if not self.server.config["delete.topic.enable"]:
             return TopicResult.failed(
                 topic, KafkaError("TOPIC_DELETION_DISABLED", "Topic deletion is disabled.")

@@ -26,19 +26,20 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from kt.broker.controller_alter_partition import AlterPartitionHandling
 from kt.broker.controller_context import NO_LEADER, ControllerContext, elect_leader
 from kt.broker.controller_elections import ReplicaLeaderElection
+from kt.broker.controller_event_manager import ControllerEventManager
 from kt.broker.controller_reassignment import PartitionReassignment
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import TopicPartition
 from kt.broker.reassignment import ReplicaAssignment
-from kt.metadata.store import MetadataStoreError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class KafkaController(PartitionReassignment, ReplicaLeaderElection):
+class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartitionHandling):
     """Controller election and the event loop that acts on metadata changes.
 
     `zk` is a kt.metadata KafkaZkClient (typed reads and writes of Kafka's znodes);
@@ -59,40 +60,42 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
         self._rebalancer: asyncio.Task | None = None
         self.ctx = ControllerContext()
         self.is_active = False
-        self._events: asyncio.Queue[tuple[str, Callable[[], Any]]] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task | None = None
+        self.events = ControllerEventManager(broker_id)
 
     # -- events ---------------------------------------------------------------------
 
     async def startup(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.create_task(self._process_events(), name="controller-events")
+        """Start the event thread and take part in the first election."""
+        self.events.start()
         self.post("Startup", self._elect)
         await self.barrier()
 
     async def shutdown(self) -> None:
-        self._stop_rebalancer()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self.is_active:
-            self.zk.resign_controller(self.broker_id)
-        self.is_active = False
+        """Resign (after the event in progress) and stop the event thread."""
+
+        async def resign() -> None:
+            self._stop_rebalancer()
+            if self.is_active:
+                self.zk.resign_controller(self.broker_id)
+            self.is_active = False
+            self.channel.close()
+
+        await self.events.stop(resign)
 
     async def abandon(self) -> None:
         """Stop processing events without a word to the store (the broker died); its
         /controller znode goes with its session."""
-        self._stop_rebalancer()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        self.is_active = False
+
+        async def leave() -> None:
+            self._stop_rebalancer()
+            self.is_active = False
+            self.channel.close()
+
+        await self.events.stop(leave)
 
     def post(self, name: str, action: Callable[[], Any]) -> None:
         """Queue an event; safe from any thread (store watches fire on their own thread)."""
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._events.put_nowait, (name, action))
+        self.events.put(name, action)
 
     def watcher(self, name: str, action: Callable[[], Any]) -> Callable[[Any], None]:
         """A store watch callback that queues `action` as event `name`."""
@@ -100,40 +103,19 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
 
     async def barrier(self) -> None:
         """Wait until every event queued so far has been processed."""
-        done = asyncio.get_running_loop().create_future()
-        self.post("Barrier", lambda: done.set_result(None))
-        await done
+        await self.events.ask("Barrier", lambda: None)
 
     async def _ask(self, name: str, action: Callable[[], Awaitable[T] | T]) -> T | None:
-        """Run `action` as event `name` and return its result, or None if this broker is
-        not the active controller when the event comes."""
-        done: asyncio.Future[T | None] = asyncio.get_running_loop().create_future()
+        """Run `action` as event `name` on the event thread and return its result, or
+        None if this broker is not the active controller when the event comes."""
 
-        async def run() -> None:
+        async def run() -> T | None:
             if not self.is_active:
-                done.set_result(None)
-                return
-            try:
-                result = action()
-                done.set_result(await result if inspect.isawaitable(result) else result)
-            except Exception as e:
-                done.set_exception(e)
-                raise
+                return None
+            result = action()
+            return await result if inspect.isawaitable(result) else result
 
-        self.post(name, run)
-        return await done
-
-    async def _process_events(self) -> None:
-        while True:
-            name, action = await self._events.get()
-            try:
-                result = action()
-                if asyncio.iscoroutine(result):
-                    await result
-            except MetadataStoreError as e:  # ZooKeeper away: the session's state says more
-                log.warning("controller event %s failed: %s: %s", name, type(e).__name__, e)
-            except Exception:
-                log.exception("controller event %s failed", name)
+        return await self.events.ask(name, run)
 
     # -- election -------------------------------------------------------------------
 
@@ -271,10 +253,14 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection):
             return
         live = set(self.zk.get_broker_ids(self._watch_brokers()))
         new, dead = live - self.ctx.live_brokers, self.ctx.live_brokers - live
+        # Registered again under a new session since last seen (Kafka's bounced brokers):
+        # a new broker epoch, so a new registration to read and the whole state to hear.
+        bounced = {b for b in live - new if self.channel.registration_changed(b)}
         self.ctx.live_brokers = live
         self.ctx.shutting_down_brokers -= new | dead
-        for broker in new | dead:  # a broker back from the dead is a new process
+        for broker in new | dead | bounced:  # a broker back from the dead is a new process
             self.channel.drop_connection(broker)
+        new |= bounced
         if dead:
             log.info("brokers %s went away", sorted(dead))
             affected = [tp for tp, st in self.ctx.states.items() if st.leader in dead]

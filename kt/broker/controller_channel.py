@@ -16,6 +16,7 @@ import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.controller_event_manager import call_in_loop
 from kt.broker.handlers import controller as requests
 from kt.broker.metadata_cache import Broker, PartitionState
 from kt.client.async_connection import AsyncBrokerConnection
@@ -51,6 +52,7 @@ class ControllerChannel:
         # Registrations read once per broker process (not once per request): dropped
         # with the broker's connection when it leaves or comes back, and on fail-over.
         self._registrations: dict[int, Broker] = {}
+        self._epochs: dict[int, int] = {}  # by broker id, read with the registrations
         self._local = LOCAL_BROKERS.setdefault(server.store, {})
         self._local[server.broker_id] = server
 
@@ -81,11 +83,18 @@ class ControllerChannel:
         topic_ids: dict[str, Any],
         is_new: bool,
     ) -> None:
+        listener = self.server.inter_broker_listener
+        leaders = {
+            b: (e.host or "", e.port) for b in sorted({s.leader for s in states})
+            if (e := self.listener_endpoint(b, listener)) is not None
+        }  # fmt: skip
         local = self._local.get(broker_id)
         if local is not None:
-            requests.apply_leader_and_isr(
-                local, controller.broker_id, controller.ctx.epoch, states, topic_ids
-            )
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+                requests.apply_leader_and_isr(local, controller.broker_id, controller.ctx.epoch,
+                                              states, topic_ids, leaders),
+                local.loop,
+            ))  # fmt: skip
             return
         R = m.LeaderAndIsrRequest
         by_topic: dict[str, list[Any]] = {}
@@ -103,7 +112,6 @@ class ControllerChannel:
                     is_new=is_new,
                 )  # fmt: skip
             )
-        leaders = {s.leader for s in states}
         request = R(
             controller_id=controller.broker_id,
             controller_epoch=controller.ctx.epoch,
@@ -115,9 +123,8 @@ class ControllerChannel:
                 for t, ps in by_topic.items()
             ],
             live_leaders=[
-                R.LeaderAndIsrLiveLeader(broker_id=b, host_name=e.host, port=e.port)
-                for b in sorted(leaders)
-                if (e := self.listener_endpoint(b, self.server.inter_broker_listener)) is not None
+                R.LeaderAndIsrLiveLeader(broker_id=b, host_name=host, port=port)
+                for b, (host, port) in leaders.items()
             ],
         )
         await self._send(broker_id, ApiKey.LEADER_AND_ISR, request)
@@ -133,9 +140,9 @@ class ControllerChannel:
         endpoints = [e for e in live if e is not None]
         local = self._local.get(broker_id)
         if local is not None:
-            requests.apply_update_metadata(
+            await call_in_loop(local.loop, lambda: requests.apply_update_metadata(
                 local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
-            )
+            ))  # fmt: skip
             return
         await self._send(
             broker_id,
@@ -152,7 +159,9 @@ class ControllerChannel:
     ) -> None:
         local = self._local.get(broker_id)
         if local is not None:
-            requests.apply_stop_replica(local, controller.ctx.epoch, partitions, delete)
+            await call_in_loop(local.loop, lambda: requests.apply_stop_replica(
+                local, controller.ctx.epoch, partitions, delete
+            ))  # fmt: skip
             return
         R = m.StopReplicaRequest
         by_topic: dict[str, list[int]] = {}
@@ -209,11 +218,28 @@ class ControllerChannel:
         known = self._registrations[broker_id] = Broker(
             broker_id, registration.endpoints, registration.rack
         )
+        self._epochs[broker_id] = registration.epoch
         return known
+
+    def broker_epoch(self, broker_id: int) -> int | None:
+        """A registered broker's epoch (its registration's czxid), None if unregistered."""
+        broker = self.endpoint(broker_id)
+        return None if broker is None else self._epochs.get(broker_id)
+
+    def registration_changed(self, broker_id: int) -> bool:
+        """Whether the broker registered again (a new epoch) since its registration was
+        read; reads it afresh (on the controller's thread)."""
+        known = self._epochs.get(broker_id)
+        if known is None:
+            return False
+        assert self.server.zk is not None
+        registration = self.server.zk.get_broker(broker_id)
+        return registration is not None and registration.epoch != known
 
     def forget_registrations(self) -> None:
         """Read every registration afresh (a new controller term)."""
         self._registrations.clear()
+        self._epochs.clear()
 
     def listener_endpoint(self, broker_id: int, listener: str) -> BrokerEndPoint | None:
         broker = self.endpoint(broker_id)
@@ -224,6 +250,7 @@ class ControllerChannel:
         broker that comes back hears the whole state again), and the next request
         connects afresh to its registration."""
         self._registrations.pop(broker_id, None)
+        self._epochs.pop(broker_id, None)
         sender = self._senders.pop(broker_id, None)
         if sender is not None:
             sender.stop()

@@ -68,6 +68,7 @@ HANDLERS = {
     ApiKey.UPDATE_METADATA: controller.update_metadata,
     ApiKey.STOP_REPLICA: controller.stop_replica,
     ApiKey.CONTROLLED_SHUTDOWN: controller.controlled_shutdown,
+    ApiKey.ALTER_PARTITION: controller.alter_partition,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
     ApiKey.SYNC_GROUP: groups.sync_group,

@@ -3,7 +3,11 @@
 Invariants:
 - only the leader accepts produce; followers append what they fetch from the leader;
 - the high watermark never exceeds the log end offset of any ISR member, and never
-  moves backwards while this broker stays leader: HW = min(LEO) over the ISR;
+  moves backwards while this broker stays leader: HW = min(LEO) over the maximal ISR
+  (the committed ISR, plus a replica whose joining is proposed and not yet committed);
+- the leader proposes ISR changes to the controller (AlterPartition, KIP-497) and changes
+  `isr` only when the controller has written it; one proposal at a time (Kafka's
+  PendingExpandIsr / PendingShrinkIsr), dropped by the next LeaderAndIsr;
 - leader_epoch only grows; requests carrying an older epoch get FENCED_LEADER_EPOCH.
 """
 
@@ -52,9 +56,32 @@ class ReplicaState:
         self.last_fetch_ms = now_ms
 
 
-# Writes a new ISR for a partition this broker leads to the metadata store, conditionally
-# on the state znode's version; returns the new version, or None if the write lost.
-IsrWriter = Callable[["Partition", list[int]], "int | None"]
+@dataclass(frozen=True)
+class PendingIsrChange:
+    """An ISR proposed to the controller and not yet committed: Kafka's PendingExpandIsr
+    (`maximal_isr` = the committed ISR and the replica joining) and PendingShrinkIsr
+    (`maximal_isr` = the committed ISR: the high watermark waits for the leaving replicas
+    until the controller has written the smaller ISR)."""
+
+    isr: list[int]
+    maximal_isr: list[int]
+    leader_epoch: int
+    partition_epoch: int
+    reason: str
+
+
+# Sends a proposal to the controller; whoever sends it calls complete_isr_change with the
+# answer. None where a test drives a partition alone: then a proposal commits at once.
+IsrProposer = Callable[["Partition", PendingIsrChange], None]
+
+# Answers after which the proposal stands until the next LeaderAndIsr (Kafka's
+# Partition.handleAlterPartitionError): the controller knows a newer state.
+AWAIT_LEADER_AND_ISR = frozenset({
+    "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "UNKNOWN_TOPIC_OR_PARTITION",
+    "UNKNOWN_TOPIC_ID", "INVALID_REQUEST", "NOT_LEADER_OR_FOLLOWER",
+})  # fmt: skip
+# Answers that drop the proposal at once: a later check proposes again.
+NOT_ATTEMPTED = frozenset({"OPERATION_NOT_ATTEMPTED", "INELIGIBLE_REPLICA"})
 
 
 @dataclass
@@ -71,13 +98,18 @@ class Partition:
     isr: list[int] = field(default_factory=list)
     min_insync_replicas: int = 1
     remote_replicas: dict[int, ReplicaState] = field(default_factory=dict)
-    zk_version: int = -1  # the state znode's version, for the leader's ISR writes
+    zk_version: int = -1  # the state znode's version (AlterPartition's partition epoch)
     leader_epoch_start_offset: int = 0
-    isr_writer: IsrWriter | None = None
+    isr_proposer: IsrProposer | None = None
+    pending_isr: PendingIsrChange | None = None
 
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_broker_id
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        return self.pending_isr.maximal_isr if self.pending_isr is not None else self.isr
 
     @property
     def high_watermark(self) -> int:
@@ -101,6 +133,7 @@ class Partition:
         self.zk_version = zk_version
         self.replicas = list(replicas)
         self.isr = list(isr)
+        self.pending_isr = None
         # Every follower starts as caught up now: the lag clock starts with the new leader.
         self.remote_replicas = {
             r: ReplicaState(last_caught_up_ms=now) for r in replicas if r != self.local_broker_id
@@ -123,6 +156,7 @@ class Partition:
         self.zk_version = zk_version
         self.replicas = list(replicas)
         self.isr = list(isr)
+        self.pending_isr = None
         self.remote_replicas = {}
         return True
 
@@ -156,7 +190,7 @@ class Partition:
         if not self.is_leader:
             return False
         leo = self.log.log_end_offset
-        for replica_id in self.isr:
+        for replica_id in self.maximal_isr:
             if replica_id != self.local_broker_id:
                 state = self.remote_replicas.get(replica_id)
                 leo = min(leo, state.log_end_offset if state else 0)
@@ -181,20 +215,22 @@ class Partition:
 
     def maybe_expand_isr(self, replica_id: int) -> None:
         """A follower outside the ISR that has reached the high watermark, and the start of
-        the leader's epoch, rejoins it (Partition.maybeExpandIsr)."""
-        if replica_id in self.isr:
+        the leader's epoch, rejoins it (Partition.maybeExpandIsr): proposed to the
+        controller, counted for the high watermark at once."""
+        if replica_id in self.isr or self.pending_isr is not None:
             return
         state = self.remote_replicas[replica_id]
         if (
             state.log_end_offset >= self.log.high_watermark
             and state.log_end_offset >= self.leader_epoch_start_offset
         ):
-            self._write_isr([*self.isr, replica_id], f"replica {replica_id} caught up")
+            isr = [*self.isr, replica_id]
+            self._propose_isr(isr, isr, f"replica {replica_id} caught up")
 
     def maybe_shrink_isr(self, replica_lag_time_max_ms: int, now_ms: int | None = None) -> bool:
         """Followers not caught up within `replica_lag_time_max_ms` leave the ISR
         (Partition.maybeShrinkIsr); True if the high watermark moved."""
-        if not self.is_leader:
+        if not self.is_leader or self.pending_isr is not None:
             return False
         now = _now_ms() if now_ms is None else now_ms
         out_of_sync = [
@@ -207,19 +243,47 @@ class Partition:
             return False
         isr = [r for r in self.isr if r not in out_of_sync]
         lag = f"lag over {replica_lag_time_max_ms} ms"
-        self._write_isr(isr, f"out of sync replicas {out_of_sync} ({lag})")
+        self._propose_isr(isr, list(self.isr), f"out of sync replicas {out_of_sync} ({lag})")
         return self.maybe_increment_high_watermark()
 
-    def _write_isr(self, isr: list[int], reason: str) -> None:
-        """Make `isr` the ISR if the metadata store takes it (a controller's newer state wins)."""
-        if self.isr_writer is not None:
-            version = self.isr_writer(self, isr)
-            if version is None:
-                return
-            self.zk_version = version
+    def _propose_isr(self, isr: list[int], maximal_isr: list[int], reason: str) -> None:
+        pending = PendingIsrChange(isr, maximal_isr, self.leader_epoch, self.zk_version, reason)
+        self.pending_isr = pending
+        if self.isr_proposer is None:
+            self.complete_isr_change(pending, isr, self.zk_version)
+        else:
+            self.isr_proposer(self, pending)
+
+    def complete_isr_change(
+        self, pending: PendingIsrChange, isr: list[int] | None, partition_epoch: int,
+        leader_epoch: int | None = None, error: str | None = None,
+    ) -> bool:  # fmt: skip
+        """The controller's answer to `pending`: the ISR it wrote (with the state znode's
+        new version) or an error name. An answer to a proposal that a LeaderAndIsr has
+        replaced since changes nothing. True if the high watermark moved."""
+        if self.pending_isr is not pending:
+            return False
+        if error is not None:
+            if error in NOT_ATTEMPTED:
+                self.pending_isr = None
+            elif error not in AWAIT_LEADER_AND_ISR:
+                log.warning("[Partition %s broker=%s] AlterPartition failed: %s; proposing "
+                            "again", self.tp, self.local_broker_id, error)  # fmt: skip
+                if self.isr_proposer is not None:
+                    self.isr_proposer(self, pending)
+            else:
+                log.info(
+                    "[Partition %s broker=%s] AlterPartition answered %s: waiting for the "
+                    "controller's LeaderAndIsr", self.tp, self.local_broker_id, error,
+                )  # fmt: skip
+            return False
+        if leader_epoch is not None and leader_epoch != self.leader_epoch:
+            return False  # answered for an epoch this broker has left
+        assert isr is not None
         log.info("[Partition %s broker=%s] ISR updated from %s to %s: %s",
-                 self.tp, self.local_broker_id, self.isr, isr, reason)  # fmt: skip
-        self.isr = isr
+                 self.tp, self.local_broker_id, self.isr, isr, pending.reason)  # fmt: skip
+        self.isr, self.zk_version, self.pending_isr = list(isr), partition_epoch, None
+        return self.maybe_increment_high_watermark()
 
 
 def _now_ms() -> int:

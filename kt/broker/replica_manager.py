@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.metadata_cache import PartitionState
-from kt.broker.partition import IsrWriter, Partition, TopicPartition
+from kt.broker.partition import Partition, PendingIsrChange, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
 from kt.broker.replication_quota import ReplicationQuotaManager, is_throttled
 from kt.errors import KafkaError, KafkaStorageError, RecordValidationError
@@ -86,10 +86,11 @@ class ReplicaManager:
     )
     # Partitions whose log dir failed (Kafka's HostedPartition.Offline), until a restart.
     offline_partitions: set[TopicPartition] = field(default_factory=set)
-    # The followers' fetchers (kt.broker.replica_fetcher), and the leader's ISR writes to
-    # the metadata store; None where a test drives one broker without them.
+    # The followers' fetchers (kt.broker.replica_fetcher), and the leaders' ISR proposals
+    # to the controller (kt.broker.alter_partition_manager); None where a test drives one
+    # broker without them (an ISR change then commits at once).
     fetcher_manager: Any = None
-    isr_writer: IsrWriter | None = None
+    alter_partition_manager: Any = None
     replica_lag_time_max_ms: int = 30_000
     # leader.replication.throttled.rate and follower.replication.throttled.rate.
     log_dir_mover: Any = None  # kt.broker.log_dir_mover.ReplicaAlterLogDirsManager
@@ -133,7 +134,8 @@ class ReplicaManager:
                 raise _offline(tp)
             config = self.log_config_for(tp.topic)
             log_ = self.log_manager.get_or_create_log(tp.topic, tp.partition, config)
-            partition = Partition(tp, self.broker_id, log_, isr_writer=self.isr_writer)
+            proposer = self._propose_isr if self.alter_partition_manager is not None else None
+            partition = Partition(tp, self.broker_id, log_, isr_proposer=proposer)
             partition.min_insync_replicas = config.min_insync_replicas
             self.partitions[tp] = partition
         return partition
@@ -216,6 +218,29 @@ class ReplicaManager:
 
     def leader_partitions(self) -> Iterable[Partition]:
         return (p for p in self.partitions.values() if p.is_leader)
+
+    def _propose_isr(self, partition: Partition, pending: PendingIsrChange) -> None:
+        """Send a leader's ISR proposal to the controller; its answer goes back to the
+        partition, and a high watermark it moves completes waiting produces and fetches."""
+        future = self.alter_partition_manager.submit(
+            partition.tp, pending.leader_epoch, pending.isr, pending.partition_epoch
+        )
+
+        def answered(future: Any) -> None:
+            if future.cancelled():  # the broker is stopping
+                return
+            error = future.exception()
+            if error is not None:
+                name = error.name if isinstance(error, KafkaError) else "UNKNOWN_SERVER_ERROR"
+                partition.complete_isr_change(pending, None, -1, error=name)
+                return
+            committed = future.result()
+            if partition.complete_isr_change(
+                pending, committed.isr, committed.partition_epoch, committed.leader_epoch
+            ):
+                self.wake(partition.tp)
+
+        future.add_done_callback(answered)
 
     def maybe_shrink_isr(self) -> None:
         """The periodic ISR check of every partition this broker leads (isr-expiration)."""

@@ -14,10 +14,13 @@ import dataclasses
 import functools
 import logging
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kt.broker.admin_manager import AdminManager
+from kt.broker.alter_partition_manager import AlterPartitionManager
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
 from kt.broker.dynamic_config import DynamicConfigManager
@@ -27,14 +30,14 @@ from kt.broker.kafka_apis import KafkaApis
 from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
-from kt.broker.metadata_cache import MetadataCache, PartitionState
+from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
-from kt.errors import KafkaError
+from kt.errors import KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.protocol import ApiKey
@@ -45,6 +48,11 @@ from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# Store calls in flight at once: admin requests, config reads, registration (Kafka runs
+# them on its request handler threads, num.io.threads of them).
+STORE_CALL_THREADS = 4
+CONTROLLER_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms
 
 
 @dataclass
@@ -97,6 +105,37 @@ class KafkaServer:
         self._halt_task: asyncio.Task | None = None
         self._shutting_down = False
         self._session_lost = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._session_task: asyncio.Task | None = None
+        # Where the leaders named by LeaderAndIsr listen for other brokers (its
+        # live_leaders), for fetchers that start before UpdateMetadata names them.
+        self.leader_endpoints: dict[int, tuple[str, int]] = {}
+        self.broker_epoch = -1  # the czxid of this broker's registration
+        self._controller_connection: AsyncBrokerConnection | None = None
+        self._controller_connected_to = -1
+        # The broker's metadata store calls (ZooKeeper reads and writes for admin requests,
+        # configs, registration) run here, never on the event loop that serves clients.
+        self._store_calls = ThreadPoolExecutor(
+            STORE_CALL_THREADS, thread_name_prefix=f"kt-store-calls-{self.broker_id}"
+        )
+
+    @property
+    def store_calls_open(self) -> bool:
+        return not self._stopped.is_set()
+
+    async def store_call(self, function: Callable[..., T], *args: Any) -> T:
+        """Run a blocking metadata store call on the broker's store threads and await it:
+        a ZooKeeper that is slow or away holds up this request, not every client (kazoo
+        queues a call until it is connected again). A store error comes back as a
+        KafkaError, UNKNOWN_SERVER_ERROR as Kafka answers a ZooKeeper exception."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._store_calls, functools.partial(function, *args)
+            )
+        except MetadataStoreError as e:
+            log.warning("[KafkaServer id=%s] metadata store: %s: %s",
+                        self.broker_id, type(e).__name__, e)  # fmt: skip
+            raise store_error(e) from None
 
     def _create_group_coordinator(self) -> GroupCoordinator:
         """The group coordinator with this broker's group.* and offsets.* settings; it loads
@@ -123,13 +162,16 @@ class KafkaServer:
         self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
         return coordinator
 
-    def apply_dynamic_broker_config(self) -> None:
+    def read_dynamic_broker_config(self) -> tuple[dict[str, str], dict[str, str]]:
+        """This broker's dynamic config and the cluster default (a store read)."""
+        assert self.zk is not None
+        return (self.zk.get_entity_config("brokers", str(self.broker_id)),
+                self.zk.get_entity_config("brokers", "<default>"))  # fmt: skip
+
+    def apply_dynamic_broker_config(self, mine: dict[str, str], default: dict[str, str]) -> None:
         """The dynamic broker configs that act at once: this broker's override, else the
         cluster default, else server.properties (DynamicBrokerConfig's precedence).
         Today: the replication throttle rates."""
-        assert self.zk is not None
-        mine = self.zk.get_entity_config("brokers", str(self.broker_id))
-        default = self.zk.get_entity_config("brokers", "<default>")
         rm = self.replica_manager
         for key, quota in (("leader.replication.throttled.rate", rm.leader_quota),
                            ("follower.replication.throttled.rate", rm.follower_quota),
@@ -138,10 +180,26 @@ class KafkaServer:
             value = mine.get(key) or default.get(key)
             quota.update_quota(float(value) if value else float(self.config[key]))
 
-    def topic_config(self, topic: str) -> LogConfig:
-        """A topic's effective config: this broker's defaults and the topic's overrides."""
+    def read_topic_config(self, topic: str) -> LogConfig:
+        """A topic's effective config as stored now: this broker's defaults and the topic's
+        overrides (a store read)."""
         assert self.zk is not None
         return self.topic_defaults.with_overrides(self.zk.get_entity_config("topics", topic))
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """A topic's config as this broker knows it: read when the topic's first replica
+        came here, and kept current by the config change notifications."""
+        assert self.log_manager is not None
+        return self.log_manager.config_for(topic)
+
+    async def load_topic_configs(self, topics: set[str]) -> None:
+        """Read the config of each topic this broker has not seen yet (LeaderAndIsr for a
+        new topic: Kafka's fetchLogConfig), off the event loop."""
+        assert self.log_manager is not None
+        known = self.log_manager.topic_configs
+        for topic in sorted(t for t in topics if t not in known):
+            config = await self.store_call(self.read_topic_config, topic)
+            known.setdefault(topic, config)
 
     @property
     def socket_server(self) -> SocketServer:
@@ -157,15 +215,20 @@ class KafkaServer:
     def inter_broker_listener(self) -> str:
         return self.config.listener_config.inter_broker
 
-    async def startup(self) -> None:
-        cfg = self.config
-        self.topic_defaults = LogConfig.from_props(cfg.topic_defaults())
+    def _open_store(self) -> tuple[str, dict[str, LogConfig]]:
+        """The store session, its top-level paths, the cluster id, every topic's config."""
         self.zk = KafkaZkClient(self.store.session(f"broker-{self.broker_id}"))
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
+        return cluster_id, {t: self.read_topic_config(t) for t in self.zk.get_all_topics()}
+
+    async def startup(self) -> None:
+        cfg = self.config
+        self.loop = asyncio.get_running_loop()
+        self.topic_defaults = LogConfig.from_props(cfg.topic_defaults())
+        cluster_id, topic_configs = await self.store_call(self._open_store)
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
-        topic_configs = {t: self.topic_config(t) for t in self.zk.get_all_topics()}
         self.log_manager = LogManager(
             cfg.log_dirs, self.topic_defaults, topic_configs, failure_channel=self.failure_channel
         )
@@ -173,9 +236,12 @@ class KafkaServer:
             self.broker_id,
             self.log_manager,
             self.topic_config,
-            isr_writer=self._write_isr,
             replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
         )
+        self.replica_manager.alter_partition_manager = AlterPartitionManager(
+            self.broker_id, lambda: self.broker_epoch, self._known_topic_id,
+            self._send_to_controller,
+        )  # fmt: skip
         self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
             self.replica_manager, self.log_manager
         )
@@ -190,11 +256,11 @@ class KafkaServer:
         ]
         self.admin_manager = AdminManager(self)
         self.group_coordinator = self._create_group_coordinator()
-        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk)
+        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
-        self.dynamic_config.startup()
-        self.apply_dynamic_broker_config()
+        await self.dynamic_config.startup()
+        self.apply_dynamic_broker_config(*await self.store_call(self.read_dynamic_broker_config))
         pool = MemoryPool(cfg["queued.max.request.bytes"])
         for listener in cfg.listeners:  # every listener, each with its own name
             server = SocketServer(
@@ -215,11 +281,12 @@ class KafkaServer:
                 raise OSError(e.errno, f"Socket server failed to bind to {listener.host}:"
                               f"{listener.port}: {e.strerror}.") from None  # fmt: skip
             self.socket_servers.append(server)
-        self.zk.register_broker(
-            self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
+        registration = await self.store_call(functools.partial(
+            self.zk.register_broker, self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
             wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
             else 0.0,
-        )  # fmt: skip
+        ))  # fmt: skip
+        self.broker_epoch = registration.epoch
         self.controller = KafkaController(
             self.broker_id, self.zk, ControllerChannel(self),
             auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
@@ -262,43 +329,73 @@ class KafkaServer:
         if self._shutting_down or self.zk is None or self.controller is None:
             return
         log.info("[KafkaServer id=%s] metadata session expired: registering again", self.broker_id)
-        self.zk.register_broker(
-            self.broker_id, self.advertised_endpoints, self.config["broker.rack"]
-        )
-        self.controller.on_session_expired()
-        self.dynamic_config.process()  # reads the notifications and watches them again
+        self._session_task = asyncio.get_running_loop().create_task(self._register_again())
 
-    def _write_isr(self, partition: Any, isr: list[int]) -> int | None:
-        """A leader's ISR change: the state znode, conditionally on the version the
-        controller last gave, then an ISR change notification for the controller."""
-        assert self.zk is not None
-        state = PartitionState(
-            partition.tp.topic, partition.tp.partition, self.broker_id, partition.leader_epoch,
-            partition.replicas, isr, controller_epoch=partition.controller_epoch,
-        )  # fmt: skip
-        version = self.zk.conditional_update_partition_state(state, partition.zk_version)
-        if version is None:
-            log.info(
-                "[Partition %s broker=%s] Cached zkVersion %s not equal to that in zookeeper, "
-                "skip updating ISR", partition.tp, self.broker_id, partition.zk_version,
+    async def _register_again(self) -> None:
+        assert self.zk is not None and self.controller is not None
+        try:
+            registration = await self.store_call(
+                self.zk.register_broker,
+                self.broker_id, self.advertised_endpoints, self.config["broker.rack"],
             )  # fmt: skip
-            return None
-        self.zk.propagate_isr_changes([partition.tp])
-        state.zk_version = version
-        self.metadata_cache.update_partition(state, self.metadata_cache.topic_ids.get(state.topic))
-        return version
+            self.broker_epoch = registration.epoch
+        except MetadataStoreError as e:  # the next session's CONNECTED tries again
+            log.warning("[KafkaServer id=%s] cannot register again: %s: %s",
+                        self.broker_id, type(e).__name__, e)  # fmt: skip
+            return
+        self.controller.on_session_expired()
+        self.dynamic_config.process_soon()  # reads the notifications and watches them again
+
+    def _known_topic_id(self, topic: str) -> Any:
+        """The topic's id, or None while this broker has not heard it."""
+        topic_id = self.metadata_cache.topic_ids.get(topic)
+        return None if topic_id is None or topic_id.int == 0 else topic_id
+
+    async def _send_to_controller(self, build: Callable[[int], Any], version: int) -> Any:
+        """Send a request to the controller this broker knows (the metadata cache's),
+        built for the highest version both speak up to `version` (Kafka's
+        BrokerToControllerChannelManager); KafkaError when there is none to take it."""
+        controller_id = self.metadata_cache.controller_id
+        if controller_id < 0:
+            raise KafkaError("NOT_CONTROLLER", "no controller known yet")
+        local = ControllerChannel.local_broker(self.store, controller_id)
+        if local is not None and local.controller is not None:
+            return await local.controller.alter_partition(build(version), version)
+        connection = self._controller_connection
+        if (
+            connection is None
+            or connection.closed
+            or self._controller_connected_to != controller_id
+        ):
+            if connection is not None:
+                connection.close()
+            endpoint = self._broker_endpoint(controller_id)
+            if endpoint is None:
+                raise KafkaError("NOT_CONTROLLER", f"controller {controller_id} is not known")
+            connection = self._controller_connection = await AsyncBrokerConnection.connect(
+                *endpoint, client_id=f"broker-{self.broker_id}-alter-partition", timeout_s=10.0
+            )
+            self._controller_connected_to = controller_id
+        version = min(version, connection.version_for(ApiKey.ALTER_PARTITION))
+        try:
+            return await asyncio.wait_for(
+                connection.send(ApiKey.ALTER_PARTITION, build(version), version),
+                CONTROLLER_REQUEST_TIMEOUT_S,
+            )
+        except TimeoutError:
+            connection.close()
+            raise KafkaError(
+                "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
+            ) from None
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where a live broker listens for other brokers (inter.broker.listener.name): the
-        metadata cache, or its registration."""
-        listener = self.inter_broker_listener
+        metadata cache, or the last LeaderAndIsr that named it a leader."""
         broker = self.metadata_cache.alive_broker(broker_id)
-        endpoint = broker.endpoint(listener) if broker is not None else None
+        endpoint = broker.endpoint(self.inter_broker_listener) if broker is not None else None
         if endpoint is None:
-            assert self.zk is not None
-            registration = self.zk.get_broker(broker_id)
-            endpoint = registration.endpoint(listener) if registration is not None else None
-        return None if endpoint is None else (endpoint.host, endpoint.port)
+            return self.leader_endpoints.get(broker_id)
+        return endpoint.host, endpoint.port
 
     @property
     def advertised_endpoints(self) -> list[Any]:
@@ -385,6 +482,10 @@ class KafkaServer:
                 task.task.cancel()
         if self.replica_manager is not None and self.replica_manager.fetcher_manager:
             await self.replica_manager.fetcher_manager.shutdown()
+        if self.replica_manager is not None and self.replica_manager.alter_partition_manager:
+            self.replica_manager.alter_partition_manager.close()
+        if self._controller_connection is not None:
+            self._controller_connection.close()
         if self.replica_manager is not None and self.replica_manager.log_dir_mover:
             await self.replica_manager.log_dir_mover.shutdown()
         await self._stop_listeners()
@@ -392,14 +493,14 @@ class KafkaServer:
             self.group_coordinator.shutdown()
         if self.controller is not None:
             await (self.controller.shutdown() if clean else self.controller.abandon())
-            self.controller.channel.close()
         if self.log_manager is not None:
             if clean:
                 self.log_manager.shutdown()
             else:
                 self.log_manager.abandon()
         if self.zk is not None:
-            self.zk.close()
+            await self.store_call(self.zk.close)
+        self._store_calls.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
 
     async def _stop_listeners(self) -> None:
@@ -422,7 +523,7 @@ class KafkaServer:
             if attempt:
                 await self._controlled_shutdown_backoff(asked if failed else None, backoff_s)
             try:
-                asked = self.zk.get_controller_id()
+                asked = self.metadata_cache.controller_id
                 remaining = await self._ask_controller_to_shut_down(asked)
                 failed = False
             except (KafkaError, MetadataStoreError) as e:

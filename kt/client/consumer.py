@@ -21,6 +21,8 @@ from kt.storage.records import Batch, iter_batches
 
 EARLIEST = -2
 LATEST = -1
+RESET_ATTEMPTS = 20  # rounds of ListOffsets for an offset reset, RESET_BACKOFF_S apart and up
+RESET_BACKOFF_S = 0.1
 
 
 @dataclass(slots=True)
@@ -89,13 +91,31 @@ class Consumer:
         specs = {tp: o for tp, o in offsets.items() if o < 0}
         self.positions.update({tp: o for tp, o in offsets.items() if o >= 0})
         if specs:
-            from kt.client.admin import AdminClient
+            self._reset_positions(specs)
 
-            found = AdminClient(self.client).list_offsets(specs, self._leaders)
+    def _reset_positions(self, specs: dict[tuple[str, int], int]) -> None:
+        """ListOffsets for each spec; a retriable answer (a leader that moved, a new
+        leader's high watermark still behind: OFFSET_NOT_AVAILABLE) is asked again, as
+        the Java consumer's offset reset does, for up to RESET_ATTEMPTS rounds."""
+        from kt.client.admin import AdminClient
+
+        left = dict(specs)
+        for attempt in range(RESET_ATTEMPTS):
+            if attempt:
+                time.sleep(min(RESET_BACKOFF_S * attempt, 1.0))
+                self._refresh_leaders({t for t, _ in left})
+            found = AdminClient(self.client).list_offsets(left, self._leaders)
             for tp, (code, offset, _) in found.items():
-                if code:
+                if code and not error_for(code).retriable:
                     raise KafkaError(code, f"Cannot find the offset of {tp[0]}-{tp[1]}")
-                self.positions[tp] = offset
+                if not code:
+                    self.positions[tp] = offset
+                    del left[tp]
+            if not left:
+                return
+        tp = min(left)
+        code = found[tp][0] if tp in found else KafkaError("LEADER_NOT_AVAILABLE").code
+        raise KafkaError(code, f"Cannot find the offset of {tp[0]}-{tp[1]}")
 
     def unassign(self) -> None:
         self.positions.clear()

@@ -11,6 +11,7 @@ conditional on the epoch znode's version, so two brokers can never both win an e
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -98,22 +99,24 @@ class KafkaZkClient:
         while True:
             try:
                 self.session.create(path, registration.encode(), ephemeral=True)
-                return registration
             except NodeExistsError:
                 stat = self.session.exists(path)
                 if stat is not None and stat.ephemeral_owner == self.session.session_id:
                     self.session.set(path, registration.encode())
-                    return registration
-                if stat is not None and time.monotonic() >= deadline:
+                elif stat is not None and time.monotonic() >= deadline:
                     raise
-            time.sleep(0.1)
+                else:
+                    time.sleep(0.1)
+                    continue
+            stat = self.session.exists(path)  # the broker epoch is the znode's czxid
+            return dataclasses.replace(registration, epoch=stat.czxid if stat else -1)
 
     def get_broker(self, broker_id: int) -> z.BrokerRegistration | None:
         try:
-            data, _ = self.session.get(z.broker_path(broker_id))
+            data, stat = self.session.get(z.broker_path(broker_id))
         except NoNodeError:
             return None
-        return z.BrokerRegistration.decode(broker_id, data)
+        return dataclasses.replace(z.BrokerRegistration.decode(broker_id, data), epoch=stat.czxid)
 
     def get_broker_ids(self, watch: WatchCallback | None = None) -> list[int]:
         return sorted(int(b) for b in self.session.get_children(z.BROKER_IDS, watch))

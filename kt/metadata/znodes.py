@@ -263,7 +263,8 @@ class BrokerRegistration:
     """/brokers/ids/<id> (BrokerIdZNode v5): a live broker's endpoints and rack.
 
     `host`/`port` in the JSON are the first PLAINTEXT endpoint's (null/-1 without one),
-    for clients older than endpoints; `rack` is written only when set.
+    for clients older than endpoints; `rack` is written only when set. `epoch` is not in
+    the JSON: it is the znode's czxid, Kafka's broker epoch (-1 when not read from one).
     """
 
     broker_id: int
@@ -273,6 +274,7 @@ class BrokerRegistration:
     jmx_port: int = -1
     features: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     version: int = 5
+    epoch: int = -1
 
     @property
     def host(self) -> str | None:

@@ -155,6 +155,11 @@ class KtCluster:
         self._call(lambda: self.brokers[broker_id].zk.session.expire())  # type: ignore[union-attr]
 
     @property
+    def loop_thread(self) -> threading.Thread:
+        """The thread of the brokers' event loop (the one that serves clients)."""
+        return self._thread
+
+    @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"127.0.0.1:{self.ports[b]}" for b in sorted(self.ports))
 
@@ -164,19 +169,24 @@ class KtCluster:
         assert self.brokers, "no broker is running"
         return next(iter(self.brokers.values()))
 
+    # The store reads below run on the caller's thread (the store is thread-safe), never on
+    # the brokers' loop, where they would hold up every client.
+
+    def _zk(self) -> Any:
+        zk = self._any_broker().zk
+        assert zk is not None
+        return zk
+
     def controller_id(self) -> int:
-        assert self._any_broker().zk is not None
-        return self._call(lambda: self._any_broker().zk.get_controller_id())  # type: ignore[union-attr]
+        return self._zk().get_controller_id()
 
     def registered_brokers(self) -> list[int]:
         """The ids under /brokers/ids: the brokers the controller sees alive."""
-        return self._call(lambda: self._any_broker().zk.get_broker_ids())  # type: ignore[union-attr]
+        return self._zk().get_broker_ids()
 
     def partition_state(self, topic: str, partition: int) -> Any:
         """The partition's state znode (leader, leader_epoch, isr)."""
-        return self._call(
-            lambda: self._any_broker().zk.get_partition_state(topic, partition)  # type: ignore[union-attr]
-        )
+        return self._zk().get_partition_state(topic, partition)
 
     def leader_of(self, topic: str, partition: int) -> int:
         state = self.partition_state(topic, partition)

@@ -4,6 +4,7 @@
     server.start()                       # on a free port, its data under tmp_dir
     connect = server.connect + "/chroot"
     ...
+    server.pause(); server.resume()      # SIGSTOP / SIGCONT, for fault tests
     server.stop()
 
 or `with running_zookeeper(tmp_dir) as server: ...`.
@@ -15,12 +16,14 @@ time out from 1 s to 10 s), no admin server, no fsync.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ZK_SERVER = Path("/usr/share/zookeeper/bin/zkServer.sh")
 TICK_MS = 500  # sessions may time out from 2 ticks (1 s) to 20 ticks (10 s)
@@ -39,8 +42,11 @@ def free_port() -> int:
 class ZooKeeperServer:
     """`zkServer.sh start-foreground` with a config of its own; `connect` is host:port."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, max_session_timeout_ms: int | None = None) -> None:
+        """`max_session_timeout_ms`: ZooKeeper's maxSessionTimeout (20 ticks, 10 s, if
+        None): a broker's zookeeper.session.timeout.ms above it is cut to it."""
         self.base = base
+        self.max_session_timeout_ms = max_session_timeout_ms
         self.port = free_port()
         self.connect = f"127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -53,7 +59,9 @@ class ZooKeeperServer:
             f"tickTime={TICK_MS}\ndataDir={data}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
             "maxClientCnxns=0\nforceSync=no\n"
-        )
+            + (f"maxSessionTimeout={self.max_session_timeout_ms}\n"
+               if self.max_session_timeout_ms else "")
+        )  # fmt: skip
         env = {**os.environ, "ZOO_LOG_DIR": str(self.base), "JVMFLAGS": "-Xmx256m"}
         with open(self.base / "zookeeper.out", "w") as out:
             self.proc = subprocess.Popen(
@@ -88,8 +96,19 @@ class ZooKeeperServer:
             client.close()
         return True
 
+    def pause(self) -> None:
+        """SIGSTOP the server (its JVM: the script execs it), as a long GC pause or a
+        stalled disk stops ZooKeeper: connections stay open, nothing is answered."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused server cannot exit
             self.proc.terminate()
             try:
                 self.proc.wait(30)
@@ -99,9 +118,9 @@ class ZooKeeperServer:
 
 
 @contextmanager
-def running_zookeeper(base: Path) -> Iterator[ZooKeeperServer]:
-    """A started ZooKeeperServer in `base`, stopped on exit."""
-    server = ZooKeeperServer(base)
+def running_zookeeper(base: Path, **options: Any) -> Iterator[ZooKeeperServer]:
+    """A started ZooKeeperServer in `base` (ZooKeeperServer's options), stopped on exit."""
+    server = ZooKeeperServer(base, **options)
     try:
         server.start()
         yield server

@@ -1,11 +1,12 @@
 """The leader's view of its followers (Kafka's Partition and Replica): the high watermark
-is the smallest log end offset in the ISR, a follower that stops catching up leaves the
-ISR after replica.lag.time.max.ms, one that reaches the high watermark rejoins it, and
-every ISR change goes through the writer (the state znode) first."""
+is the smallest log end offset in the maximal ISR, a follower that stops catching up leaves
+the ISR after replica.lag.time.max.ms, one that reaches the high watermark rejoins it, and
+every ISR change is a proposal to the controller (AlterPartition) that counts only once
+the controller has written it (PendingExpandIsr / PendingShrinkIsr)."""
 
 from __future__ import annotations
 
-from kt.broker.partition import Partition, ReplicaState, TopicPartition
+from kt.broker.partition import Partition, PendingIsrChange, ReplicaState, TopicPartition
 from kt.config import LogConfig
 from kt.storage.log import Log
 from tests.storage._batches import Clock, batch
@@ -14,23 +15,25 @@ TP = TopicPartition("t", 0)
 LAG_MS = 10_000
 
 
-class Writer:
-    """An ISR writer that records each write, and can lose a compare-and-set."""
+class Controller:
+    """Takes the leader's proposals; the test answers them."""
 
     def __init__(self) -> None:
-        self.writes: list[list[int]] = []
-        self.conflict = False
+        self.proposals: list[PendingIsrChange] = []
 
-    def __call__(self, partition: Partition, isr: list[int]) -> int | None:
-        if self.conflict:
-            return None
-        self.writes.append(list(isr))
-        return partition.zk_version + 1
+    def __call__(self, partition: Partition, pending: PendingIsrChange) -> None:
+        self.proposals.append(pending)
+
+    def commit(self, partition: Partition) -> bool:
+        pending = self.proposals[-1]
+        return partition.complete_isr_change(
+            pending, pending.isr, pending.partition_epoch + 1, pending.leader_epoch
+        )
 
 
-def leader(tmp_path, writer: Writer) -> Partition:
+def leader(tmp_path, controller: Controller) -> Partition:
     log = Log(str(tmp_path / "t-0"), LogConfig(), clock=Clock())
-    partition = Partition(TP, 1, log, isr_writer=writer)
+    partition = Partition(TP, 1, log, isr_proposer=controller)
     assert partition.make_leader(0, [1, 2, 3], [1, 2, 3], controller_epoch=1, zk_version=4)
     return partition
 
@@ -41,7 +44,7 @@ def produce(partition: Partition, records: int) -> int:
 
 
 def test_the_high_watermark_is_the_smallest_log_end_offset_in_the_isr(tmp_path) -> None:
-    partition = leader(tmp_path, Writer())
+    partition = leader(tmp_path, Controller())
     end = produce(partition, 5)
     assert partition.high_watermark == 0
     assert partition.update_follower_fetch_state(2, end) is False  # 3 is still at 0
@@ -53,42 +56,95 @@ def test_the_high_watermark_is_the_smallest_log_end_offset_in_the_isr(tmp_path) 
     assert partition.high_watermark == end and partition.acks_satisfied(end)
 
 
-def test_a_follower_that_stops_catching_up_leaves_the_isr(tmp_path) -> None:
-    writer = Writer()
-    partition = leader(tmp_path, writer)
+def lagging(tmp_path, controller: Controller) -> tuple[Partition, int, int]:
+    """A leader whose follower 3 has not caught up for longer than the lag."""
+    partition = leader(tmp_path, controller)
     end = produce(partition, 5)
     partition.update_follower_fetch_state(2, end)
     now = partition.remote_replicas[2].last_caught_up_ms
-    partition.remote_replicas[3].last_caught_up_ms = now  # as if it had fetched then too
-    assert partition.maybe_shrink_isr(LAG_MS, now + LAG_MS) is False  # not over the lag yet
-    assert partition.isr == [1, 2, 3]
-    # 3 has not caught up since: out after the lag, and the HW moves to 2's offset.
-    partition.remote_replicas[2].last_caught_up_ms = now + LAG_MS
-    assert partition.maybe_shrink_isr(LAG_MS, now + LAG_MS + 1) is True
-    assert writer.writes == [[1, 2]] and partition.isr == [1, 2]
-    assert partition.zk_version == 5
-    assert partition.high_watermark == end
+    partition.remote_replicas[3].last_caught_up_ms = now
+    return partition, end, now + LAG_MS + 1
+
+
+def test_a_follower_that_stops_catching_up_leaves_the_isr_once_the_controller_wrote_it(
+    tmp_path,
+) -> None:
+    controller = Controller()
+    partition, end, later = lagging(tmp_path, controller)
+    assert partition.maybe_shrink_isr(LAG_MS, later - 1) is False  # not over the lag yet
+    assert controller.proposals == []
+    partition.remote_replicas[2].last_caught_up_ms = later
+    # Proposed: until the controller writes it, 3 still counts (PendingShrinkIsr).
+    assert partition.maybe_shrink_isr(LAG_MS, later) is False
+    assert [p.isr for p in controller.proposals] == [[1, 2]]
+    assert controller.proposals[0].partition_epoch == 4
+    assert partition.isr == [1, 2, 3] and partition.high_watermark == 0
+    assert partition.maybe_shrink_isr(LAG_MS, later + 1) is False  # one proposal at a time
+    assert len(controller.proposals) == 1
+    assert controller.commit(partition) is True  # the HW moves to 2's offset
+    assert partition.isr == [1, 2] and partition.zk_version == 5
+    assert partition.high_watermark == end and partition.pending_isr is None
 
 
 def test_a_follower_rejoins_once_it_reaches_the_high_watermark(tmp_path) -> None:
-    writer = Writer()
-    partition = leader(tmp_path, writer)
-    partition.isr = [1, 2]
-    end = produce(partition, 5)
-    partition.update_follower_fetch_state(2, end)
+    controller = Controller()
+    partition, end, later = lagging(tmp_path, controller)
+    partition.remote_replicas[2].last_caught_up_ms = later
+    partition.maybe_shrink_isr(LAG_MS, later)
+    controller.commit(partition)
+    more = produce(partition, 3)
     partition.update_follower_fetch_state(3, end - 1)  # behind the HW: stays out
-    assert partition.isr == [1, 2] and writer.writes == []
+    assert len(controller.proposals) == 1
     partition.update_follower_fetch_state(3, end)
-    assert partition.isr == [1, 2, 3] and writer.writes == [[1, 2, 3]]
+    assert [p.isr for p in controller.proposals[1:]] == [[1, 2, 3]]
+    # PendingExpandIsr: 3 counts for the high watermark at once, the ISR waits.
+    assert partition.maximal_isr == [1, 2, 3] and partition.isr == [1, 2]
+    partition.update_follower_fetch_state(2, more)
+    assert partition.high_watermark == end  # 3 holds it back now
+    controller.commit(partition)
+    assert partition.isr == [1, 2, 3] and partition.zk_version == 6
 
 
-def test_an_isr_write_that_loses_its_compare_and_set_changes_nothing(tmp_path) -> None:
-    writer = Writer()
-    partition = leader(tmp_path, writer)
-    writer.conflict = True  # the controller wrote the state znode since
-    assert partition.maybe_shrink_isr(LAG_MS, partition.remote_replicas[2].last_caught_up_ms
-                                      + LAG_MS + 1) is False  # fmt: skip
+def test_a_refused_proposal_changes_nothing(tmp_path) -> None:
+    controller = Controller()
+    partition, _, later = lagging(tmp_path, controller)
+    partition.remote_replicas[2].last_caught_up_ms = later
+    partition.maybe_shrink_isr(LAG_MS, later)
+    pending = controller.proposals[0]
+    # The controller wrote the state znode since: the leader waits for its LeaderAndIsr.
+    assert not partition.complete_isr_change(pending, None, -1, error="INVALID_UPDATE_VERSION")
     assert partition.isr == [1, 2, 3] and partition.zk_version == 4
+    assert partition.pending_isr is pending
+    assert partition.maybe_shrink_isr(LAG_MS, later + 1) is False
+    assert len(controller.proposals) == 1
+    # The LeaderAndIsr comes: the proposal goes, the next check proposes again.
+    partition.make_leader(1, [1, 2, 3], [1, 2, 3], controller_epoch=1, zk_version=7)
+    assert partition.pending_isr is None
+    partition.remote_replicas[3].last_caught_up_ms = 0
+    partition.maybe_shrink_isr(LAG_MS, later + 1)
+    assert controller.proposals[-1].partition_epoch == 7
+    assert controller.proposals[-1].leader_epoch == 1
+    # An answer to the proposal LeaderAndIsr replaced is ignored.
+    assert not partition.complete_isr_change(pending, [1, 2], 5, 0)
+    assert partition.isr == [1, 2, 3] and partition.zk_version == 7
+
+
+def test_an_ineligible_replica_drops_the_proposal(tmp_path) -> None:
+    controller = Controller()
+    partition, _, later = lagging(tmp_path, controller)
+    partition.remote_replicas[2].last_caught_up_ms = later
+    partition.maybe_shrink_isr(LAG_MS, later)
+    partition.complete_isr_change(controller.proposals[0], None, -1, error="INELIGIBLE_REPLICA")
+    assert partition.pending_isr is None and partition.isr == [1, 2, 3]
+
+
+def test_without_a_controller_a_change_commits_at_once(tmp_path) -> None:
+    log = Log(str(tmp_path / "t-0"), LogConfig(), clock=Clock())
+    partition = Partition(TP, 1, log)
+    partition.make_leader(0, [1, 2], [1, 2], controller_epoch=1, zk_version=4)
+    now = partition.remote_replicas[2].last_caught_up_ms
+    partition.maybe_shrink_isr(LAG_MS, now + LAG_MS + 1)
+    assert partition.isr == [1] and partition.pending_isr is None
 
 
 def test_catching_up_counts_from_the_leaders_end_at_the_previous_fetch() -> None:

@@ -376,7 +376,9 @@ def test_a_broker_refuses_requests_from_a_stale_controller(kt_cluster) -> None:
     )
     target = cluster.leader_of("fenced", 0)
     stale_epoch = 1  # the first controller's epoch
-    assert cluster.brokers[target].controller_epoch_seen > stale_epoch
+    # The new controller's first requests reach the broker (from its own event thread).
+    cluster.wait_until(lambda: cluster.brokers[target].controller_epoch_seen > stale_epoch,
+                       what="the new controller heard")  # fmt: skip
     R = m.UpdateMetadataRequest
     with BrokerConnection("127.0.0.1", cluster.ports[target]) as connection:
         response = connection.send(

@@ -38,7 +38,7 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
     for name in names:
         if name is None:
             continue
-        topics.append(_topic_metadata(server, name, explicit and allow_create, header, ctx))
+        topics.append(await _topic_metadata(server, name, explicit and allow_create, header, ctx))
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
             node_id=broker_id, host=e.host or "", port=e.port, rack=rack
@@ -64,7 +64,9 @@ def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:
     ]
 
 
-def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: Any, ctx: Any) -> Any:
+async def _topic_metadata(
+    server: KafkaServer, name: str, may_create: bool, header: Any, ctx: Any
+) -> Any:
     cache = server.metadata_cache
     Topic = m.MetadataResponse.MetadataResponseTopic
     if not cache.contains(name):
@@ -72,7 +74,7 @@ def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: An
         try:
             validate_topic_name(name)
             if may_create and server.config["auto.create.topics.enable"]:
-                error = _auto_create(server, name)
+                error = await _auto_create(server, name)
         except KafkaError as e:
             error = e.name
         return Topic(
@@ -110,11 +112,11 @@ def _topic_metadata(server: KafkaServer, name: str, may_create: bool, header: An
     )
 
 
-def _auto_create(server: KafkaServer, name: str) -> str:
+async def _auto_create(server: KafkaServer, name: str) -> str:
     """Create a topic a client asked for; the client retries on LEADER_NOT_AVAILABLE."""
     if name in INTERNAL_TOPICS:
         return "LEADER_NOT_AVAILABLE"
-    result = server.admin_manager.create_topic(NewTopic(name), validate_only=False)
+    result = await server.store_call(server.admin_manager.create_topic, NewTopic(name), False)
     if result.error_code and result.error_code != KafkaError("TOPIC_ALREADY_EXISTS").code:
         return KafkaError(result.error_code).name
     return "LEADER_NOT_AVAILABLE"

@@ -20,7 +20,8 @@ from kt.config import (
     KafkaConfig,
     LogConfig,
 )
-from kt.errors import KafkaError
+from kt.errors import KafkaError, store_error
+from kt.metadata.store import MetadataStoreError
 from kt.protocol import messages as m
 from kt.storage.names import validate_topic_name
 
@@ -151,8 +152,8 @@ async def describe_configs(server: KafkaServer, header: Any, request: Any, ctx: 
         keys = list(res.configuration_keys) if res.configuration_keys is not None else None
         synonyms = header.api_version >= 1 and request.include_synonyms
         try:
-            entries = _describe_resource(
-                server, res.resource_type, res.resource_name, keys, synonyms
+            entries = await server.store_call(
+                _describe_resource, server, res.resource_type, res.resource_name, keys, synonyms
             )
         except KafkaError as e:
             results.append(
@@ -195,11 +196,13 @@ async def describe_configs(server: KafkaServer, header: Any, request: Any, ctx: 
 def _describe_resource(
     server: KafkaServer, rtype: int, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[ConfigEntry]:
+    """A resource's config entries, as stored now (on the broker's store threads)."""
     if rtype == TOPIC:
         validate_topic_name(name)
         if not server.metadata_cache.contains(name):
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
-        return describe_topic_configs(server, name, server.topic_config(name), keys, synonyms)
+        config = server.read_topic_config(name)
+        return describe_topic_configs(server, name, config, keys, synonyms)
     if rtype == BROKER:
         if name and name != str(server.broker_id):
             raise KafkaError(
@@ -265,7 +268,9 @@ async def alter_configs(server: KafkaServer, header: Any, request: Any, ctx: Any
     responses = []
     for res in request.resources:
         new = {c.name: c.value for c in res.configs if c.value is not None}
-        responses.append(_alter_one(server, res, lambda _cur, n=new: n, request.validate_only))
+        responses.append(await server.store_call(
+            _alter_one, server, res, lambda _cur, n=new: n, request.validate_only
+        ))  # fmt: skip
     return m.AlterConfigsResponse(responses=responses, throttle_time_ms=0)
 
 
@@ -275,19 +280,22 @@ async def incremental_alter_configs(
     responses = []
     for res in request.resources:
         ops = [(c.config_operation, c.name, c.value) for c in res.configs]
-        responses.append(
-            _alter_one(server, res, lambda cur, o=ops: _apply_ops(cur, o), request.validate_only)
-        )
+        responses.append(await server.store_call(
+            _alter_one, server, res, lambda cur, o=ops: _apply_ops(cur, o), request.validate_only
+        ))  # fmt: skip
     return m.IncrementalAlterConfigsResponse(responses=responses, throttle_time_ms=0)
 
 
 def _alter_one(server: KafkaServer, res: Any, change: Any, validate_only: bool) -> Any:
+    """Read, change, validate and write one resource's config (on the store threads)."""
     try:
         new = change(_current(server, res.resource_type, res.resource_name))
         _validate_and_write(server, res.resource_type, res.resource_name, new, validate_only)
         code, message = 0, None
     except KafkaError as e:
         code, message = e.code, str(e)
+    except MetadataStoreError as e:
+        code, message = store_error(e).code, str(store_error(e))
     # Both responses share this shape (AlterConfigsResourceResponse).
     return m.AlterConfigsResponse.AlterConfigsResourceResponse(
         error_code=code,

@@ -41,16 +41,21 @@ def _is_stale(server: KafkaServer, controller_epoch: int) -> bool:
 # -- what a broker does with each request --------------------------------------------------
 
 
-def apply_leader_and_isr(
+async def apply_leader_and_isr(
     server: KafkaServer,
     controller_id: int,
     controller_epoch: int,
     states: list[PartitionState],
     topic_ids: dict[str, Any],
+    live_leaders: dict[int, tuple[str, int]],
 ) -> dict[TopicPartition, int]:
-    """Become leader or follower of each partition; an error code per partition."""
+    """Become leader or follower of each partition; an error code per partition. The
+    config of a topic new to this broker is read first (off the event loop); the
+    leaders' inter-broker endpoints are where its fetchers connect."""
     if _is_stale(server, controller_epoch):
         return {TopicPartition(s.topic, s.partition): _STALE for s in states}
+    server.leader_endpoints.update(live_leaders)
+    await server.load_topic_configs({s.topic for s in states})
     return server.replica_manager.become_leader_or_follower(
         controller_id, controller_epoch, states, topic_ids
     )
@@ -120,8 +125,9 @@ async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: An
                 zk_version=p.partition_epoch,
             )  # fmt: skip
         )
-    errors = apply_leader_and_isr(
-        server, request.controller_id, request.controller_epoch, states, topic_ids
+    live_leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
+    errors = await apply_leader_and_isr(
+        server, request.controller_id, request.controller_epoch, states, topic_ids, live_leaders
     )
     Error = m.LeaderAndIsrResponse.LeaderAndIsrPartitionError
     if version < 5:
@@ -246,3 +252,10 @@ async def controlled_shutdown(server: KafkaServer, header: Any, request: Any, ct
             Remaining(topic_name=tp.topic, partition_index=tp.partition) for tp in remaining
         ],
     )
+
+
+async def alter_partition(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """A leader proposes ISR changes to the controller (KIP-497)."""
+    if server.controller is None:
+        return m.AlterPartitionResponse(error_code=KafkaError("NOT_CONTROLLER").code)
+    return await server.controller.alter_partition(request, header.api_version)

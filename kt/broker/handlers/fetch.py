@@ -15,13 +15,14 @@ if TYPE_CHECKING:
 EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
 INITIAL_EPOCH = 0  # a full fetch that asks for a new session
 FINAL_EPOCH = -1  # a full fetch that closes its session (or wants none)
 ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
 # The negative timestamps ListOffsets takes from each version on (ListOffsetsRequest):
 # -3 from v7, -4 (EARLIEST_LOCAL) from v8, -5 (LATEST_TIERED) from v9. Any other
 # negative timestamp is UNSUPPORTED_VERSION, as Kafka 3.9 answers it.
-SPECIAL_TIMESTAMPS_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, -4: 8, -5: 9}
+SPECIAL_TIMESTAMPS_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9}
 
 
 async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
@@ -128,6 +129,8 @@ def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p:
         partition.check_leader(p.current_leader_epoch)
         log_ = partition.log
         found = _offset_for(log_, p.timestamp, request.isolation_level, request.replica_id)
+        if found[1] < 0 or p.timestamp == LATEST:
+            _check_high_watermark_caught_up(partition, p.timestamp, request.replica_id)
     except KafkaError as e:
         return Response(partition_index=p.partition_index, error_code=e.code)
     timestamp, offset, epoch = found
@@ -141,6 +144,23 @@ def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p:
         offset=offset,
         leader_epoch=epoch if epoch is not None else -1,
     )
+
+
+def _check_high_watermark_caught_up(partition: Any, timestamp: int, replica_id: int) -> None:
+    """A new leader's high watermark may lag the start of its epoch until its followers
+    fetch again: until then a client asking for the latest offset, or for a timestamp not
+    found below the high watermark, gets OFFSET_NOT_AVAILABLE (retriable; KIP-207, as
+    Partition.fetchOffsetForTimestamp answers), not an offset from before the election."""
+    if replica_id >= 0 or timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return
+    start, hw = partition.leader_epoch_start_offset, partition.log.high_watermark
+    if start > hw:
+        raise KafkaError(
+            "OFFSET_NOT_AVAILABLE",
+            f"Failed to fetch offsets for partition {partition.tp} with leader epoch "
+            f"{partition.leader_epoch} as this partition's high watermark ({hw}) is lagging "
+            f"behind the start offset from the beginning of this epoch ({start}).",
+        )
 
 
 def _offset_for(log_: Any, timestamp: int, isolation: int, replica_id: int) -> tuple:

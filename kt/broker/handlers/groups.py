@@ -42,7 +42,7 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     version = header.api_version
     key_type = request.key_type if version >= 1 else GROUP_KEY
     keys = request.coordinator_keys if version >= 4 else [request.key]
-    found = [_coordinator_for(server, key, key_type, ctx.listener) for key in keys]
+    found = [await _coordinator_for(server, key, key_type, ctx.listener) for key in keys]
     if version >= 4:
         Coordinator = m.FindCoordinatorResponse.Coordinator
         return m.FindCoordinatorResponse(coordinators=[
@@ -58,7 +58,7 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     )  # fmt: skip
 
 
-def _coordinator_for(
+async def _coordinator_for(
     server: KafkaServer, key: str, key_type: int, listener: str
 ) -> tuple[str, int, str, int]:
     """(error, node id, host, port) of the leader of the key's internal partition, on the
@@ -81,7 +81,10 @@ def _coordinator_for(
     cache = server.metadata_cache
     partitions = cache.topic_partitions(topic)
     if not partitions:
-        _create_internal_topic(server, topic)
+        try:
+            await server.store_call(_create_internal_topic, server, topic)
+        except KafkaError as e:  # the store is away: the client asks again
+            log.info("Not creating %s now: %s", topic, e)
         return not_available
     state = partitions.get(partition_for(key, len(partitions)))
     broker = cache.alive_broker(state.leader) if state is not None else None
@@ -94,7 +97,8 @@ def _coordinator_for(
 def _create_internal_topic(server: KafkaServer, topic: str) -> None:
     """AutoTopicCreationManager for __consumer_offsets: compacted, with its configured
     replication factor. Until that many brokers are alive the topic is not created, and
-    FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11."""
+    FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11. Store
+    reads and writes: run on the broker's store threads."""
     cfg = server.config
     live = len(server.admin_manager.live_brokers())
     partitions = cfg["offsets.topic.num.partitions"]

@@ -102,5 +102,8 @@ async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: 
             producer_id=-1,
             producer_epoch=-1,
         )
-    producer_id = server.producer_id_manager.generate_producer_id()
+    try:
+        producer_id = await server.producer_id_manager.generate_producer_id()
+    except KafkaError as e:  # no block of ids: the store is away
+        return m.InitProducerIdResponse(error_code=e.code, producer_id=-1, producer_epoch=-1)
     return m.InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

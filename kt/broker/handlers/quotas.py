@@ -53,7 +53,7 @@ def desanitize(name: str) -> str | None:
 async def describe_client_quotas(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     R = m.DescribeClientQuotasResponse
     try:
-        found = describe(server, request.components, request.strict)
+        found = await server.store_call(describe, server, request.components, request.strict)
     except KafkaError as e:
         return R(error_code=e.code, error_message=str(e), entries=None)
     entries = [
@@ -67,7 +67,8 @@ async def describe_client_quotas(server: KafkaServer, header: Any, request: Any,
 
 
 def describe(server: KafkaServer, components: Iterable[Any], strict: bool) -> dict[Entity, dict]:
-    """The quotas of the entities the filter matches, by entity."""
+    """The quotas of the entities the filter matches, by entity (store reads: run on the
+    broker's store threads)."""
     by_type: dict[str, Any] = {}
     for component in components:
         kind = component.entity_type
@@ -136,7 +137,7 @@ async def alter_client_quotas(server: KafkaServer, header: Any, request: Any, ct
     for entry in request.entries:
         entity = [(e.entity_type, e.entity_name) for e in entry.entity]
         try:
-            alter(server, entity, entry.ops, request.validate_only)
+            await server.store_call(alter, server, entity, entry.ops, request.validate_only)
             error = KafkaError("NONE")
         except KafkaError as e:
             error = e
@@ -154,7 +155,7 @@ def alter(
     server: KafkaServer, entity: list[tuple[str, str | None]], ops: Iterable[Any],
     validate_only: bool,
 ) -> None:  # fmt: skip
-    """ZkAdminManager.alterClientQuotas for one entity."""
+    """ZkAdminManager.alterClientQuotas for one entity (on the broker's store threads)."""
     entity_type, path, keys = _entity_path(entity)
     config = server.zk.get_entity_config(entity_type, path)
     for op in ops:

@@ -72,7 +72,7 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
     if _partitions_requested(server, request) > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
     else:
-        results = _create_each(server, request)
+        results = await server.store_call(_create_each, server, request)
     if not request.validate_only:
         await _wait_or_time_out(
             server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
@@ -84,6 +84,7 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
 
 
 def _create_each(server: KafkaServer, request: Any) -> list[TopicResult]:
+    """Validate and write each new topic (on the broker's store threads)."""
     results: list[TopicResult] = []
     seen: set[str] = set()
     for topic in request.topics:
@@ -150,7 +151,7 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
         elif _not_controller(server):
             results.append(TopicResult.failed(name, KafkaError("NOT_CONTROLLER")))
         else:
-            results.append(server.admin_manager.delete_topic(name))
+            results.append(await server.store_call(server.admin_manager.delete_topic, name))
     await _wait_or_time_out(server, results, server.admin_manager.topics_gone, request.timeout_ms)
     return m.DeleteTopicsResponse(
         responses=[
@@ -172,7 +173,10 @@ async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx:
     if added > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
     else:
-        results = [_grow(server, topic, request.validate_only) for topic in request.topics]
+        results = [
+            await server.store_call(_grow, server, topic, request.validate_only)
+            for topic in request.topics
+        ]
     counts = {r.name: r.num_partitions for r in results}
 
     def grown(topics: list[str]) -> bool:
