@@ -9,7 +9,8 @@ brokers' identical defaults: no flush per append, 1 GiB segments):
   produce       librdkafka producer (confluent-kafka), acks=1 and acks=all: records/s,
                 and the broker process's CPU seconds per million records (read from
                 /proc), since one client can be the bottleneck for both brokers
-  perf          kafka-producer-perf-test (the Java producer, acks=1) and
+  perf          kafka-producer-perf-test (the Java producer, acks=1), kt producer-perf-test
+                (kt's producer, acks=1), each against both brokers, and
                 kafka-consumer-perf-test (a Java consumer in a group): records/s, CPU
   latency       kafka-e2e-latency (Java producer and consumer, acks=all): average ms
   startup       spawn to the first answered ApiVersions, fresh log dir (Kafka's storage
@@ -31,6 +32,7 @@ import os
 import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -128,6 +130,21 @@ def producer_perf_test(bootstrap: str, records: int) -> float:
     return records / float(match.group(1))
 
 
+def kt_producer_perf_test(bootstrap: str, records: int) -> float:
+    """Seconds kt's producer took (`kt producer-perf-test`, its default path), from its own
+    records/sec figure."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kt", "producer-perf-test", "--topic", TOPIC, "--num-records",
+         str(records), "--record-size", "100", "--throughput", "-1", "--producer-props",
+         f"bootstrap.servers={bootstrap}", "acks=1", "linger.ms=5"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    match = re.search(r"^\d+ records sent, ([\d.]+) records/sec", result.stdout, re.M)
+    if result.returncode or match is None:
+        raise RuntimeError(f"kt producer-perf-test failed: {result.stdout}{result.stderr}")
+    return records / float(match.group(1))
+
+
 def consumer_perf_test(bootstrap: str, records: int) -> float:
     """Seconds of fetching for the Java consumer (its fetch.nMsg.sec), group join excluded."""
     result = run_tool("kafka-consumer-perf-test", "--bootstrap-server", bootstrap, "--topic",
@@ -146,6 +163,10 @@ def bench_perf_tools(sides: list[Side], records: int, repeat: int) -> list[Row]:
                 records / got["kafka"][0], True)]  # fmt: skip
     rows.append(Row("  broker CPU", "s/M rec", got["kt"][1] / records * 1e6,
                     got["kafka"][1] / records * 1e6, False))  # fmt: skip
+    got = alternate(sides, repeat, lambda s: timed(
+        s, lambda: kt_producer_perf_test(s.bootstrap, records)))  # fmt: skip
+    rows.append(Row("kt producer-perf-test, acks=1", "rec/s", records / got["kt"][0],
+                    records / got["kafka"][0], True))  # fmt: skip
     got = alternate(sides, repeat, lambda s: timed(
         s, lambda: consumer_perf_test(s.bootstrap, records)))  # fmt: skip
     rows.append(Row("kafka-consumer-perf-test (fetch)", "rec/s", records / got["kt"][0],

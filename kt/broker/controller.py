@@ -139,7 +139,9 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         take part in the election again (Kafka's Expire, then RegisterBrokerAndReelect)."""
 
         async def expire() -> None:
-            if self.is_active:
+            # The watch on /controller may have run the election in the new session
+            # already, and won it: that /controller is this session's, keep it.
+            if self.is_active and self.zk.get_controller_id() != self.broker_id:
                 self._resign()
             await self._elect()
 

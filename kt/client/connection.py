@@ -150,6 +150,10 @@ class BrokerConnection:
         except OSError:
             pass
 
+    def fileno(self) -> int:
+        """The socket's descriptor, for select()."""
+        return self._sock.fileno()
+
     @property
     def closed(self) -> bool:
         """Closed by us, or after an I/O error (the broker went away): connect anew."""

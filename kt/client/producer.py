@@ -137,7 +137,13 @@ class Producer:
         self.producer_id, self.producer_epoch = -1, -1
         self._sequences: dict[tuple[str, int], int] = {}  # the next, per partition
 
-    def _topic(self, topic: str) -> TopicInfo:
+    def forget_metadata(self) -> None:
+        """Ask for the topics' leaders again at the next send (a leader moved)."""
+        self._topics.clear()
+
+    def topic_info(self, topic: str) -> TopicInfo:
+        """The topic's partitions and leaders, cached; waits (max.block.ms) for a leader of
+        each, creating the topic if the broker auto-creates."""
         info = self._topics.get(topic)
         if info is not None:  # known, every partition led (a retry clears the cache)
             return info
@@ -176,7 +182,7 @@ class Producer:
         timestamp_ms: int | None = None,
     ) -> list[SendResult]:
         """Buffer one record; returns the results of any batch this filled and sent."""
-        info = self._topic(topic)
+        info = self.topic_info(topic)
         if partition is None:
             partition = self.partitioner.partition(topic, key, len(info.partitions))
         if partition not in info.partitions:
@@ -216,29 +222,38 @@ class Producer:
                 time.sleep(self.retry_backoff_ms / 1000)
                 self._topics.clear()
                 for topic, _ in failed:
-                    self._topic(topic)
+                    self.topic_info(topic)
             pending = failed
         if self.idempotent and any(r.error_code for r in results):
-            self._reset_producer_id()
+            self.reset_producer_id()
         return results
 
     def _encode(self, pending: dict[tuple[str, int], _Pending]) -> None:
         """Encode each batch not sent yet: with the producer id and the partition's next
         sequence when idempotent."""
-        if self.idempotent and self.producer_id < 0:
-            self._init_producer_id()
+        self.ensure_producer_id()
         for tp, batch in pending.items():
             if batch.data is not None:
                 continue
             if not self.idempotent:
                 batch.data = build_batch(batch.records, compression_type=self.codec)
                 continue
-            sequence = self._sequences.get(tp, 0)
             batch.data = build_batch(
                 batch.records, compression_type=self.codec, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=sequence,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self.next_sequence(tp, len(batch.records)),
             )  # fmt: skip
-            self._sequences[tp] = (sequence + len(batch.records)) % (2**31)
+
+    def ensure_producer_id(self) -> None:
+        """An idempotent producer's id, taken at its first batch and after a reset."""
+        if self.idempotent and self.producer_id < 0:
+            self._init_producer_id()
+
+    def next_sequence(self, tp: tuple[str, int], records: int) -> int:
+        """The partition's next sequence number for a batch of `records` records."""
+        sequence = self._sequences.get(tp, 0)
+        self._sequences[tp] = (sequence + records) % (2**31)
+        return sequence
 
     def _init_producer_id(self) -> None:
         """InitProducerId without a transactional id: a new producer id, epoch 0."""
@@ -262,7 +277,7 @@ class Producer:
         self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
         self._sequences.clear()
 
-    def _reset_producer_id(self) -> None:
+    def reset_producer_id(self) -> None:
         """A batch failed for good: whether it was written is unknown, so its partition's
         next sequence is too. The next send takes a new producer id (sequences from 0)."""
         self.producer_id, self.producer_epoch = -1, -1
@@ -273,7 +288,7 @@ class Producer:
     ) -> list[tuple[SendResult, _Pending]]:
         by_leader: dict[int, dict[tuple[str, int], _Pending]] = {}
         for (topic, partition), batch in pending.items():
-            leader = self._topic(topic).partitions[partition].leader
+            leader = self.topic_info(topic).partitions[partition].leader
             by_leader.setdefault(leader, {})[(topic, partition)] = batch
         out: list[tuple[SendResult, _Pending]] = []
         for leader, batches in by_leader.items():

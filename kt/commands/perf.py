@@ -53,9 +53,17 @@ class ManyValuesCommand(KafkaCommand):
               help="A producer configs file.")  # fmt: skip
 @click.option("--print-metrics", is_flag=True, help="Print the producer's metrics at the end.")
 @click.option("--transactional-id", help="Not supported: kt has no transactions yet.")
+@click.option(
+    "--pre-encoded-batches",
+    is_flag=True,
+    help="kt only: send copies of one pre-encoded batch over raw sockets instead of records "
+    "through kt's producer. Skips the per-record send, the callbacks and the client's "
+    "batching: it measures the broker, not what a producer gets.",
+)
 def producer_perf_test(**o: Any) -> None:
     """Send records as fast as asked and print Kafka's throughput and latency lines."""
     from kt.client.producer import CODECS, acks_number, checked_choice, idempotence
+    from kt.errors import KafkaError
     from kt.tools import producer_perf as pp
 
     for name in ("topic", "num_records", "throughput"):
@@ -95,9 +103,11 @@ def producer_perf_test(**o: Any) -> None:
             request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
             client_id=props.get("client.id", "perf-producer-client"),
             idempotent=idempotence(props),
+            linger_ms=float(props.get("linger.ms", 0)),
         )  # fmt: skip
-        stats = pp.run(props["bootstrap.servers"], config, sys.stdout)
-    except (pp.PerfError, ValueError) as e:
+        run = pp.run if o["pre_encoded_batches"] else pp.run_producer
+        stats = run(props["bootstrap.servers"], config, sys.stdout)
+    except (pp.PerfError, KafkaError, ValueError) as e:
         fail(str(e))
     except KeyboardInterrupt:
         raise SystemExit(130) from None

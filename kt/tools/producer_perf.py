@@ -1,13 +1,20 @@
 """`kt producer-perf-test` (Kafka's ProducerPerformance): send records as fast as asked,
 and print the rate and the send-to-acknowledgement latency as Kafka's tool prints them.
 
-Built to be faster than what it measures: a batch of `batch.size` worth of records is
-encoded once, as a template (random payloads as Kafka's tool draws them, reused for every
-batch as Kafka's tool reuses its payload buffer); each batch sent is a copy of it with
-its timestamps and CRC set. Produce requests (v7) are framed by hand and pipelined, up to
-`max.in.flight.requests.per.connection` per leader, over plain sockets. A record's
-latency is from the moment it was taken for sending to its batch's answer, in ms, as
-Kafka's PerfCallback measures it; latencies are sampled as Kafka's Stats samples them.
+By default (`run_producer`) every record goes through kt's producer as Kafka's tool sends
+through the Java producer: `send()` with a callback per record (kt.client.sender: batched
+by the client per batch.size and linger.ms, pipelined up to
+max.in.flight.requests.per.connection per leader), throttled as ThroughputThrottler
+does, each record's latency from its send() to its callback, so that the figures compare
+with Kafka's tool against the same broker.
+
+`run` (`--pre-encoded-batches`) measures the broker more than a client: a batch of
+`batch.size` worth of records is encoded once, as a template (random payloads as Kafka's
+tool draws them), each batch sent is a copy with its timestamps and CRC set, and Produce
+requests (v7) are framed by hand and pipelined over plain sockets. It skips the
+per-record append, the callbacks and the client's batching decisions. Its latency is
+from the moment a record was taken for sending to its batch's answer. Either way
+latencies are sampled as Kafka's Stats samples them.
 """
 
 from __future__ import annotations
@@ -18,12 +25,12 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from crc32c_rs import crc32c
 
 from kt.client.client import KafkaClient
-from kt.errors import error_for
+from kt.errors import KafkaError, error_for
 from kt.protocol import ApiKey, decode_response
 from kt.storage.record_batch import Record, build_batch
 
@@ -99,12 +106,13 @@ class Stats:
         self.out.flush()
 
     def print_total(self) -> None:
+        """Kafka 3.9's last line: records/sec with Java's %f (six decimals)."""
         elapsed = max(time.time() * 1000 - self.start * 1000, 1e-3)
         samples = sorted(self.latencies)
         percentiles = [samples[int(p * len(samples))] if samples else 0
                        for p in (0.5, 0.95, 0.99, 0.999)]  # fmt: skip
         self.out.write(
-            f"{self.count} records sent, {1000 * self.count / elapsed:.1f} records/sec "
+            f"{self.count} records sent, {1000 * self.count / elapsed:f} records/sec "
             f"({1000 * self.bytes / elapsed / (1024 * 1024):.2f} MB/sec), "
             f"{self.total_latency / max(self.count, 1):.2f} ms avg latency, "
             f"{float(self.max_latency):.2f} ms max latency, {percentiles[0]} ms 50th, "
@@ -224,6 +232,67 @@ class PerfConfig:
     request_timeout_ms: int = 30000
     client_id: str = "perf-producer-client"
     idempotent: bool = False  # batches with a producer id and sequences, as Kafka's default
+    linger_ms: float = 0.0  # the Java producer's default in Kafka 3.9
+
+
+POLL_EVERY = 64  # records between two polls of the producer (answers, lingered batches)
+
+
+def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
+    """ProducerPerformance's loop through kt's producer: each record sent with a callback
+    that records its latency (ms from send() to the callback); returns the stats, after
+    printing the final line."""
+    from kt.client.producer import Producer
+    from kt.client.sender import PipelinedProducer
+
+    codecs = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+    client = KafkaClient(bootstrap, client_id=config.client_id)
+    base = Producer(
+        client, acks=config.acks, compression=codecs[config.compression],
+        batch_size=config.batch_size, request_timeout_ms=config.request_timeout_ms,
+        idempotent=config.idempotent,
+    )  # fmt: skip
+    producer = PipelinedProducer(base, linger_ms=config.linger_ms,
+                                 max_in_flight=config.max_in_flight)  # fmt: skip
+    stats = Stats(config.num_records, out)
+    payloads = config.payloads
+    failures: list[KafkaError] = []
+
+    def completion(sent_ms: int, size: int) -> Any:
+        def on_delivery(error: KafkaError | None, _offset: int) -> None:
+            if error is not None:
+                failures.append(error)  # Kafka's PerfCallback prints the exception
+                return
+            stats.record_batch([sent_ms], size, int(time.time() * 1000))
+
+        return on_delivery
+
+    try:
+        try:
+            base.topic_info(config.topic)
+        except KafkaError as e:
+            raise PerfError(f"Topic {config.topic} not present in metadata after 30000 ms: "
+                            f"{e.name}") from None  # fmt: skip
+        start_ms = int(time.time() * 1000)
+        for i in range(config.num_records):
+            payload = payloads[i % len(payloads)] if len(payloads) > 1 else payloads[0]
+            sent_ms = int(time.time() * 1000)
+            producer.send(config.topic, payload, on_delivery=completion(sent_ms, len(payload)))
+            if config.throughput > 0:  # ThroughputThrottler: wait until the next is due
+                due_ms = start_ms + 1000 * (i + 1) / config.throughput
+                if due_ms > time.time() * 1000:
+                    while (wait := (due_ms - time.time() * 1000) / 1000) > 0:
+                        producer.poll(wait)  # answers may end the wait early
+                    continue
+            if i % POLL_EVERY == 0:
+                producer.poll(0)
+        producer.flush(config.request_timeout_ms / 1000 + 60)
+    finally:
+        client.close()
+    for error in failures[:1]:
+        out.write(f"{error.name}: {error}\n")
+    stats.print_total()
+    return stats
 
 
 def run(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:

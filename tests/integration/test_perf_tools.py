@@ -34,25 +34,31 @@ def end_offsets(bootstrap: str, topic: str) -> int:
 
 
 def perf_test(bootstrap: str, topic: str, records: int, size: int, throughput: int,
-              acks: str) -> tuple[list[str], re.Match[str]]:  # fmt: skip
+              acks: str, *options: str) -> tuple[list[str], re.Match[str]]:  # fmt: skip
     """Run the tool; its lines and the match of the final one."""
     out = kt_ok("producer-perf-test", "--topic", topic, "--num-records", str(records),
                 "--record-size", str(size), "--throughput", str(throughput),
-                "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}")  # fmt: skip
+                "--producer-props", f"bootstrap.servers={bootstrap}", f"acks={acks}",
+                *options)  # fmt: skip
     match = FINAL.fullmatch(out[-1])
     assert match, out
     return out, match
 
 
-def test_unthrottled_run_prints_kafkas_final_line(module_broker) -> None:
-    create(module_broker.bootstrap, "perf-fast", 3)
-    out, match = perf_test(module_broker.bootstrap, "perf-fast", 200000, 100, -1, "1")
+@pytest.mark.parametrize("options", [(), ("--pre-encoded-batches",)], ids=["producer", "raw"])
+def test_unthrottled_run_prints_kafkas_final_line(module_broker, options) -> None:
+    """Through kt's producer (the default) or as copies of one encoded batch: Kafka 3.9's
+    lines, records/sec with Java's %f, and every record in the log."""
+    topic = f"perf-fast-{len(options)}"
+    create(module_broker.bootstrap, topic, 3)
+    out, match = perf_test(module_broker.bootstrap, topic, 200000, 100, -1, "1", *options)
     assert int(match.group(1)) == 200000
     records_per_s, mb_per_s = float(match.group(2)), float(match.group(3))
     assert mb_per_s == pytest.approx(records_per_s * 100 / 2**20, rel=0.01)
     p50, p95, p99, p999 = (int(match.group(i)) for i in range(6, 10))
     assert p50 <= p95 <= p99 <= p999 <= float(match.group(5))
-    assert end_offsets(module_broker.bootstrap, "perf-fast") == 200000
+    assert re.fullmatch(r"\d+\.\d{6}", match.group(2))  # %f
+    assert end_offsets(module_broker.bootstrap, topic) == 200000
     assert all(WINDOW.fullmatch(line) for line in out[:-1]), out
 
 

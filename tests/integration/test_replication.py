@@ -314,6 +314,26 @@ def test_a_broker_whose_session_expired_registers_again(kt_cluster, zookeeper: b
     assert deliveries.acked == [b"after the expiry"]
 
 
+def test_a_controller_elected_again_in_its_new_session_keeps_the_role(kt_cluster) -> None:
+    """kazoo fires the old session's watches as it expires, so the watch on /controller can
+    run the election in the new session, and win it, before the broker hears of the
+    expiry. The Expire that follows must not make it resign: it would own /controller
+    without acting, and no other broker could take over (no partition leader would ever
+    be elected again)."""
+    cluster = kt_cluster(1)
+    controller = cluster.brokers[0].controller
+    epoch = controller.ctx.epoch
+    assert controller.is_active and cluster.controller_id() == 0
+
+    async def hear_the_expiry() -> None:
+        controller.on_session_expired()
+        await controller.barrier()
+
+    cluster._run(hear_the_expiry())
+    assert controller.is_active and controller.ctx.epoch == epoch
+    create_topic(cluster, "still-led", replicas=1)  # a controller elects its leader
+
+
 def test_no_coordinator_until_the_offsets_topic_can_have_all_its_replicas(kt_cluster) -> None:
     """Kafka since 0.11: __consumer_offsets is created with offsets.topic.replication.factor
     replicas or not at all, and FindCoordinator answers COORDINATOR_NOT_AVAILABLE until

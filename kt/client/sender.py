@@ -1,0 +1,209 @@
+"""kt's producer with per-record callbacks and pipelined requests (Kafka's RecordAccumulator
+and Sender, on the caller's thread): what `kt producer-perf-test` measures, as Kafka's
+ProducerPerformance measures the Java producer.
+
+    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=5, max_in_flight=5)
+    producer.send("t", b"value", on_delivery=lambda error, offset: ...)
+    producer.poll(0.1)     # sends what is due, reads answers, runs callbacks
+    producer.flush()       # everything sent and answered
+
+Records go into their partition's open batch (the sticky partitioner picks a partition
+for a record without a key and moves on when a batch closes). A batch closes when it
+holds `batch.size` bytes, or has waited `linger.ms` and its leader's connection has room
+for another request (so that with linger.ms 0 records gather while requests are in
+flight, as with Kafka's sender thread), is encoded once (with the producer id
+and the partition's next sequence when idempotent, kt.client.producer's rules) and is
+queued for its leader, whose connection carries up to `max.in.flight` unanswered Produce
+requests (the broker answers a connection's requests in order). Every record's callback
+runs with the batch's answer: (None, offset) or (KafkaError, -1). A failed batch is not
+retried (its records report the error); an idempotent producer then takes a new id, as
+kt's synchronous producer does.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kt.client.connection import BrokerConnection, PendingResponse
+from kt.client.producer import Producer
+from kt.errors import KafkaError
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.storage.record_batch import Record, build_batch
+
+Callback = Callable[[KafkaError | None, int], None]
+RECORD_OVERHEAD = 20  # bytes a record adds to a batch beyond its key and value, roughly
+
+
+@dataclass
+class _Batch:
+    tp: tuple[str, int]
+    created: float
+    records: list[Record] = field(default_factory=list)
+    callbacks: list[Callback | None] = field(default_factory=list)
+    size: int = 0
+    data: bytes = b""
+
+
+@dataclass
+class _InFlight:
+    pending: PendingResponse | None
+    batch: _Batch
+
+
+class PipelinedProducer:
+    """See the module docstring. `base` gives the settings (acks, compression, batch.size,
+    request timeout, idempotence), the metadata and the producer id."""
+
+    def __init__(self, base: Producer, *, linger_ms: float = 5.0, max_in_flight: int = 5) -> None:
+        self.base = base
+        self.linger_s = linger_ms / 1000
+        self.max_in_flight = max_in_flight
+        self._open: dict[tuple[str, int], _Batch] = {}
+        self._queued: dict[int, deque[_Batch]] = {}  # closed batches by leader
+        self._in_flight: dict[int, deque[_InFlight]] = {}
+        self._leaders: dict[tuple[str, int], int] = {}
+
+    def send(
+        self, topic: str, value: bytes | None, key: bytes | None = None,
+        on_delivery: Callback | None = None, partition: int | None = None,
+    ) -> None:  # fmt: skip
+        """Append one record; sends the batches that are due on the way."""
+        info = self.base.topic_info(topic)
+        count = len(info.partitions)
+        if partition is None:
+            partition = self.base.partitioner.partition(topic, key, count)
+        if partition not in info.partitions:
+            raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
+        tp = (topic, partition)
+        batch = self._open.get(tp)
+        if batch is None:
+            batch = self._open[tp] = _Batch(tp, time.monotonic())
+            self._leaders[tp] = info.partitions[partition].leader
+        batch.records.append(Record(None, int(time.time() * 1000), key, value, ()))
+        batch.callbacks.append(on_delivery)
+        batch.size += len(value or b"") + len(key or b"") + RECORD_OVERHEAD
+        if batch.size >= self.base.batch_size:
+            self._close(batch)
+            self.base.partitioner.on_new_batch(topic, count)
+            self._send_queued()
+
+    def poll(self, timeout_s: float = 0.0) -> None:
+        """Close lingered batches, send what the in-flight limits allow, and read the
+        answers that come within `timeout_s`, running their records' callbacks."""
+        now = time.monotonic()
+        for batch in [b for b in self._open.values() if now - b.created >= self.linger_s]:
+            if self._room(self._leaders[batch.tp]):  # else it fills while it waits
+                self._close(batch)
+        self._send_queued()
+        self._read_answers(timeout_s)
+
+    def flush(self, timeout_s: float = 60.0) -> None:
+        """Send every record and wait for every answer (KafkaError on timeout)."""
+        for batch in list(self._open.values()):
+            self._close(batch)
+        deadline = time.monotonic() + timeout_s
+        while any(self._queued.values()) or any(self._in_flight.values()):
+            if time.monotonic() > deadline:
+                raise KafkaError("REQUEST_TIMED_OUT", "flush: answers did not come in time")
+            self._send_queued()
+            self._read_answers(min(0.1, deadline - time.monotonic()))
+
+    # -- batches ----------------------------------------------------------------------
+
+    def _close(self, batch: _Batch) -> None:
+        del self._open[batch.tp]
+        base = self.base
+        base.ensure_producer_id()
+        if base.idempotent:
+            batch.data = build_batch(
+                batch.records, compression_type=base.codec, producer_id=base.producer_id,
+                producer_epoch=base.producer_epoch,
+                base_sequence=base.next_sequence(batch.tp, len(batch.records)),
+            )  # fmt: skip
+        else:
+            batch.data = build_batch(batch.records, compression_type=base.codec)
+        self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
+
+    def _room(self, leader: int) -> bool:
+        """Whether a lingered batch for `leader` would go out now (Kafka's sender drains a
+        node only while it has fewer than max.in.flight requests unanswered)."""
+        waiting = len(self._queued.get(leader, ())) + len(self._in_flight.get(leader, ()))
+        return waiting < self.max_in_flight
+
+    def _send_queued(self) -> None:
+        for leader, queued in self._queued.items():
+            in_flight = self._in_flight.setdefault(leader, deque())
+            while queued and len(in_flight) < self.max_in_flight:
+                batch = queued.popleft()
+                try:
+                    in_flight.append(_InFlight(self._send(leader, batch), batch))
+                except KafkaError as e:
+                    self._failed(batch, e)
+                    continue
+                if self.base.acks == 0:  # nothing comes back: done when written
+                    in_flight.pop()
+                    self._done(batch, -1)
+
+    def _send(self, leader: int, batch: _Batch) -> PendingResponse | None:
+        R = m.ProduceRequest
+        topic, partition = batch.tp
+        request = R(
+            acks=self.base.acks, timeout_ms=self.base.request_timeout_ms,
+            topic_data=[R.TopicProduceData(name=topic, partition_data=[
+                R.PartitionProduceData(index=partition, records=batch.data)])],
+        )  # fmt: skip
+        connection = self.base.client.connection(leader)
+        if self.base.acks == 0:
+            connection.send_no_response(ApiKey.PRODUCE, request)
+            return None
+        return connection.send_request(ApiKey.PRODUCE, request)
+
+    # -- answers ----------------------------------------------------------------------
+
+    def _read_answers(self, timeout_s: float) -> None:
+        waiting = {leader: q for leader, q in self._in_flight.items() if q}
+        if not waiting:
+            if timeout_s > 0:
+                time.sleep(timeout_s)
+            return
+        connections = {self.base.client.connection(leader): leader for leader in waiting}
+        readable, _, _ = select.select(list(connections), [], [], max(timeout_s, 0.0))
+        for connection in readable:
+            self._read_one(connections[connection], connection)
+
+    def _read_one(self, leader: int, connection: BrokerConnection) -> None:
+        entry = self._in_flight[leader].popleft()
+        assert entry.pending is not None
+        try:
+            response = connection.receive(entry.pending)
+        except KafkaError as e:  # the connection broke: every request on it is lost
+            lost = [entry, *self._in_flight[leader]]
+            self._in_flight[leader].clear()
+            for item in lost:
+                self._failed(item.batch, e)
+            return
+        part = response.responses[0].partition_responses[0]
+        if part.error_code:
+            self._failed(entry.batch, KafkaError(part.error_code, part.error_message))
+        else:
+            self._done(entry.batch, part.base_offset)
+
+    def _done(self, batch: _Batch, base_offset: int) -> None:
+        for i, callback in enumerate(batch.callbacks):
+            if callback is not None:
+                callback(None, base_offset + i if base_offset >= 0 else -1)
+
+    def _failed(self, batch: _Batch, error: KafkaError) -> None:
+        if error.retriable:  # a leader moved: ask for the metadata again next time
+            self.base.forget_metadata()
+            self._leaders = {tp: b for tp, b in self._leaders.items() if tp in self._open}
+        if self.base.idempotent:
+            self.base.reset_producer_id()
+        for callback in batch.callbacks:
+            if callback is not None:
+                callback(error, -1)

@@ -1,0 +1,115 @@
+"""kt's producer with per-record callbacks (kt.client.sender), what `kt producer-perf-test`
+sends through: every record's callback with its offset, each partition's records in
+send order and once, batches gathered by the client while requests are in flight, and
+each record told of a batch the broker refused."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.client.client import KafkaClient
+from kt.client.producer import Producer
+from kt.client.sender import PipelinedProducer
+from kt.errors import KafkaError
+
+pytestmark = pytest.mark.slow
+
+
+def create(bootstrap: str, topic: str, partitions: int, **config: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1, config=config)])[topic].result(30)
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "check",
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: list = []
+    while len(got) < count:
+        messages = consumer.consume(1000, 10)
+        assert messages, f"only {len(got)} of {count} records came"
+        got += [m for m in messages if m.error() is None]
+    consumer.close()
+    return got
+
+
+def test_each_record_is_answered_in_order_and_written_once(module_broker) -> None:
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "piped", 3)
+    client = KafkaClient(bootstrap)
+    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=0, max_in_flight=2)
+    answers: dict[bytes, int] = {}
+
+    def answered(key: bytes):
+        def on_delivery(error: KafkaError | None, offset: int) -> None:
+            assert error is None
+            answers[key] = offset
+
+        return on_delivery
+
+    for i in range(3000):
+        key = f"k{i}".encode()
+        producer.send("piped", f"v{i}".encode(), key=key, on_delivery=answered(key))
+        if i % 100 == 0:
+            producer.poll(0)
+    producer.flush()
+    client.close()
+    assert len(answers) == 3000
+    records = read_all(bootstrap, "piped", 3, 3000)
+    assert len(records) == 3000  # nothing twice
+    assert {m.key(): m.offset() for m in records} == answers
+    for m in records:  # the value sent with the key
+        assert m.value() == b"v" + m.key()[1:]
+    by_partition: dict[int, list[int]] = {}
+    for m in records:
+        by_partition.setdefault(m.partition(), []).append(int(m.key()[1:]))
+    for sent in by_partition.values():  # each partition's records in the order sent
+        assert sent == sorted(sent)
+
+
+def test_records_gather_into_batches_while_requests_are_in_flight(module_broker) -> None:
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "gathered", 1)
+    client = KafkaClient(bootstrap)
+    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=0, max_in_flight=1)
+    done: list[int] = []
+    for _ in range(2000):
+        producer.send("gathered", b"x" * 10, on_delivery=lambda e, o: done.append(o))
+        producer.poll(0)
+    producer.flush()
+    client.close()
+    assert sorted(done) == list(range(2000))
+    # linger.ms 0 and one request at a time: records wait for the one in flight, and go
+    # together (a batch per record would be 2000 batches).
+    assert len(_batches(bootstrap, "gathered")) < 1000
+
+
+def _batches(bootstrap: str, topic: str) -> list[int]:
+    """The base offsets of the topic's batches, read with kt's consumer."""
+    from kt.client.consumer import Consumer as KtConsumer
+
+    client = KafkaClient(bootstrap)
+    consumer = KtConsumer(client)
+    consumer.assign({(topic, 0): 0})
+    bases: list[int] = []
+    while consumer.positions[(topic, 0)] < 2000:
+        batches = consumer.poll_batches(2000)
+        assert batches, "no batch came"
+        bases += [batch.base_offset for _, batch, _ in batches]
+    client.close()
+    return bases
+
+
+def test_a_refused_batch_tells_each_of_its_records(module_broker) -> None:
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "refused", 1, **{"min.insync.replicas": "2"})  # one replica: never
+    client = KafkaClient(bootstrap)
+    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=0)
+    errors: list[str] = []
+    for _ in range(10):
+        producer.send("refused", b"x", on_delivery=lambda e, o: errors.append(e.name))
+    producer.flush()
+    client.close()
+    assert errors == ["NOT_ENOUGH_REPLICAS"] * 10
