@@ -329,7 +329,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
                 self.ctx.states.pop(tp, None)
             self.ctx.assignments.pop(topic, None)
             self.ctx.topic_ids.pop(topic, None)
-            self.zk.delete_topic(topic)
+            self.zk.delete_topic(topic, [tp.partition for tp in partitions])
             self.ctx.topics_to_delete.discard(topic)
             await self.channel.remove_topic(
                 sorted(self.ctx.live_brokers), self, topic, [tp.partition for tp in partitions]

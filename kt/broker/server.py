@@ -192,14 +192,22 @@ class KafkaServer:
         assert self.log_manager is not None
         return self.log_manager.config_for(topic)
 
-    async def load_topic_configs(self, topics: set[str]) -> None:
+    async def load_topic_configs(self, topics: set[str]) -> dict[str, KafkaError]:
         """Read the config of each topic this broker has not seen yet (LeaderAndIsr for a
-        new topic: Kafka's fetchLogConfig), off the event loop."""
+        new topic: Kafka's fetchLogConfig), off the event loop; the topics whose config
+        could not be read, with the error (their replicas wait for the next LeaderAndIsr
+        rather than start with configs that may not be theirs)."""
         assert self.log_manager is not None
         known = self.log_manager.topic_configs
+        failed = {}
         for topic in sorted(t for t in topics if t not in known):
-            config = await self.store_call(self.read_topic_config, topic)
+            try:
+                config = await self.store_call(self.read_topic_config, topic)
+            except KafkaError as e:
+                failed[topic] = e
+                continue
             known.setdefault(topic, config)
+        return failed
 
     @property
     def socket_server(self) -> SocketServer:

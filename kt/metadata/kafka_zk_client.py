@@ -20,8 +20,10 @@ from typing import Any, Protocol
 from kt.metadata import znodes as z
 from kt.metadata.store import (
     BadVersionError,
+    DeleteOp,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
     Session,
     WatchCallback,
 )
@@ -391,8 +393,26 @@ class KafkaZkClient:
     def get_topic_deletions(self, watch: WatchCallback | None = None) -> list[str]:
         return self.session.get_children(z.DELETE_TOPICS, watch)
 
-    def delete_topic(self, topic: str) -> None:
-        """Remove a deleted topic's znodes: assignment and states, config, deletion marker."""
+    def delete_topic(self, topic: str, partitions: Iterable[int] = ()) -> None:
+        """Remove a deleted topic's znodes: assignment and states, config, deletion marker.
+        With its partitions known, in one multi (one round trip, where a recursive delete
+        lists and deletes node by node); should anything differ from the expected tree
+        (a node missing, a child more), node by node."""
+        known = sorted(partitions)
+        if known:
+            topic_path = z.topic_path(topic)
+            ops: list[Any] = []
+            for p in known:
+                ops += [DeleteOp(z.partition_state_path(topic, p)),
+                        DeleteOp(z.partition_path(topic, p))]  # fmt: skip
+            ops += [DeleteOp(z.topic_partitions_path(topic)), DeleteOp(topic_path),
+                    DeleteOp(z.config_entity_path("topics", topic)),
+                    DeleteOp(z.delete_topic_path(topic))]  # fmt: skip
+            try:
+                self.session.multi(ops)
+                return
+            except (NoNodeError, NotEmptyError):
+                pass  # not the tree expected: below, whatever it is
         self.session.delete(z.topic_path(topic), recursive=True)
         self.session.delete(z.config_entity_path("topics", topic), recursive=True)
         self.session.delete(z.delete_topic_path(topic), recursive=True)

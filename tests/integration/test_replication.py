@@ -394,6 +394,9 @@ def test_a_broker_refuses_requests_from_a_stale_controller(kt_cluster) -> None:
     cluster.wait_until(
         lambda: cluster.controller_id() not in (-1, old_controller), what="a new controller"
     )
+    # The new controller moves the partition off the dead broker (from its own thread).
+    cluster.wait_until(lambda: cluster.leader_of("fenced", 0) not in (-1, old_controller),
+                       what="a new leader")  # fmt: skip
     target = cluster.leader_of("fenced", 0)
     stale_epoch = 1  # the first controller's epoch
     # The new controller's first requests reach the broker (from its own event thread).

@@ -27,6 +27,8 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from kt.metadata.store import SessionExpiredError
+
 pytestmark = pytest.mark.slow
 
 KAZOO_CALLS = ("create", "get", "set", "delete", "get_children", "exists", "ensure_path",
@@ -114,3 +116,30 @@ def test_no_zookeeper_call_on_the_event_loop(kt_cluster, kazoo_threads) -> None:
                       if thread == loop_thread})  # fmt: skip
     assert len(kazoo_threads) > 100  # the recorder saw the cluster at work
     assert on_loop == []
+
+
+def test_a_topic_config_that_cannot_be_read_holds_back_only_its_partitions(
+    kt_cluster, monkeypatch
+) -> None:
+    """LeaderAndIsr reads the config of a topic new to the broker (off the loop). When the
+    store cannot answer for one topic, its partitions wait (an error for each in the
+    answer) instead of starting with configs that may not be theirs, and the other
+    topics of the same request are led."""
+    cluster = kt_cluster(1)
+    server = cluster.brokers[0]
+    read = server.read_topic_config
+
+    def failing(topic: str) -> Any:
+        if topic == "unreadable":
+            raise SessionExpiredError("ZooKeeper went away", f"/config/topics/{topic}")
+        return read(topic)
+
+    monkeypatch.setattr(server, "read_topic_config", failing)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    futures = admin.create_topics([NewTopic("unreadable", 1, 1), NewTopic("readable", 1, 1)],
+                                  operation_timeout=5)  # fmt: skip
+    futures["readable"].result(30)
+    partitions = server.replica_manager.partitions
+    _wait(lambda: ("readable", 0) in partitions, "the readable topic's replica")
+    assert ("unreadable", 0) not in partitions
+    assert server.log_manager.config_for("unreadable") is server.log_manager.default_config

@@ -55,9 +55,11 @@ async def apply_leader_and_isr(
     if _is_stale(server, controller_epoch):
         return {TopicPartition(s.topic, s.partition): _STALE for s in states}
     server.leader_endpoints.update(live_leaders)
-    await server.load_topic_configs({s.topic for s in states})
-    return server.replica_manager.become_leader_or_follower(
-        controller_id, controller_epoch, states, topic_ids
+    unread = await server.load_topic_configs({s.topic for s in states})
+    errors = {TopicPartition(s.topic, s.partition): unread[s.topic].code
+              for s in states if s.topic in unread}  # fmt: skip
+    return errors | server.replica_manager.become_leader_or_follower(
+        controller_id, controller_epoch, [s for s in states if s.topic not in unread], topic_ids
     )
 
 
