@@ -129,7 +129,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
                 self._resign()
             log.info("broker %s: controller is %s", self.broker_id, self.zk.get_controller_id())
             return
-        self.ctx = ControllerContext(epoch=won[0])
+        self.ctx = ControllerContext(epoch=won[0], epoch_zk_version=won[1])
         self.is_active = True
         log.info("broker %s is controller, epoch %s", self.broker_id, self.ctx.epoch)
         await self._on_controller_failover()
@@ -411,7 +411,9 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
                 tp.topic, tp.partition, leader, state.leader_epoch + 1,
                 list(self.ctx.replicas(tp)), isr, controller_epoch=self.ctx.epoch,
             )  # fmt: skip
-            version = self.zk.conditional_update_partition_state(new, state.zk_version)
+            version = self.zk.conditional_update_partition_state(
+                new, state.zk_version, self.ctx.epoch_zk_version
+            )
             if version is not None:
                 new.zk_version = version
                 self.ctx.states[tp] = new

@@ -121,7 +121,9 @@ class AlterPartitionHandling:
             tp.topic, tp.partition, current.leader, current.leader_epoch,
             list(current.replicas), list(isr), controller_epoch=self.ctx.epoch,
         )  # fmt: skip
-        zk_version = self.zk.conditional_update_partition_state(new, current.zk_version)
+        zk_version = self.zk.conditional_update_partition_state(
+            new, current.zk_version, self.ctx.epoch_zk_version
+        )
         if zk_version is None:
             log.info("Failed to update ISR to %s for partition %s, bad ZK version", isr, tp)
             return "INVALID_UPDATE_VERSION"

@@ -18,6 +18,7 @@ class ControllerContext:
     """The controller's in-memory copy of what the store says (ControllerContext)."""
 
     epoch: int = 0
+    epoch_zk_version: int | None = None  # /controller_epoch's version at the election
     live_brokers: set[int] = field(default_factory=set)
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
     topic_ids: dict[str, Any] = field(default_factory=dict)

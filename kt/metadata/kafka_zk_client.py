@@ -20,11 +20,14 @@ from typing import Any, Protocol
 from kt.metadata import znodes as z
 from kt.metadata.store import (
     BadVersionError,
+    CheckOp,
+    ControllerMovedError,
     DeleteOp,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
     Session,
+    SetDataOp,
     WatchCallback,
 )
 
@@ -345,13 +348,33 @@ class KafkaZkClient:
             return 0
 
     def conditional_update_partition_state(
-        self, state: PartitionStateLike, expected_version: int
-    ) -> int | None:
-        """A leader's ISR change: written only if the state znode is still at
-        `expected_version` (no controller wrote since); the new version, or None."""
+        self, state: PartitionStateLike, expected_version: int,
+        controller_epoch_version: int | None = None,
+    ) -> int | None:  # fmt: skip
+        """Write a partition's state only if its znode is still at `expected_version`
+        (nobody wrote it since); the new version, or None. Given the /controller_epoch
+        version the controller was elected with, the write is also fenced by it, in one
+        multi (Kafka's checkControllerEpoch): ControllerMovedError if a newer controller
+        was elected since."""
+        if controller_epoch_version is None:
+            try:
+                return self.update_partition_state(state, expected_version)
+            except BadVersionError:
+                return None
+        ops = [CheckOp(z.CONTROLLER_EPOCH, controller_epoch_version),
+               SetDataOp(z.partition_state_path(state.topic, state.partition), _state(state),
+                         expected_version)]  # fmt: skip
         try:
-            return self.update_partition_state(state, expected_version)
-        except BadVersionError:
+            return self.session.multi(ops)[1].version
+        except (BadVersionError, NoNodeError) as e:
+            results = e.results or []
+            if results and isinstance(results[0], BadVersionError | NoNodeError):
+                raise ControllerMovedError(
+                    f"/controller_epoch is no longer at version {controller_epoch_version}: "
+                    "another controller was elected"
+                ) from None
+            if isinstance(e, NoNodeError):
+                raise
             return None
 
     # -- ISR change notifications (the ZooKeeper-mode leader -> controller path) ---------

@@ -100,6 +100,11 @@ class NotEmptyError(ZookeeperError):
     code = -111
 
 
+class ControllerMovedError(MetadataStoreError):
+    """A controller's write fenced off: /controller_epoch moved on since its election
+    (Kafka's ControllerMovedException)."""
+
+
 class SessionExpiredError(ZookeeperError):
     code = -112
 

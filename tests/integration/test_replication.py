@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
@@ -17,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.broker.partition import TopicPartition as KtPartition
 from kt.client.connection import BrokerConnection
+from kt.metadata.store import ControllerMovedError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.testing import KtCluster
@@ -332,6 +334,29 @@ def test_a_controller_elected_again_in_its_new_session_keeps_the_role(kt_cluster
     cluster._run(hear_the_expiry())
     assert controller.is_active and controller.ctx.epoch == epoch
     create_topic(cluster, "still-led", replicas=1)  # a controller elects its leader
+
+
+def test_a_controller_whose_epoch_moved_on_writes_no_partition_state(kt_cluster) -> None:
+    """Every state write of the controller is fenced by the /controller_epoch version it
+    was elected with (Kafka's checkControllerEpoch): a controller that has not yet heard
+    that another was elected (its events still queued under a new session) changes
+    nothing."""
+    cluster = kt_cluster(1)
+    create_topic(cluster, "fenced-write", replicas=1)
+    server = cluster.brokers[0]
+    controller = server.controller
+    before = cluster.partition_state("fenced-write", 0)
+    server.zk.increment_controller_epoch()  # another election, as far as the store knows
+
+    async def elect_again() -> Any:
+        tp = KtPartition("fenced-write", 0)
+        return await controller.events.ask(
+            "Test", lambda: controller._update_leader_and_isr(tp, lambda s: (s.leader, s.isr))
+        )
+
+    with pytest.raises(ControllerMovedError):
+        cluster._run(elect_again())
+    assert cluster.partition_state("fenced-write", 0) == before
 
 
 def test_no_coordinator_until_the_offsets_topic_can_have_all_its_replicas(kt_cluster) -> None:
