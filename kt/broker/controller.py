@@ -307,7 +307,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
                 controller_epoch=self.ctx.epoch, zk_version=0,
             )  # fmt: skip
             states.append(state)
-        self.zk.create_partition_states(states)
+        self.zk.create_partition_states(states, self.ctx.epoch_zk_version)
         for state in states:
             self.ctx.states[TopicPartition(state.topic, state.partition)] = state
         await self._send_leader_and_isr(new, is_new=True)

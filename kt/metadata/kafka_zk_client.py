@@ -34,6 +34,12 @@ from kt.metadata.store import (
 INITIAL_CONTROLLER_EPOCH = 0  # KafkaController.InitialControllerEpoch
 
 
+def _controller_moved(version: int) -> ControllerMovedError:
+    return ControllerMovedError(
+        f"/controller_epoch is no longer at version {version}: another controller was elected"
+    )
+
+
 class PartitionStateLike(Protocol):
     """What a partition state write needs (kt.broker's PartitionState has these)."""
 
@@ -324,18 +330,29 @@ class KafkaZkClient:
             return None
         return z.LeaderAndIsr.decode(data, stat.version)
 
-    def create_partition_states(self, states: Iterable[PartitionStateLike]) -> None:
-        """Write the first state of new partitions, in one multi per topic."""
+    def create_partition_states(
+        self, states: Iterable[PartitionStateLike], controller_epoch_version: int | None = None
+    ) -> None:
+        """Write the first state of new partitions, in one multi per topic (fenced by the
+        controller's /controller_epoch version when given: ControllerMovedError)."""
         by_topic: dict[str, list[PartitionStateLike]] = {}
         for state in states:
             by_topic.setdefault(state.topic, []).append(state)
         for topic, topic_states in by_topic.items():
             self.session.ensure_path(z.topic_partitions_path(topic))
-            with self.session.transaction() as txn:
-                for state in topic_states:
-                    if self.session.exists(z.partition_path(topic, state.partition)) is None:
-                        txn.create(z.partition_path(topic, state.partition))
-                    txn.create(z.partition_state_path(topic, state.partition), _state(state))
+            txn = self.session.transaction()
+            if controller_epoch_version is not None:
+                txn.check(z.CONTROLLER_EPOCH, controller_epoch_version)
+            for state in topic_states:
+                if self.session.exists(z.partition_path(topic, state.partition)) is None:
+                    txn.create(z.partition_path(topic, state.partition))
+                txn.create(z.partition_state_path(topic, state.partition), _state(state))
+            try:
+                txn.commit()
+            except BadVersionError as e:
+                if controller_epoch_version is not None and (e.results or [None])[0] is e:
+                    raise _controller_moved(controller_epoch_version) from None
+                raise
 
     def update_partition_state(self, state: PartitionStateLike, expected_version: int = -1) -> int:
         """Rewrite a partition's state (conditionally, when `expected_version` is given);
@@ -369,10 +386,7 @@ class KafkaZkClient:
         except (BadVersionError, NoNodeError) as e:
             results = e.results or []
             if results and isinstance(results[0], BadVersionError | NoNodeError):
-                raise ControllerMovedError(
-                    f"/controller_epoch is no longer at version {controller_epoch_version}: "
-                    "another controller was elected"
-                ) from None
+                raise _controller_moved(controller_epoch_version) from None
             if isinstance(e, NoNodeError):
                 raise
             return None

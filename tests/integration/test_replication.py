@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.broker.partition import TopicPartition as KtPartition
@@ -357,6 +357,12 @@ def test_a_controller_whose_epoch_moved_on_writes_no_partition_state(kt_cluster)
     with pytest.raises(ControllerMovedError):
         cluster._run(elect_again())
     assert cluster.partition_state("fenced-write", 0) == before
+    # New partitions: their first states are not written either.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    grown = admin.create_partitions([NewPartitions("fenced-write", 2)], operation_timeout=1)
+    assert grown["fenced-write"].exception(30) is not None  # no leader came in time
+    cluster._run(controller.barrier())
+    assert cluster.partition_state("fenced-write", 1) is None
 
 
 def test_no_coordinator_until_the_offsets_topic_can_have_all_its_replicas(kt_cluster) -> None:
