@@ -386,10 +386,8 @@ class KafkaServer:
             self._controller_connected_to = controller_id
         version = min(version, connection.version_for(ApiKey.ALTER_PARTITION))
         try:
-            return await asyncio.wait_for(
-                connection.send(ApiKey.ALTER_PARTITION, build(version), version),
-                CONTROLLER_REQUEST_TIMEOUT_S,
-            )
+            async with asyncio.timeout(CONTROLLER_REQUEST_TIMEOUT_S):  # not wait_for: 3.11
+                return await connection.send(ApiKey.ALTER_PARTITION, build(version), version)
         except TimeoutError:
             connection.close()
             raise KafkaError(

@@ -42,7 +42,11 @@ class AsyncBrokerConnection:
         cls, host: str, port: int, *, client_id: str = "kt", timeout_s: float = 30.0
     ) -> AsyncBrokerConnection:
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result of
+            # a connect that completes as the caller is cancelled, dropping the
+            # cancellation (a replica fetcher then ran on after its shutdown).
+            async with asyncio.timeout(timeout_s):
+                reader, writer = await asyncio.open_connection(host, port)
         except (OSError, TimeoutError) as e:
             raise KafkaError("NETWORK_EXCEPTION", f"cannot connect to {host}:{port}: {e}") from None
         connection = cls(reader, writer, client_id)
