@@ -125,8 +125,9 @@ class AlterPartitionManager:
                 if response.error_code:  # NOT_CONTROLLER, STALE_BROKER_EPOCH, ...: again
                     raise KafkaError(response.error_code)
             except KafkaError as e:
-                log.info("[AlterPartitionManager broker=%s] AlterPartition not taken: %s; "
-                         "sending again", self.broker_id, e.name)  # fmt: skip
+                if attempt == 0:  # once per streak: a controller may be away for a while
+                    log.info("[AlterPartitionManager broker=%s] AlterPartition not taken: "
+                             "%s; sending again", self.broker_id, e.name)  # fmt: skip
                 self._requeue(items)
                 attempt += 1
                 await asyncio.sleep(min(RETRY_BACKOFF_S * 2**attempt, 1.0))

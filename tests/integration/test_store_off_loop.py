@@ -21,6 +21,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import (
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
     ConfigResource,
     NewPartitions,
     NewTopic,
@@ -73,8 +75,10 @@ def test_no_zookeeper_call_on_the_event_loop(kt_cluster, kazoo_threads) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     for future in admin.create_topics([NewTopic("t", 3, 3)]).values():
         future.result(30)
-    resource = ConfigResource("topic", "t", set_config={"retention.ms": "600000"})
-    admin.alter_configs([resource])[resource].result(30)
+    retention = ConfigEntry("retention.ms", "600000",
+                            incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    resource = ConfigResource("topic", "t", incremental_configs=[retention])
+    admin.incremental_alter_configs([resource])[resource].result(30)
     described = admin.describe_configs([ConfigResource("topic", "t")])
     assert described[ConfigResource("topic", "t")].result(30)["retention.ms"].value == "600000"
 
