@@ -71,9 +71,6 @@ class ControllerEventManager:
         assert self._loop is not None, "the controller's event thread has not started"
         return self._loop
 
-    def in_event_thread(self) -> bool:
-        return self._thread is threading.current_thread()
-
     def start(self) -> None:
         """Start the thread; its loop runs (and `put` may be called) on return."""
         ready = threading.Event()

@@ -136,7 +136,8 @@ class OutageLoad:
 
     # -- the clients --------------------------------------------------------------------
 
-    def _current(self) -> PhaseReport:
+    def current(self) -> PhaseReport:
+        """The phase records count in now."""
         with self._lock:
             return self._phases[-1]
 
@@ -150,7 +151,7 @@ class OutageLoad:
         interval = 1.0 / self.rate_per_s
         next_at = time.monotonic()
         while not self._stop.is_set():
-            phase = self._current()
+            phase = self.current()
             stats = phase.producers.setdefault(name, ProducerStats())
             sent = time.monotonic()
             producer.produce(self.topic, b"x" * 100,
@@ -291,7 +292,7 @@ def _ask_zookeeper_things(bootstrap: str, fault: str) -> threading.Thread:
 
 
 def _warm(load: OutageLoad) -> bool:
-    report = load._current()
+    report = load.current()
     return (
         all(report.producers.get(p) and report.producers[p].latencies_ms
             for p in ("acks=1", "acks=all"))

@@ -63,7 +63,7 @@ def test_kt_serves_through_a_session_expiry_and_comes_back_whole(tmp_path, capsy
                 create_topic(bootstrap, "t")
                 load = OutageLoad(bootstrap, "t")
                 load.start()
-                cluster.wait_until(lambda: load._current().consumed > 0, what="the load")
+                cluster.wait_until(lambda: load.current().consumed > 0, what="the load")
                 load.phase("before")
                 time.sleep(3)
                 proxy.drop()
