@@ -374,19 +374,23 @@ class ReplicaManager:
             else:
                 max_offset = log_.high_watermark
             throttled = replica_id >= 0 and self._leader_throttles(partition, replica_id)
+            aborted = None
             if throttled and self.leader_quota.is_quota_exceeded():
                 records: Any = b""  # held back: the throttled replica is over its rate
             else:
                 if throttled:
                     limit = min(limit, self.leader_quota.allowance())
-                records = log_.read(
+                info = log_.read(
                     fp.fetch_offset,
                     min(fp.max_bytes, limit),
                     max_offset=max_offset,
                     min_one_message=min_one_message,
-                ).records
+                )
+                records = info.records
                 if throttled:
                     self.leader_quota.record(len(records))
+                if replica_id < 0 and isolation_level == READ_COMMITTED:
+                    aborted = log_.aborted_transactions_for(info)
             if replica_id >= 0 and partition.update_follower_fetch_state(
                 replica_id, fp.fetch_offset
             ):
@@ -403,6 +407,7 @@ class ReplicaManager:
             last_stable_offset=log_.last_stable_offset,
             log_start_offset=log_.log_start_offset,
             records=records,
+            aborted_transactions=aborted,
         )
 
     def _leader_throttles(self, partition: Partition, replica_id: int) -> bool:

@@ -48,6 +48,7 @@ from kt.storage.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
+from kt.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,10 @@ class Log(LogRetention, LogOffsetLookups):
 
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
-        """Set the HW, bounded to [log start offset, log end offset] as Kafka bounds it."""
-        self._high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        """Set the HW, bounded to [log start offset, log end offset] as Kafka bounds it;
+        transactions whose markers it passed become stable."""
+        self._high_watermark = hw = min(max(offset, self.log_start_offset), self.log_end_offset)
+        self.producer_state.on_high_watermark_updated(hw)
 
     @property
     def last_stable_offset(self) -> int:
@@ -129,6 +132,39 @@ class Log(LogRetention, LogOffsetLookups):
         if first_unstable is None:
             return self._high_watermark
         return min(max(first_unstable, self.log_start_offset), self._high_watermark)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound), from the
+        transaction indexes of the segment holding `start_offset` on, until an entry's LSO
+        reaches the bound (UnifiedLog.collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[max(0, self._floor_index(start_offset)) :]:
+            txns, complete = segment.txn_index.collect_aborted_txns(start_offset, upper_bound)
+            found.extend(txns)
+            if complete:
+                break
+        return found
+
+    def aborted_transactions_for(self, info: FetchDataInfo) -> list[AbortedTxn]:
+        """What a read_committed read must list: the aborted transactions overlapping the
+        offsets it returned, up to the first offset after its bytes
+        (LocalLog.addAbortedTransactions)."""
+        records = info.records
+        if not len(records):
+            return []
+        base = info.fetch_offset_metadata.segment_base_offset
+        i = self._floor_index(base)
+        if not any(s.txn_index.entries for s in self.segments[i:]):
+            return []  # no aborted transaction from here on: the common case
+        segment = self.segments[i]
+        end = records.position + records.size
+        if end + 8 <= segment.size:
+            upper = int.from_bytes(segment.log.read(end, 8), "big")  # the next batch's offset
+        elif i + 1 < len(self.segments):
+            upper = self.segments[i + 1].base_offset
+        else:
+            upper = self.log_end_offset
+        return self.collect_aborted_transactions(info.fetch_offset_metadata.message_offset, upper)
 
     @property
     def active_segment(self) -> LogSegment:
@@ -309,8 +345,15 @@ class Log(LogRetention, LogOffsetLookups):
         """The log's state after a write: log end offset, producer state, flush policy."""
         self.log_end_offset = end = info.last_offset + 1
         if producers:
+            state = self.producer_state
             for append_info in producers.values():
-                self.producer_state.update(append_info)
+                state.update(append_info)
+            for append_info in producers.values():
+                if append_info.completed_txns:
+                    # Markers: the aborted transactions go to the transaction index of
+                    # the segment written to, with the LSO at their end.
+                    for txn in state.complete_txns(append_info.completed_txns):
+                        self.segments[-1].txn_index.append(txn)
         self.producer_state.map_end_offset = end
         info.log_start_offset = self.log_start_offset
         if end - self.recovery_point >= self.config.flush_messages:
@@ -518,7 +561,7 @@ class Log(LogRetention, LogOffsetLookups):
         self.producer_state.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
         self._rebuild_producer_state()
-        self._high_watermark = self.log_end_offset
+        self.high_watermark = self.log_end_offset
 
     def _rebuild_producer_state(self) -> None:
         rebuild_producer_state(

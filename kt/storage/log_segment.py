@@ -35,6 +35,7 @@ from kt.storage.segment_values import (
     TimestampAndOffset,
 )
 from kt.storage.time_index import TimeIndex
+from kt.storage.transaction_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class LogSegment:
         # idle partitions maps none of theirs at start-up, and holds no descriptor for them.
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
+        self.txn_index = TransactionIndex(base_offset, self._path(names.txn_index_file_name))
         self._size_on_load: int | None = None  # resize_indexes before they were loaded
         self._check_on_load = False  # sanity_check_when_loaded was called
         self.created = now_ms
@@ -402,6 +404,7 @@ class LogSegment:
         offset_index, time_index = self.offset_index, self.time_index
         offset_index.reset()
         time_index.reset()
+        self.txn_index.reset()
         index = IndexRebuild(offset_index, time_index)
         found = walk_segment(
             self.log.fd,
@@ -413,6 +416,8 @@ class LogSegment:
             leader_epoch_cache,
         )
         index.flush()
+        for txn in index.aborted_txns:
+            self.txn_index.append(txn)
         valid_bytes = found.valid_bytes
         if producer_state is not None and valid_bytes:
             producer_state.update_map_end_offset(found.next_offset)
@@ -442,6 +447,7 @@ class LogSegment:
                 raise FileNotFoundError(f"Index file {path} does not exist")
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
         index = self.offset_index
         if index.entries:
             offset, position = index.entry(index.entries - 1)
@@ -476,6 +482,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         removed = 0 if mapping is None else self.log.truncate_to(mapping[1])
@@ -504,6 +511,7 @@ class LogSegment:
         for index in (self._offset_index, self._time_index):
             if index is not None:  # an index never mapped has nothing to flush
                 index.flush()
+        self.txn_index.flush()
 
     def on_become_inactive(self) -> None:
         """The segment was rolled: final time index entry, indexes trimmed to their entries."""
@@ -542,6 +550,7 @@ class LogSegment:
         ]
 
     def delete_if_exists(self) -> None:
+        self.txn_index.forget()
         self.close_handlers()
         for path in self._paths():
             try:
@@ -562,6 +571,7 @@ class LogSegment:
             self._offset_index.path = self.offset_index_path
         if self._time_index is not None:
             self._time_index.path = self.time_index_path
+        self.txn_index.path = self._path(names.txn_index_file_name)
 
 
 __all__ = [

@@ -34,6 +34,8 @@ from crc32c_rs import crc32c
 
 from kt.errors import CorruptRecordError, KafkaError
 from kt.storage import names
+from kt.storage.control_records import ABORT, COMMIT
+from kt.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,16 @@ class ProducerStateEntry:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction that a COMMIT or ABORT marker at `last_offset` ended (CompletedTxn)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
 class ProducerAppendInfo:
     """Validates one producer's batches of an append against its state (ProducerAppendInfo).
 
@@ -174,7 +186,7 @@ class ProducerAppendInfo:
         self.origin = origin
         self.updated = current.copy_without_batches()
         self.started_txn_first_offsets: list[int] = []
-        self.completed_txn_first_offsets: list[int] = []
+        self.completed_txns: list[CompletedTxn] = []
 
     def _check_epoch(self, epoch: int, offset: int) -> None:
         if epoch < self.updated.producer_epoch:
@@ -218,10 +230,10 @@ class ProducerAppendInfo:
         last_offset = base_offset + h[_LAST_DELTA]
         if h[_ATTRIBUTES] & _CONTROL:
             marker = parse_end_txn_marker(control) if control is not None else None
-            if marker is None:
-                return  # an empty control batch: its transaction was cleaned away
+            if marker is None or marker[0] not in (ABORT, COMMIT):
+                return  # an empty control batch (its transaction was cleaned away)
             self._check_epoch(epoch, base_offset)
-            _, coordinator_epoch = marker
+            control_type, coordinator_epoch = marker
             if (
                 self.updated.coordinator_epoch > coordinator_epoch
                 and self.origin != ORIGIN_REPLICATION
@@ -231,8 +243,11 @@ class ProducerAppendInfo:
                     f"Invalid coordinator epoch {coordinator_epoch} for producer "
                     f"{self.producer_id}",
                 )
-            if self.updated.current_txn_first_offset is not None:
-                self.completed_txn_first_offsets.append(self.updated.current_txn_first_offset)
+            first_offset = self.updated.current_txn_first_offset
+            if first_offset is not None:
+                self.completed_txns.append(
+                    CompletedTxn(self.producer_id, first_offset, base_offset, control_type == ABORT)
+                )
             self.updated.maybe_update_producer_epoch(epoch)
             self.updated.coordinator_epoch = coordinator_epoch
             self.updated.current_txn_first_offset = None
@@ -351,14 +366,16 @@ class ProducerStateManager:
 
     Invariants: the table reflects every batch before `map_end_offset`; snapshot
     offsets are the log offsets their table reflects; `ongoing_txns` maps each open
-    transaction's first offset to its producer, so the first unstable offset is its
-    smallest key.
+    transaction's first offset to its producer; `unreplicated_txns` maps the first
+    offset of each transaction whose marker is not yet below the high watermark to the
+    marker's offset. The first unstable offset is the smallest key of either.
     """
 
     def __init__(self, log_dir: str) -> None:
         self.log_dir = log_dir
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing_txns: dict[int, int] = {}
+        self.unreplicated_txns: dict[int, int] = {}
         self.map_end_offset = 0
         self.last_snap_offset = 0
         self.snapshots: list[int] = sorted(self._list_snapshot_offsets())
@@ -376,7 +393,7 @@ class ProducerStateManager:
 
     @property
     def is_empty(self) -> bool:
-        return not self.producers and not self.ongoing_txns
+        return not self.producers and not self.unreplicated_txns
 
     def latest_snapshot_offset(self) -> int | None:
         return self.snapshots[-1] if self.snapshots else None
@@ -385,7 +402,45 @@ class ProducerStateManager:
         return self.producers.get(producer_id)
 
     def first_unstable_offset(self) -> int | None:
+        """The first offset of a transaction undecided, or decided by a marker that is not
+        yet replicated (at or above the high watermark)."""
+        if not self.unreplicated_txns:
+            return min(self.ongoing_txns) if self.ongoing_txns else None
+        first = min(self.unreplicated_txns)
+        return min(first, min(self.ongoing_txns)) if self.ongoing_txns else first
+
+    def first_undecided_offset(self) -> int | None:
         return min(self.ongoing_txns) if self.ongoing_txns else None
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Transactions whose marker is below the high watermark are stable."""
+        if self.unreplicated_txns:
+            self._remove_unreplicated_txns(high_watermark)
+
+    def _remove_unreplicated_txns(self, offset: int) -> None:
+        done = [first for first, last in self.unreplicated_txns.items() if last < offset]
+        for first in done:
+            del self.unreplicated_txns[first]
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once `completed` ends: the first transaction still open of another
+        producer, or the offset after its marker (entered in the transaction index)."""
+        others = [f for f, pid in self.ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete_txns(self, completed: list[CompletedTxn]) -> list[AbortedTxn]:
+        """Mark transactions ended by markers as decided; they stay unstable until the
+        high watermark passes their marker. The aborted ones, with the LSO at their end,
+        are returned for the segment's transaction index."""
+        aborted = []
+        for txn in completed:
+            if txn.is_aborted:
+                lso = self.last_stable_offset(txn)
+                aborted.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+            if self.ongoing_txns.pop(txn.first_offset, None) is None:
+                raise ValueError(f"Attempted to complete transaction {txn} which was not started")
+            self.unreplicated_txns[txn.first_offset] = txn.last_offset
+        return aborted
 
     # -- appends ------------------------------------------------------------------
 
@@ -400,18 +455,21 @@ class ProducerStateManager:
             self.producers[info.producer_id] = info.updated
         else:
             current.update(info.updated)
-        for first_offset in info.completed_txn_first_offsets:
-            self.ongoing_txns.pop(first_offset, None)
         for first_offset in info.started_txn_first_offsets:
             self.ongoing_txns[first_offset] = info.producer_id
 
-    def replay_batch(self, h: tuple, control: bytes | memoryview | None = None) -> None:
-        """Apply a batch read back from the log (recovery, rebuild): no sequence checks."""
+    def replay_batch(self, h: tuple, control: bytes | memoryview | None = None) -> list[AbortedTxn]:
+        """Apply a batch read back from the log (recovery, rebuild): no sequence checks.
+        Returns the transactions it aborted (for a rebuilt transaction index)."""
+        aborted: list[AbortedTxn] = []
         if h[_PID] >= 0:
             info = self.prepare_update(h[_PID], ORIGIN_REPLICATION)
             info.append(h, control)
             self.update(info)
+            if info.completed_txns:
+                aborted = self.complete_txns(info.completed_txns)
         self.map_end_offset = h[_BASE_OFFSET] + h[_LAST_DELTA] + 1
+        return aborted
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -495,6 +553,7 @@ class ProducerStateManager:
         if log_end_offset != self.map_end_offset:
             self.producers.clear()
             self.ongoing_txns.clear()
+            self.unreplicated_txns.clear()
             self._load_from_snapshot(log_start_offset, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start_offset)
@@ -502,11 +561,13 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.producers.clear()
         self.ongoing_txns.clear()
+        self.unreplicated_txns.clear()
         for snapshot in list(self.snapshots):
             self.delete_snapshot(snapshot)
         self.last_snap_offset = self.map_end_offset = offset
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        self._remove_unreplicated_txns(log_start_offset)
         if self.map_end_offset < log_start_offset:
             self.map_end_offset = log_start_offset
         self.last_snap_offset = self.latest_snapshot_offset() or log_start_offset

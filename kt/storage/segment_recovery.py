@@ -34,6 +34,7 @@ from kt.storage.batch_header import (
     MAGIC_OFFSET,
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
+from kt.storage.transaction_index import AbortedTxn
 
 # Reads of 1 MiB: large enough that syscalls cost nothing, small enough to stay in L2.
 RECOVERY_CHUNK_BYTES = 1 << 20
@@ -111,6 +112,7 @@ class IndexRebuild:
         self.time_room = time_index.max_entries - 1 - time_index.entries  # TimeIndex.is_full
         self.last_offset = offset_index.last_offset if offset_index.entries else -1
         self.last_time = time_index.last_entry  # (timestamp, offset)
+        self.aborted_txns: list[AbortedTxn] = []  # for the transaction index
 
     def add_slowly(self, offset: int, position: int, max_ts: int, max_ts_offset: int) -> None:
         """One index point through the indexes' own checks; a full index takes none, as
@@ -193,7 +195,9 @@ def walk_segment(
         next_offset = last_offset + 1
         if epoch > latest_epoch or pid >= 0 or attributes & CONTROL_MASK:
             batch = view[pos:end]
-            latest_epoch = _replay(h, batch, latest_epoch, producer_state, leader_epoch_cache)
+            latest_epoch = _replay(
+                h, batch, latest_epoch, producer_state, leader_epoch_cache, index
+            )
         pos = end
     return RecoveredSegment(base + pos, next_offset, max_ts, max_ts_offset, last_index_entry)
 
@@ -232,12 +236,19 @@ def _latest_epoch(leader_epoch_cache) -> int:  # type: ignore[no-untyped-def]
 
 
 def _replay(
-    h: tuple, batch: memoryview, latest_epoch: int, producer_state, leader_epoch_cache
-) -> int:  # type: ignore[no-untyped-def]
-    """A batch that starts a leader epoch or carries producer state; returns the latest epoch."""
+    h: tuple,
+    batch: memoryview,
+    latest_epoch: int,
+    producer_state,  # type: ignore[no-untyped-def]
+    leader_epoch_cache,  # type: ignore[no-untyped-def]
+    index: IndexRebuild,
+) -> int:
+    """A batch that starts a leader epoch or carries producer state; returns the latest
+    epoch. The transactions its marker aborts go to the rebuilt transaction index."""
     if h[2] > latest_epoch:
         leader_epoch_cache.assign(h[2], h[0])
         latest_epoch = h[2]
     if producer_state is not None and (h[9] >= 0 or h[5] & CONTROL_MASK):
-        producer_state.replay_batch(h, bytes(batch) if h[5] & CONTROL_MASK else None)
+        aborted = producer_state.replay_batch(h, bytes(batch) if h[5] & CONTROL_MASK else None)
+        index.aborted_txns.extend(aborted)
     return latest_epoch

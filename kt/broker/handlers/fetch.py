@@ -90,13 +90,19 @@ def _fetch_failed(request: Any, error_code: int) -> Any:
 
 
 def _partition_data(index: int, r: FetchResult) -> Any:
+    Aborted = m.FetchResponse.AbortedTransaction
     return m.FetchResponse.PartitionData(
         partition_index=index,
         error_code=r.error_code,
         high_watermark=r.high_watermark,
         last_stable_offset=r.last_stable_offset,
         log_start_offset=r.log_start_offset,
-        aborted_transactions=r.aborted_transactions,
+        aborted_transactions=None
+        if r.aborted_transactions is None
+        else [
+            Aborted(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in r.aborted_transactions
+        ],
         preferred_read_replica=-1,
         records=r.records,
     )
