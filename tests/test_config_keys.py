@@ -111,12 +111,16 @@ def created_topic(cluster: KtCluster) -> tuple[int, int]:
 
 def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfig]]:
     """(partitions, replication factor, config) of an internal topic, which the first
-    FindCoordinator for a group creates (__consumer_offsets)."""
+    FindCoordinator for a group (__consumer_offsets) or a transactional id
+    (__transaction_state) creates."""
 
     def check(cluster: KtCluster) -> tuple[int, int, LogConfig]:
         from kt.client.client import KafkaClient
 
-        request = m.FindCoordinatorRequest(key="probe", key_type=0, coordinator_keys=["probe"])
+        key_type = 1 if topic == "__transaction_state" else 0
+        request = m.FindCoordinatorRequest(
+            key="probe", key_type=key_type, coordinator_keys=["probe"]
+        )
         with KafkaClient(cluster.bootstrap_servers) as client:
             client.any_connection().send(ApiKey.FIND_COORDINATOR, request)
         cluster.wait_until(lambda: topic in server(cluster).zk.get_all_topics(), what=topic)
@@ -134,6 +138,11 @@ def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfi
 def offsets_topic(cluster: KtCluster) -> tuple[int, int, str]:
     partitions, replicas, config = internal_topic("__consumer_offsets")(cluster)
     return partitions, replicas, str(config.segment_bytes)
+
+
+def transaction_topic(cluster: KtCluster) -> tuple[int, int, str, int]:
+    partitions, replicas, config = internal_topic("__transaction_state")(cluster)
+    return partitions, replicas, str(config.segment_bytes), config.min_insync_replicas
 
 
 def auto_created(cluster: KtCluster) -> bool:
@@ -345,11 +354,32 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "group.max.size": Probe("7", on_server("group_coordinator.max_group_size"), 7),
     "group.coordinator.rebalance.protocols": NoEffect("the classic protocol only (no KIP-848)"),
     # -- transactions and producer ids
-    "transaction.state.log.num.partitions": NoEffect("no transactions yet"),
-    "transaction.state.log.replication.factor": NoEffect("no transactions yet"),
-    "transaction.state.log.min.isr": NoEffect("no transactions yet"),
-    "transaction.state.log.segment.bytes": NoEffect("no transactions yet"),
-    "transactional.id.expiration.ms": NoEffect("no transactions yet"),
+    "transaction.state.log.num.partitions": Probe("3", lambda c: transaction_topic(c)[0], 3),
+    "transaction.state.log.replication.factor": Probe("2", lambda c: transaction_topic(c)[1], 2),
+    "transaction.state.log.min.isr": Probe("2", lambda c: transaction_topic(c)[3], 2),
+    "transaction.state.log.segment.bytes": Probe(
+        "2097152", lambda c: transaction_topic(c)[2], "2097152"
+    ),
+    "transaction.state.log.load.buffer.size": Probe(
+        "65536", on_server("txn_coordinator.state_manager.load_buffer_size"), 65536
+    ),
+    "transactional.id.expiration.ms": Probe(
+        "3600000",
+        on_server("txn_coordinator.state_manager.transactional_id_expiration_ms"),
+        3_600_000,
+    ),
+    "transaction.max.timeout.ms": ShownBy(
+        "tests/integration/test_transactions.py::test_a_timeout_above_the_maximum_is_refused"
+    ),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ShownBy(
+        "tests/integration/test_transactions.py::test_a_transaction_past_its_timeout_is_aborted"
+    ),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": Probe(
+        "60000", task_interval("transactionalId-expiration"), 60.0
+    ),
+    "request.timeout.ms": Probe(
+        "20000", on_server("txn_coordinator.state_manager.request_timeout_ms"), 20000
+    ),
     "producer.id.expiration.ms": NoEffect("producer state lives as long as its log's batches"),
     # -- ZooKeeper
     "zookeeper.connect": ShownBy(

@@ -23,6 +23,7 @@ from kt.broker.handlers import (
     quotas,
     reassignments,
     topics,
+    transactions,
 )
 from kt.broker.handlers.produce import CloseConnection
 from kt.broker.network import RequestContext
@@ -46,7 +47,12 @@ HANDLERS = {
     ApiKey.METADATA: cluster.metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
     ApiKey.PRODUCE: produce.produce,
-    ApiKey.INIT_PRODUCER_ID: produce.init_producer_id,
+    ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+    ApiKey.END_TXN: transactions.end_txn,
+    ApiKey.WRITE_TXN_MARKERS: transactions.write_txn_markers,
+    ApiKey.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
     ApiKey.FETCH: fetch.fetch,
     ApiKey.LIST_OFFSETS: fetch.list_offsets,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: fetch.offset_for_leader_epoch,

@@ -25,6 +25,7 @@ class OffsetFetchResult:
 
     error: str = "NONE"
     offsets: dict[TopicPartitionKey, OffsetAndMetadata | None] = field(default_factory=dict)
+    unstable: set[TopicPartitionKey] = field(default_factory=set)  # UNSTABLE_OFFSET_COMMIT
 
 
 @dataclass
@@ -73,6 +74,40 @@ async def commit_offsets(
     return every(error)
 
 
+async def txn_commit_offsets(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    member_id: str,
+    group_instance_id: str | None,
+    generation_id: int,
+    offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+) -> dict[TopicPartitionKey, str]:
+    """TxnOffsetCommit (handleTxnCommitOffsets): commits in a producer's transaction,
+    pending until its marker. A group that does not exist is created Empty; a member id
+    or generation, when given (v3, KIP-447), must be the group's current ones."""
+    error = coordinator.group_error(group_id)
+    if error != "NONE":
+        return dict.fromkeys(offsets, error)
+    manager = coordinator.manager
+    group = manager.get_group(group_id)
+    if group is None:
+        group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
+    if group.is_(GroupState.DEAD):
+        error = "COORDINATOR_NOT_AVAILABLE"
+    elif generation_id >= 0 or member_id or group_instance_id is not None:
+        error = _validate_current_member(group, member_id, group_instance_id)
+        if error == "NONE" and generation_id != group.generation_id:
+            error = "ILLEGAL_GENERATION"
+    if error != "NONE":
+        return dict.fromkeys(offsets, error)
+    if not offsets:
+        return {}
+    error = await manager.store_txn_offsets(group, offsets, producer_id, producer_epoch)
+    return dict.fromkeys(offsets, error)
+
+
 def _commit_precheck(
     group: GroupMetadata, member_id: str, instance_id: str | None, generation_id: int
 ) -> str:
@@ -114,9 +149,14 @@ def _validate_current_member(group: GroupMetadata, member_id: str, instance_id: 
 
 
 def fetch_offsets(
-    coordinator: GroupCoordinator, group_id: str, partitions: list[TopicPartitionKey] | None
+    coordinator: GroupCoordinator,
+    group_id: str,
+    partitions: list[TopicPartitionKey] | None,
+    require_stable: bool = False,
 ) -> OffsetFetchResult:
-    """Committed offsets of `partitions` (None: all), None where nothing is committed."""
+    """Committed offsets of `partitions` (None: all), None where nothing is committed.
+    With `require_stable` (KIP-447), a partition with an offset pending in an open
+    transaction is UNSTABLE_OFFSET_COMMIT (the consumer asks again)."""
     error = coordinator.group_error(group_id)
     if error != "NONE":
         return OffsetFetchResult(error)
@@ -124,8 +164,13 @@ def fetch_offsets(
     if group is None or group.is_(GroupState.DEAD):
         return OffsetFetchResult(offsets=dict.fromkeys(partitions or []))
     if partitions is None:
-        return OffsetFetchResult(offsets=dict(sorted(group.offsets.items())))
-    return OffsetFetchResult(offsets={tp: group.offsets.get(tp) for tp in partitions})
+        result = OffsetFetchResult(offsets=dict(sorted(group.offsets.items())))
+    else:
+        result = OffsetFetchResult(offsets={tp: group.offsets.get(tp) for tp in partitions})
+    if require_stable and group.pending_txn_offsets:
+        pending = {tp for offsets in group.pending_txn_offsets.values() for tp in offsets}
+        result.unstable = {tp for tp in result.offsets if tp in pending}
+    return result
 
 
 # -- OffsetDelete ------------------------------------------------------------------------

@@ -159,6 +159,9 @@ class GroupMetadata:
         self.new_member_added = False
         self.initial_join_delay = False  # an InitialDelayedJoin is running
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # TxnOffsetCommit: offsets written in a producer's open transaction, which its
+        # COMMIT marker makes the committed offsets and its ABORT marker drops.
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
         self.join_timer: asyncio.TimerHandle | None = None
         self.sync_timer: asyncio.TimerHandle | None = None
 

@@ -24,6 +24,8 @@ from kt.broker.group import offsets_records as rec
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
 from kt.broker.partition import TopicPartition
+from kt.errors import CorruptRecordError
+from kt.storage.control_records import COMMIT, parse_control_type
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
 from kt.storage.records import iter_batches
@@ -129,13 +131,26 @@ class GroupMetadataManager:
 
     # -- writes -----------------------------------------------------------------------
 
-    async def append(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> str:
-        """Append (key, value) records for `group_id` with acks=all; the error name."""
+    async def append(
+        self,
+        group_id: str,
+        entries: list[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
+    ) -> str:
+        """Append (key, value) records for `group_id` with acks=all; the error name. With
+        `producer` (id, epoch) the batch is transactional (TxnOffsetCommit)."""
         if not entries:
             return "NONE"
         tp = TopicPartition(GROUP_METADATA_TOPIC, self.partition_for(group_id))
         ts = self.clock()
-        batch = bytearray(build_batch([Record(None, ts, k, v) for k, v in entries]))
+        records = [Record(None, ts, k, v) for k, v in entries]
+        if producer is None:
+            batch = bytearray(build_batch(records))
+        else:
+            batch = bytearray(build_batch(
+                records, producer_id=producer[0], producer_epoch=producer[1], base_sequence=0,
+                is_transactional=True,
+            ))  # fmt: skip
         results = await self.replica_manager.append_records(
             self.commit_timeout_ms, -1, {tp: batch}, ORIGIN_COORDINATOR
         )
@@ -164,6 +179,33 @@ class GroupMetadataManager:
         if error == "NONE":
             group.offsets.update(offsets)
         return _STORE_OFFSETS_ERRORS.get(error, error)
+
+    async def store_txn_offsets(
+        self,
+        group: GroupMetadata,
+        offsets: dict[tuple[str, int], OffsetAndMetadata],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> str:
+        """Write commits in a producer's transaction; they stay pending until its marker."""
+        entries = [
+            (rec.offset_commit_key(group.group_id, t, p), rec.offset_commit_value(o))
+            for (t, p), o in offsets.items()
+        ]
+        error = await self.append(group.group_id, entries, (producer_id, producer_epoch))
+        if error == "NONE":
+            group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+        return _STORE_OFFSETS_ERRORS.get(error, error)
+
+    def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> None:
+        """The producer's marker reached `__consumer_offsets` partition `partition`: its
+        pending offsets there become committed offsets, or are dropped."""
+        for group in self.groups.values():
+            if self.partition_for(group.group_id) != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
 
     async def delete_offsets(self, group: GroupMetadata, tps: list[tuple[str, int]]) -> str:
         """Tombstones for committed offsets that exist; they leave the cache at once."""
@@ -217,10 +259,10 @@ class GroupMetadataManager:
         """Replay the partition; the loaded groups (None if leadership moved meanwhile)."""
         started = time.monotonic()
         try:
-            offsets, metadata = await self._replay(partition, epoch)
+            offsets, metadata, pending = await self._replay(partition, epoch)
         except Exception:
             log.exception("Error loading offsets from %s-%d", GROUP_METADATA_TOPIC, partition)
-            offsets, metadata = {}, {}
+            offsets, metadata, pending = {}, {}, {}
         if self._epochs.get(partition) != epoch:
             return []
         now = self.clock()
@@ -235,6 +277,16 @@ class GroupMetadataManager:
             if group is None:
                 group = loaded[key.group] = GroupMetadata(key.group, GroupState.EMPTY, now)
             group.offsets[(key.topic, key.partition)] = o
+        for producer_id, txn_offsets in pending.items():
+            for key, o in txn_offsets.items():
+                if o is None:
+                    continue
+                group = loaded.get(key.group)
+                if group is None:
+                    group = loaded[key.group] = GroupMetadata(key.group, GroupState.EMPTY, now)
+                group.pending_txn_offsets.setdefault(producer_id, {})[
+                    (key.topic, key.partition)
+                ] = o
         for group_id, group in loaded.items():
             self.groups[group_id] = group
         self.loading.discard(partition)
@@ -243,12 +295,16 @@ class GroupMetadataManager:
                  (time.monotonic() - started) * 1000, len(loaded))  # fmt: skip
         return list(loaded.values())
 
-    async def _replay(self, partition: int, epoch: int) -> tuple[dict, dict]:
+    async def _replay(self, partition: int, epoch: int) -> tuple[dict, dict, dict]:
+        """(offsets, group metadata, pending transactional offsets by producer id): the
+        offsets of a transaction count once its COMMIT marker is read, and not at all
+        after its ABORT marker; those of open transactions stay pending."""
         offsets: dict[OffsetKey, OffsetAndMetadata | None] = {}
         metadata: dict[str, rec.GroupMetadataValue | None] = {}
+        pending: dict[int, dict[OffsetKey, OffsetAndMetadata | None]] = {}
         p = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC, partition))
         if p is None:
-            return offsets, metadata
+            return offsets, metadata, pending
         log_ = p.log
         position = log_.log_start_offset
         while position < log_.log_end_offset and self._epochs.get(partition) == epoch:
@@ -260,12 +316,18 @@ class GroupMetadataManager:
             for batch in iter_batches(data):
                 if batch.next_offset <= position:
                     continue
-                if not getattr(batch, "is_control", False):
+                if getattr(batch, "is_control", False):
+                    _apply_marker(batch, offsets, pending)
+                elif getattr(batch, "is_transactional", False):
+                    txn_offsets = pending.setdefault(batch.producer_id, {})
+                    for record in batch.records():
+                        _apply(record, txn_offsets, metadata)
+                else:
                     for record in batch.records():
                         _apply(record, offsets, metadata)
                 position = batch.next_offset
             await asyncio.sleep(0)  # let other requests in between chunks
-        return offsets, metadata
+        return offsets, metadata, pending
 
     def unload(self, partition: int) -> list[GroupMetadata]:
         """Leadership of `partition` went elsewhere: forget its groups, return them."""
@@ -276,6 +338,18 @@ class GroupMetadataManager:
         for group in gone:
             del self.groups[group.group_id]
         return gone
+
+
+def _apply_marker(batch: Any, offsets: dict, pending: dict) -> None:
+    """A COMMIT marker moves its producer's pending offsets into `offsets`; ABORT drops them."""
+    for record in batch.records():
+        try:
+            control_type = parse_control_type(record.key)
+        except (CorruptRecordError, ValueError, IndexError, struct.error):
+            continue
+        txn_offsets = pending.pop(batch.producer_id, None)
+        if control_type == COMMIT and txn_offsets:
+            offsets.update(txn_offsets)
 
 
 def _apply(record: Record, offsets: dict, metadata: dict) -> None:

@@ -2,9 +2,8 @@
 
 Each handler turns a request of any version into a call on the group coordinator
 (kt.broker.group) and its answer into the response of that version. FindCoordinator
-creates `__consumer_offsets` on first use and answers COORDINATOR_NOT_AVAILABLE until its
-leaders are elected. Until kt has transactions, a transactional id's coordinator is the
-broker asked, which refuses its InitProducerId.
+creates `__consumer_offsets` (for a group) and `__transaction_state` (for a transactional
+id) on first use and answers COORDINATOR_NOT_AVAILABLE until their leaders are elected.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from kt.broker.group.group_metadata_manager import (
     partition_for,
 )
 from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kt.errors import KafkaError
 from kt.protocol import messages as m
 
@@ -61,23 +61,13 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
 async def _coordinator_for(
     server: KafkaServer, key: str, key_type: int, listener: str
 ) -> tuple[str, int, str, int]:
-    """(error, node id, host, port) of the leader of the key's internal partition, on the
-    listener the request came in on."""
+    """(error, node id, host, port) of the leader of the key's internal partition
+    (`__consumer_offsets` for a group, `__transaction_state` for a transactional id), on
+    the listener the request came in on."""
     not_available = ("COORDINATOR_NOT_AVAILABLE", -1, "", -1)
-    if key_type not in (GROUP_KEY, TRANSACTION_KEY):
+    if key_type not in (GROUP_KEY, TRANSACTION_KEY) or not key:
         return ("INVALID_REQUEST", -1, "", -1)
-    if key_type == TRANSACTION_KEY:
-        # No transaction coordinator yet: the broker asked names itself, and refuses the
-        # producer's InitProducerId there with UNSUPPORTED_VERSION, which librdkafka and
-        # the Java client report as "not supported" (see produce.init_producer_id).
-        me = server.metadata_cache.alive_broker(server.broker_id)
-        endpoint = me.endpoint(listener) if me is not None else None
-        if endpoint is None:
-            return not_available
-        return ("NONE", server.broker_id, endpoint.host or "", endpoint.port)
-    if not key:
-        return ("INVALID_REQUEST", -1, "", -1)
-    topic = GROUP_METADATA_TOPIC
+    topic = GROUP_METADATA_TOPIC if key_type == GROUP_KEY else TRANSACTION_STATE_TOPIC
     cache = server.metadata_cache
     partitions = cache.topic_partitions(topic)
     if not partitions:
@@ -95,16 +85,25 @@ async def _coordinator_for(
 
 
 def _create_internal_topic(server: KafkaServer, topic: str) -> None:
-    """AutoTopicCreationManager for __consumer_offsets: compacted, with its configured
-    replication factor. Until that many brokers are alive the topic is not created, and
-    FindCoordinator answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11. Store
-    reads and writes: run on the broker's store threads."""
+    """AutoTopicCreationManager for __consumer_offsets and __transaction_state: compacted,
+    with their configured partitions, replication factor and (for transactions) min ISR.
+    Until that many brokers are alive the topic is not created, and FindCoordinator
+    answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11. Store reads and writes:
+    run on the broker's store threads."""
     cfg = server.config
     live = len(server.admin_manager.live_brokers())
-    partitions = cfg["offsets.topic.num.partitions"]
-    rf = cfg["offsets.topic.replication.factor"]
-    configs = {"cleanup.policy": "compact", "compression.type": "producer",
-               "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
+    if topic == GROUP_METADATA_TOPIC:
+        partitions = cfg["offsets.topic.num.partitions"]
+        rf = cfg["offsets.topic.replication.factor"]
+        configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                   "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
+    else:  # TransactionLog's enforced topic configs
+        partitions = cfg["transaction.state.log.num.partitions"]
+        rf = cfg["transaction.state.log.replication.factor"]
+        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                   "min.insync.replicas": str(cfg["transaction.state.log.min.isr"]),
+                   "unclean.leader.election.enable": "false",
+                   "segment.bytes": str(cfg["transaction.state.log.segment.bytes"])}  # fmt: skip
     if live < rf:
         log.info(
             "Not creating %s: %d live brokers, fewer than its replication factor %d",
@@ -264,14 +263,17 @@ async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any)
         groups = []
         for g in request.groups:
             wanted = _wanted(g.topics)
-            result = group_admin.fetch_offsets(coordinator, g.group_id, wanted)
+            result = group_admin.fetch_offsets(
+                coordinator, g.group_id, wanted, request.require_stable
+            )
             groups.append(R.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code(result.error),
                 topics=_fetched_topics(result, R.OffsetFetchResponseTopics,
                                        R.OffsetFetchResponsePartitions)))  # fmt: skip
         return R(throttle_time_ms=0, groups=groups)
     wanted = _wanted(request.topics)
-    result = group_admin.fetch_offsets(coordinator, request.group_id, wanted)
+    require_stable = version >= 7 and request.require_stable
+    result = group_admin.fetch_offsets(coordinator, request.group_id, wanted, require_stable)
     if result.error != "NONE" and version < 2:
         # v0/v1 have no top-level error: every partition asked for carries it.
         result.offsets = dict.fromkeys(wanted or [])
@@ -293,13 +295,17 @@ def _fetched_topics(
 ) -> list[Any]:
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), o in result.offsets.items():
+        if (topic, partition) in result.unstable:
+            o, partition_error = None, "UNSTABLE_OFFSET_COMMIT"
+        else:
+            partition_error = error
         by_topic.setdefault(topic, []).append(
             Partition(
                 partition_index=partition,
                 committed_offset=o.offset if o is not None else -1,
                 committed_leader_epoch=o.leader_epoch if o is not None else -1,
                 metadata=o.metadata if o is not None else "",
-                error_code=code(error),
+                error_code=code(partition_error),
             )
         )
     return [Topic(name=t, partitions=parts) for t, parts in by_topic.items()]

@@ -1,4 +1,4 @@
-"""Produce and InitProducerId (KafkaApis.handleProduceRequest, handleInitProducerIdRequest)."""
+"""Produce (KafkaApis.handleProduceRequest)."""
 
 from __future__ import annotations
 
@@ -87,23 +87,3 @@ def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any
             )
         topics.append(Topic(name=topic.name, partition_responses=partitions))
     return m.ProduceResponse(responses=topics, throttle_time_ms=0)
-
-
-async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """Idempotent producers get a new id, epoch 0. A transactional id is refused with
-    UNSUPPORTED_VERSION until kt has a transaction coordinator: librdkafka's
-    init_transactions then fails with "Failed to initialize Producer ID: Broker: API
-    version not supported", the Java client's with "Unexpected error in
-    InitProducerIdResponse; The version of API is not supported." (the answer that sent
-    users looking for ACLs was TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
-    if request.transactional_id is not None:
-        return m.InitProducerIdResponse(
-            error_code=KafkaError("UNSUPPORTED_VERSION").code,
-            producer_id=-1,
-            producer_epoch=-1,
-        )
-    try:
-        producer_id = await server.producer_id_manager.generate_producer_id()
-    except KafkaError as e:  # no block of ids: the store is away
-        return m.InitProducerIdResponse(error_code=e.code, producer_id=-1, producer_epoch=-1)
-    return m.InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)

@@ -1,0 +1,260 @@
+"""Transaction APIs (KafkaApis.handleInitProducerIdRequest, handleAddPartitionsToTxnRequest,
+handleAddOffsetsToTxnRequest, handleEndTxnRequest, handleWriteTxnMarkersRequest,
+handleTxnOffsetCommitRequest).
+
+The handlers turn requests of any version into calls on the transaction coordinator
+(kt.broker.transaction), the group coordinator (TxnOffsetCommit) and the replica
+manager (WriteTxnMarkers, which a coordinator sends to partition leaders), and back.
+Clients older than the version that has PRODUCER_FENCED get INVALID_PRODUCER_EPOCH,
+as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.group import group_admin
+from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, now_ms
+from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.broker.partition import TopicPartition
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+from kt.storage.control_records import (
+    ABORT,
+    COMMIT,
+    EndTransactionMarker,
+    build_end_txn_marker_batch,
+)
+from kt.storage.producer_state import ORIGIN_COORDINATOR
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+
+def code(name: str) -> int:
+    return KafkaError(name).code
+
+
+def _fenced_for(version: int, first_version: int, error: str) -> str:
+    """PRODUCER_FENCED is new in `first_version`; older clients know it by another name."""
+    return (
+        "INVALID_PRODUCER_EPOCH"
+        if error == "PRODUCER_FENCED" and version < first_version
+        else error
+    )
+
+
+# -- InitProducerId ----------------------------------------------------------------------
+
+
+async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """An idempotent producer gets a new id at epoch 0; a transactional one its id's
+    producer id and a new epoch from the id's coordinator."""
+
+    def answer(error: str, producer_id: int = -1, epoch: int = -1) -> Any:
+        error = _fenced_for(header.api_version, 4, error)
+        return m.InitProducerIdResponse(
+            error_code=code(error), producer_id=producer_id, producer_epoch=epoch
+        )
+
+    pid, epoch = request.producer_id, request.producer_epoch
+    if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return answer("INVALID_REQUEST")
+    transactional_id = request.transactional_id
+    if transactional_id is None:
+        try:
+            producer_id = await server.producer_id_manager.generate_producer_id()
+        except KafkaError as e:  # no block of ids: the store is away
+            return answer(e.name)
+        return answer("NONE", producer_id, 0)
+    expected = None if pid == NO_PRODUCER_ID else (pid, epoch)
+    error, producer_id, epoch = await server.txn_coordinator.handle_init_producer_id(
+        transactional_id, request.transaction_timeout_ms, expected
+    )
+    return answer(error, producer_id, epoch)
+
+
+# -- AddPartitionsToTxn, AddOffsetsToTxn --------------------------------------------------
+
+
+async def add_partitions_to_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    version = header.api_version
+    R = m.AddPartitionsToTxnResponse
+    if version < 4:
+        results = await _add_partitions(
+            server, version, request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+            request.v3_and_below_topics, verify_only=False,
+        )  # fmt: skip
+        return R(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(results))
+    answers = []
+    for txn in request.transactions:
+        results = await _add_partitions(
+            server, version, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+            txn.topics, verify_only=txn.verify_only,
+        )  # fmt: skip
+        answers.append(R.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id, topic_results=_topic_results(results)
+        ))  # fmt: skip
+    return R(throttle_time_ms=0, error_code=0, results_by_transaction=answers)
+
+
+async def _add_partitions(
+    server: KafkaServer, version: int, transactional_id: str, producer_id: int,
+    producer_epoch: int, topics: Any, *, verify_only: bool,
+) -> dict[tuple[str, int], str]:  # fmt: skip
+    partitions = {(t.name, p) for t in topics for p in t.partitions}
+    coordinator = server.txn_coordinator
+    if verify_only:
+        return coordinator.handle_verify_partitions(
+            transactional_id, producer_id, producer_epoch, partitions
+        )
+    cache = server.metadata_cache
+    unknown = {tp for tp in partitions if tp[1] not in cache.topic_partitions(tp[0])}
+    if unknown:
+        # One partition refused: none is added (the others OPERATION_NOT_ATTEMPTED).
+        return {
+            tp: "UNKNOWN_TOPIC_OR_PARTITION" if tp in unknown else "OPERATION_NOT_ATTEMPTED"
+            for tp in partitions
+        }
+    error = await coordinator.handle_add_partitions(
+        transactional_id, producer_id, producer_epoch, partitions
+    )
+    return dict.fromkeys(partitions, _fenced_for(version, 2, error))
+
+
+def _topic_results(results: dict[tuple[str, int], str]) -> list[Any]:
+    R = m.AddPartitionsToTxnResponse
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, partition), error in sorted(results.items()):
+        by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(
+            partition_index=partition, partition_error_code=code(error)
+        ))  # fmt: skip
+    return [
+        R.AddPartitionsToTxnTopicResult(name=topic, results_by_partition=parts)
+        for topic, parts in by_topic.items()
+    ]
+
+
+async def add_offsets_to_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """The group's `__consumer_offsets` partition joins the transaction."""
+    partition = server.group_coordinator.manager.partition_for(request.group_id)
+    error = await server.txn_coordinator.handle_add_partitions(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        {(GROUP_METADATA_TOPIC, partition)},
+    )  # fmt: skip
+    error = _fenced_for(header.api_version, 2, error)
+    return m.AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code(error))
+
+
+# -- EndTxn -------------------------------------------------------------------------------
+
+
+async def end_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    error = await server.txn_coordinator.handle_end_transaction(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        bool(request.committed),
+    )  # fmt: skip
+    error = _fenced_for(header.api_version, 2, error)
+    return m.EndTxnResponse(throttle_time_ms=0, error_code=code(error))
+
+
+# -- WriteTxnMarkers (coordinator -> partition leader) ------------------------------------
+
+
+async def write_txn_markers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    return await write_txn_markers_locally(server, request)
+
+
+async def write_txn_markers_locally(server: KafkaServer, request: Any) -> Any:
+    """Append each marker to its partitions (acks=all, as Kafka); a COMMIT or ABORT in
+    `__consumer_offsets` also settles the producer's pending offsets of that partition."""
+    R = m.WriteTxnMarkersResponse
+    timeout_ms = server.config["request.timeout.ms"]
+    answers = []
+    for marker in request.markers:
+        control = COMMIT if marker.transaction_result else ABORT
+        batch = build_end_txn_marker_batch(
+            EndTransactionMarker(control, marker.coordinator_epoch),
+            producer_id=marker.producer_id,
+            producer_epoch=marker.producer_epoch,
+            timestamp=int(time.time() * 1000),
+        )
+        entries: dict[TopicPartition, Any] = {}
+        errors: dict[TopicPartition, str] = {}
+        for topic in marker.topics:
+            for p in topic.partition_indexes:
+                tp = TopicPartition(topic.name, p)
+                if server.replica_manager.partitions.get(tp) is None:
+                    errors[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+                else:
+                    entries[tp] = bytearray(batch)
+        if entries:
+            appended = await server.replica_manager.append_records(
+                timeout_ms, -1, entries, ORIGIN_COORDINATOR
+            )
+            for tp, result in appended.items():
+                errors[tp] = KafkaError(result.error_code).name if result.error_code else "NONE"
+                if tp.topic == GROUP_METADATA_TOPIC and errors[tp] == "NONE":
+                    server.group_coordinator.manager.complete_txn_offsets(
+                        marker.producer_id, tp.partition, control == COMMIT
+                    )
+        by_topic: dict[str, list[Any]] = {}
+        for tp, error in errors.items():
+            by_topic.setdefault(tp.topic, []).append(R.WritableTxnMarkerPartitionResult(
+                partition_index=tp.partition, error_code=code(error)
+            ))  # fmt: skip
+        answers.append(R.WritableTxnMarkerResult(
+            producer_id=marker.producer_id,
+            topics=[R.WritableTxnMarkerTopicResult(name=t, partitions=ps)
+                    for t, ps in by_topic.items()],
+        ))  # fmt: skip
+    return R(markers=answers)
+
+
+# -- TxnOffsetCommit ----------------------------------------------------------------------
+
+
+async def txn_offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    version = header.api_version
+    cache = server.metadata_cache
+    now = now_ms()
+    results: dict[tuple[str, int], str] = {}
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for t in request.topics:
+        known = cache.topic_partitions(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if p.partition_index not in known:
+                results[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
+            else:
+                offsets[tp] = OffsetAndMetadata(
+                    p.committed_offset,
+                    p.committed_leader_epoch if version >= 2 else -1,
+                    p.committed_metadata or "",
+                    now,
+                )
+    committed = await group_admin.txn_commit_offsets(
+        server.group_coordinator,
+        request.group_id,
+        request.producer_id,
+        request.producer_epoch,
+        request.member_id if version >= 3 else "",
+        request.group_instance_id if version >= 3 else None,
+        request.generation_id if version >= 3 else -1,
+        offsets,
+    )
+    results.update({tp: _fenced_for(version, 3, e) for tp, e in committed.items()})
+    R = m.TxnOffsetCommitResponse
+    return R(throttle_time_ms=0, topics=[
+        R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            R.TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=code(results[(t.name, p.partition_index)]))
+            for p in t.partitions])
+        for t in request.topics
+    ])  # fmt: skip
