@@ -1,0 +1,97 @@
+"""Transactions on three kt brokers (one process, the embedded store): markers sent to
+leaders on other brokers, and a coordinator that dies mid-transaction replaced by the
+new leader of its `__transaction_state` partition, which finishes the transaction and
+leaves nothing hanging (every partition's LSO reaches its high watermark)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.broker.group.group_metadata_manager import partition_for
+from kt.testing import KtCluster
+
+pytestmark = pytest.mark.slow
+
+TXN_PARTITIONS = 3
+OVERRIDES = {
+    "transaction.state.log.num.partitions": str(TXN_PARTITIONS),
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "offsets.topic.num.partitions": "3",
+}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with KtCluster(3, base_dir=tmp_path, overrides=OVERRIDES) as cluster:
+        yield cluster
+
+
+def read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": "read_committed",
+        "enable.partition.eof": True, "enable.auto.commit": False,
+    })  # fmt: skip
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    ended: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(ended) < partitions:
+        assert time.monotonic() < deadline, f"ended {ended}, read {len(values)}"
+        message = consumer.poll(1)
+        if message is None:
+            continue
+        if message.error() is not None:
+            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+            ended.add(message.partition())
+            continue
+        values.append(message.value())
+    consumer.close()
+    return sorted(values)
+
+
+def nothing_hanging(cluster: KtCluster, topic: str, partitions: int) -> bool:
+    """Every partition's leader has its LSO at its high watermark."""
+    for p in range(partitions):
+        leader = cluster.brokers[cluster.leader_of(topic, p)]
+        log = leader.replica_manager.partitions[next(
+            tp for tp in leader.replica_manager.partitions if tp.topic == topic
+            and tp.partition == p
+        )].log  # fmt: skip
+        if log.last_stable_offset != log.high_watermark:
+            return False
+    return True
+
+
+def test_markers_reach_leaders_on_every_broker_and_survive_a_dead_coordinator(cluster) -> None:
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("spread", 6, 3)])["spread"].result(30)
+    leaders = {cluster.leader_of("spread", p) for p in range(6)}
+    assert leaders == {0, 1, 2}  # markers must go to the other brokers too
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "spread-txn",
+                         "transaction.timeout.ms": 60000})  # fmt: skip
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(60):
+        producer.produce("spread", f"one-{i}".encode(), partition=i % 6)
+    producer.commit_transaction(60)
+
+    producer.begin_transaction()
+    for i in range(60):
+        producer.produce("spread", f"two-{i}".encode(), partition=i % 6)
+    assert producer.flush(30) == 0
+    coordinator = cluster.leader_of(
+        "__transaction_state", partition_for("spread-txn", TXN_PARTITIONS)
+    )
+    cluster.kill_broker(coordinator)
+    producer.commit_transaction(60)  # the new coordinator has the transaction Ongoing
+
+    expected = sorted(f"{name}-{i}".encode() for name in ("one", "two") for i in range(60))
+    assert read_committed(bootstrap, "spread", 6) == expected
+    cluster.wait_until(lambda: nothing_hanging(cluster, "spread", 6), what="LSO = HW")
