@@ -21,6 +21,11 @@ and a dirty tail. One cleaning pass:
 Offsets never change: kept records keep their offsets, batches keep their base offset,
 producer id, epoch and sequence. Batches whose records all stay are copied byte for
 byte; control batches are kept as they are.
+
+Transactions: the batches of aborted transactions (found in the segments' transaction
+indexes) count for no key in the offset map and are removed; their markers stay, and
+so do the cleaned segment's transaction index entries. The cleanable range never
+passes the last stable offset, so an open transaction is never cleaned.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from kt.storage.checkpoints import CheckpointError, OffsetCheckpointFile
 from kt.storage.file_records import frame_at
 from kt.storage.log_segment import LogSegment
 from kt.storage.record_batch import RecordBatch, build_batch
+from kt.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +157,14 @@ class LogCleaner:
 
     def clean(self, log_: Any, r: CleanableRange, now_ms: int) -> CleanerStats:
         stats = CleanerStats(segments_before=len(log_.segments))
-        offset_map = build_offset_map(log_, r.first_dirty, r.first_uncleanable, stats)
+        aborted = AbortedBatches(
+            log_.collect_aborted_transactions(log_.log_start_offset, r.first_uncleanable)
+        )
+        offset_map = build_offset_map(log_, r.first_dirty, r.first_uncleanable, stats, aborted)
         horizon = now_ms + log_.config.delete_retention_ms
         doomed = [s for s in log_.segments if s.base_offset < r.first_uncleanable]
         for group in group_segments_by_size(doomed, log_.config.segment_bytes):
-            cleaned = self._clean_segments(log_, group, offset_map, now_ms, horizon, stats)
+            cleaned = self._clean_segments(log_, group, offset_map, now_ms, horizon, stats, aborted)
             log_.replace_segments(cleaned, group)
         stats.segments_after = len(log_.segments)
         self._write_checkpoint(log_, r.first_uncleanable)
@@ -174,6 +183,7 @@ class LogCleaner:
         now_ms: int,
         horizon: int,
         stats: CleanerStats,
+        aborted: AbortedBatches,
     ) -> LogSegment:
         base = group[0].base_offset
         path = os.path.join(log_.dir, names.log_file_name(base, names.CLEANED_FILE_SUFFIX))
@@ -184,6 +194,9 @@ class LogCleaner:
             buffer, entries = bytearray(), []
             for batch, raw in segment.log.batches():
                 stats.bytes_read += len(raw)
+                if aborted.contains(batch):
+                    stats.records_read += batch.last_offset - batch.base_offset + 1
+                    continue  # a batch of an aborted transaction
                 kept = retained_batch(batch, raw, offset_map, now_ms, horizon, stats)
                 if kept:  # indexed by what is written, as recovery would index it
                     frame = frame_at(kept, 0, 0, len(kept))
@@ -192,6 +205,8 @@ class LogCleaner:
                     if len(buffer) >= WRITE_BUFFER_BYTES:
                         _write_retained(cleaned, buffer, entries, stats)
             _write_retained(cleaned, buffer, entries, stats)
+            for txn in segment.txn_index.entries:  # their markers stay
+                cleaned.txn_index.append(txn)
         cleaned.on_become_inactive()
         cleaned.flush()
         return cleaned
@@ -208,14 +223,38 @@ def _write_retained(
         entries.clear()
 
 
-def build_offset_map(log_: Any, start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:
-    """Key -> offset of the key's last record in [start, end)."""
+class AbortedBatches:
+    """Which transactional batches belong to aborted transactions: those of a producer
+    between a transaction's first offset and its ABORT marker."""
+
+    def __init__(self, aborted: list[AbortedTxn]) -> None:
+        self.ranges: dict[int, list[tuple[int, int]]] = {}
+        for txn in aborted:
+            self.ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
+
+    def contains(self, batch: Any) -> bool:
+        if not self.ranges or not getattr(batch, "is_transactional", False):
+            return False
+        if getattr(batch, "is_control", False):
+            return False
+        offset = batch.base_offset
+        return any(
+            first <= offset <= last for first, last in self.ranges.get(batch.producer_id, ())
+        )
+
+
+def build_offset_map(
+    log_: Any, start: int, end: int, stats: CleanerStats, aborted: AbortedBatches
+) -> dict[bytes, int]:
+    """Key -> offset of the key's last record in [start, end), aborted batches aside."""
     offset_map: dict[bytes, int] = {}
     for segment in log_.segments:
         if segment.base_offset >= end:
             break
         for batch, _ in segment.log.batches():
             if batch.last_offset < start or getattr(batch, "is_control", False):
+                continue
+            if aborted.contains(batch):
                 continue
             if batch.base_offset >= end:
                 break

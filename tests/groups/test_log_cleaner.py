@@ -174,3 +174,37 @@ def test_retained_batches_past_one_write_buffer_keep_their_index(tmp_path):
     reopened = Log(log.dir, log.config, clock=clock)
     assert [path.read_bytes() for path in paths] == written
     reopened.close()
+
+
+def test_an_aborted_transaction_loses_to_the_committed_value(tmp_path):
+    """A key overwritten in a transaction that aborted keeps its committed value: the
+    aborted batch counts for no key and goes, its marker and index entry stay."""
+    from kt.storage.control_records import ABORT, EndTransactionMarker, build_end_txn_marker_batch
+    from kt.storage.producer_state import ORIGIN_COORDINATOR
+
+    clock = Clock()
+    log = compacted_log(tmp_path, clock)
+    append(log, (b"offset", b"committed"))
+    records = [Record(None, TS, b"offset", b"aborted")]
+    txn = build_batch(records, producer_id=9, producer_epoch=0, base_sequence=0,
+                      is_transactional=True)  # fmt: skip
+    log.append_as_leader(bytearray(txn), leader_epoch=0)
+    marker = build_end_txn_marker_batch(
+        EndTransactionMarker(ABORT, 0), producer_id=9, producer_epoch=0, timestamp=TS
+    )
+    log.append_as_leader(bytearray(marker), leader_epoch=0, origin=ORIGIN_COORDINATOR)
+    log.high_watermark = log.log_end_offset
+    log.roll()
+    append(log, (b"other", b"x"))
+    stats = LogCleaner(clock).clean_logs([log])[0]
+
+    abort = EndTransactionMarker(ABORT, 0)
+    assert contents(log) == [
+        (0, b"offset", b"committed"),
+        (2, abort.key(), abort.value()),  # the marker stays
+        (3, b"other", b"x"),
+    ]
+    assert stats.records_retained == 1  # of the cleaned segment's two data records
+    entries = log.segments[0].txn_index.entries
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in entries] == [(9, 1, 2)]
+    assert Path(log.dir, "00000000000000000000.txnindex").stat().st_size == 34
