@@ -50,6 +50,7 @@ TOOL_CLASSES = {
     "kafka-e2e-latency": "org.apache.kafka.tools.EndToEndLatency",
     "kafka-dump-log": "kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
 # kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS; heaps as small as the tests allow.

@@ -24,7 +24,7 @@ FAMILIES = (
     ("group_coordinator", "consumer groups and their committed offsets",
      (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)),
     ("transactions", "producer ids and the transaction coordinator",
-     (22, 24, 25, 26, 27, 28, 61)),
+     (22, 24, 25, 26, 27, 28, 61, 65, 66)),
     ("admin", "topics, configs, log dirs, reassignment, elections, ACLs and SASL",
      (17, 19, 20, 29, 32, 33, 34, 35, 36, 37, 43, 44, 45, 46, 48, 49)),
     ("controller", "between the controller and the brokers",

@@ -73,6 +73,36 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group audit "
          "--topic orders --to-earliest --execute"),
     ],
+    "kt transactions": [
+        ("List the transactions of every coordinator:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 list"),
+        ("Find transactions open on a topic for more than 15 minutes that no coordinator "
+         "will end:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 find-hanging --topic orders"),
+    ],
+    "kt transactions list": [
+        ("Transactions running for more than a minute:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 list --duration-filter 60000"),
+    ],
+    "kt transactions describe": [
+        ("The state, producer and partitions of one transactional id:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 describe --transactional-id "
+         "orders-app-0"),
+    ],
+    "kt transactions describe-producers": [
+        ("The producers of a partition and their open transactions:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 describe-producers --topic orders "
+         "--partition 0"),
+    ],
+    "kt transactions abort": [
+        ("Abort the hanging transaction that starts at offset 1234 of orders-0:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 abort --topic orders --partition 0 "
+         "--start-offset 1234"),
+    ],
+    "kt transactions find-hanging": [
+        ("Hanging transactions in partitions that broker 1 holds:",
+         "kt transactions --bootstrap-server 127.0.0.1:9092 find-hanging --broker-id 1"),
+    ],
     "kt consumer-perf-test": [
         ("Read a million records as the group perf (offsets committed at the end), then "
          "report every second:",

@@ -258,3 +258,84 @@ async def txn_offset_commit(server: KafkaServer, header: Any, request: Any, ctx:
             for p in t.partitions])
         for t in request.topics
     ])  # fmt: skip
+
+
+# -- DescribeTransactions, ListTransactions, DescribeProducers ------------------------------
+
+
+async def describe_transactions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.DescribeTransactionsResponse
+    states = []
+    for transactional_id in request.transactional_ids:
+        error, metadata = server.txn_coordinator.handle_describe_transaction(transactional_id)
+        if metadata is None:
+            states.append(R.TransactionState(error_code=code(error),
+                                             transactional_id=transactional_id))  # fmt: skip
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(metadata.topic_partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        states.append(R.TransactionState(
+            error_code=0, transactional_id=transactional_id,
+            transaction_state=metadata.state.state_name,
+            transaction_timeout_ms=metadata.txn_timeout_ms,
+            transaction_start_time_ms=metadata.txn_start_timestamp,
+            producer_id=metadata.producer_id, producer_epoch=metadata.producer_epoch,
+            topics=[R.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        ))  # fmt: skip
+    return R(throttle_time_ms=0, transaction_states=states)
+
+
+async def list_transactions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.ListTransactionsResponse
+    duration = request.duration_filter if header.api_version >= 1 else -1
+    error, found, unknown = server.txn_coordinator.handle_list_transactions(
+        set(request.producer_id_filters), set(request.state_filters), duration
+    )
+    return R(
+        throttle_time_ms=0, error_code=code(error), unknown_state_filters=unknown,
+        transaction_states=[
+            R.TransactionState(transactional_id=t.transactional_id, producer_id=t.producer_id,
+                               transaction_state=t.state.state_name)
+            for t in found
+        ],
+    )  # fmt: skip
+
+
+async def describe_producers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """The active producers of partitions this broker leads (ReplicaManager.
+    activeProducerState): their epoch, last sequence and timestamp, coordinator epoch and
+    the first offset of their open transaction."""
+    R = m.DescribeProducersResponse
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for index in t.partition_indexes:
+            tp = TopicPartition(t.name, index)
+            partition = server.replica_manager.partitions.get(tp)
+            if partition is None or not server.metadata_cache.contains(t.name):
+                error = "UNKNOWN_TOPIC_OR_PARTITION"
+            elif not partition.is_leader:
+                error = "NOT_LEADER_OR_FOLLOWER"
+            else:
+                error = "NONE"
+            if error != "NONE":
+                partitions.append(R.PartitionResponse(partition_index=index,
+                                                      error_code=code(error)))  # fmt: skip
+                continue
+            producers = partition.log.producer_state.producers.values()
+            partitions.append(R.PartitionResponse(
+                partition_index=index, error_code=0,
+                active_producers=[
+                    R.ProducerState(
+                        producer_id=e.producer_id, producer_epoch=e.producer_epoch,
+                        last_sequence=e.last_seq, last_timestamp=e.last_timestamp,
+                        coordinator_epoch=e.coordinator_epoch,
+                        current_txn_start_offset=-1 if e.current_txn_first_offset is None
+                        else e.current_txn_first_offset,
+                    )
+                    for e in producers
+                ],
+            ))  # fmt: skip
+        topics.append(R.TopicResponse(name=t.name, partitions=partitions))
+    return R(throttle_time_ms=0, topics=topics)

@@ -18,7 +18,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC, TransactionState
+from kt.broker.transaction.transaction_log import (
+    STATE_BY_NAME,
+    TRANSACTION_STATE_TOPIC,
+    TransactionState,
+)
 from kt.broker.transaction.transaction_marker_channel import TransactionMarkerChannelManager
 from kt.broker.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
@@ -265,6 +269,40 @@ class TransactionCoordinator:
             return "NOT_COORDINATOR"
         self.markers.add_txn_markers_to_send(coordinator_epoch, commit, again.metadata)
         return "NONE"
+
+    # -- DescribeTransactions, ListTransactions ----------------------------------------
+
+    def handle_describe_transaction(self, transactional_id: str) -> tuple[str, Any]:
+        """(error, metadata) of one transactional id (handleDescribeTransactions)."""
+        if not transactional_id:
+            return "INVALID_REQUEST", None
+        error, found = self.state_manager.get_transaction_state(transactional_id)
+        if error != "NONE":
+            return error, None
+        if found is None or found.metadata.state == S.DEAD:
+            return "TRANSACTIONAL_ID_NOT_FOUND", None
+        return "NONE", found.metadata
+
+    def handle_list_transactions(
+        self, producer_ids: set[int], state_names: set[str], duration_ms: int
+    ) -> tuple[str, list[TransactionMetadata], list[str]]:
+        """(error, transactions, unknown state names) of the ids this broker coordinates
+        (listTransactionStates): Dead ones never; filtered by producer id, state, and
+        running longer than `duration_ms` (when >= 0)."""
+        manager = self.state_manager
+        if manager.loading:
+            return "COORDINATOR_LOAD_IN_PROGRESS", [], []
+        unknown = sorted(n for n in state_names if n not in STATE_BY_NAME)
+        states = {STATE_BY_NAME[n] for n in state_names if n in STATE_BY_NAME}
+        now = self.clock()
+        found = [
+            m for m in manager.all_metadata()
+            if m.state != S.DEAD
+            and (not producer_ids or m.producer_id in producer_ids)
+            and (not state_names or m.state in states)
+            and not (duration_ms >= 0 and now - m.txn_start_timestamp <= duration_ms)
+        ]  # fmt: skip
+        return "NONE", found, unknown
 
     # -- periodic jobs ------------------------------------------------------------------
 

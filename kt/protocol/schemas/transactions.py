@@ -85,7 +85,7 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('EndTxnRequest', 26, 'request', (0, 5), (3, None),
+    M('EndTxnRequest', 26, 'request', (0, 4), (3, None),
       fields=(
         F('transactional_id', 'TransactionalId', 'string', (0, None), default=''),
         F('producer_id', 'ProducerId', 'int64', (0, None), default=0),
@@ -94,12 +94,10 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('EndTxnResponse', 26, 'response', (0, 5), (3, None),
+    M('EndTxnResponse', 26, 'response', (0, 4), (3, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
-        F('producer_id', 'ProducerId', 'int64', (5, None), default=-1),
-        F('producer_epoch', 'ProducerEpoch', 'int16', (5, None), default=-1),
       ),
       structs={
       }),
@@ -209,6 +207,55 @@ SCHEMAS = (
           F('last_timestamp', 'LastTimestamp', 'int64', (0, None), default=-1),
           F('coordinator_epoch', 'CoordinatorEpoch', 'int32', (0, None), default=0),
           F('current_txn_start_offset', 'CurrentTxnStartOffset', 'int64', (0, None), default=-1),
+        ),
+      }),
+    M('DescribeTransactionsRequest', 65, 'request', (0, 0), (0, None),
+      fields=(
+        F('transactional_ids', 'TransactionalIds', '[]string', (0, None), default=()),
+      ),
+      structs={
+      }),
+    M('DescribeTransactionsResponse', 65, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('transaction_states', 'TransactionStates', '[]TransactionState', (0, None), default=()),
+      ),
+      structs={
+        'TransactionState': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('transactional_id', 'TransactionalId', 'string', (0, None), default=''),
+          F('transaction_state', 'TransactionState', 'string', (0, None), default=''),
+          F('transaction_timeout_ms', 'TransactionTimeoutMs', 'int32', (0, None), default=0),
+          F('transaction_start_time_ms', 'TransactionStartTimeMs', 'int64', (0, None), default=0),
+          F('producer_id', 'ProducerId', 'int64', (0, None), default=0),
+          F('producer_epoch', 'ProducerEpoch', 'int16', (0, None), default=0),
+          F('topics', 'Topics', '[]TopicData', (0, None), default=()),
+        ),
+        'TopicData': (
+          F('topic', 'Topic', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
+        ),
+      }),
+    M('ListTransactionsRequest', 66, 'request', (0, 1), (0, None),
+      fields=(
+        F('state_filters', 'StateFilters', '[]string', (0, None), default=()),
+        F('producer_id_filters', 'ProducerIdFilters', '[]int64', (0, None), default=()),
+        F('duration_filter', 'DurationFilter', 'int64', (1, None), default=-1),
+      ),
+      structs={
+      }),
+    M('ListTransactionsResponse', 66, 'response', (0, 1), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('unknown_state_filters', 'UnknownStateFilters', '[]string', (0, None), default=()),
+        F('transaction_states', 'TransactionStates', '[]TransactionState', (0, None), default=()),
+      ),
+      structs={
+        'TransactionState': (
+          F('transactional_id', 'TransactionalId', 'string', (0, None), default=''),
+          F('producer_id', 'ProducerId', 'int64', (0, None), default=0),
+          F('transaction_state', 'TransactionState', 'string', (0, None), default=''),
         ),
       }),
 )
