@@ -113,6 +113,11 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
             Call((*b, "--list")),
             Call((*b, "--describe", "--group", "smoke-group")),
         ],
+        "transactions": [
+            Call((*b, "list")),
+            Call((*b, "describe-producers", "--topic", TOPIC, "--partition", "0")),
+            Call((*b, "find-hanging", "--topic", TOPIC)),
+        ],
         "get-offsets": [Call((*b, "--topic", TOPIC))],
         "delete-records": [Call((*b, "--offset-json-file", str(offsets)))],
         "dump-log": [Call(("--files", segment, "--print-data-log"))],
