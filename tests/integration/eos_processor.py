@@ -1,0 +1,78 @@
+"""A consume-transform-produce loop with exactly-once semantics (KIP-447), the way a
+confluent-kafka application writes one: read `--input` in group `--group`, write each
+value prefixed with "out-" to `--output`, and commit the consumed offsets in the same
+transaction. Run by tests/integration/test_exactly_once.py, which kills it (and
+brokers) at random moments and starts it again.
+
+On an error inside a transaction it aborts and rewinds to the group's committed offsets;
+on a fatal error (fenced by a newer instance) it exits 1. It runs until it is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+
+def main() -> int:
+    args = argparse.ArgumentParser()
+    args.add_argument("--bootstrap-server", required=True)
+    args.add_argument("--input", required=True)
+    args.add_argument("--output", required=True)
+    args.add_argument("--group", required=True)
+    args.add_argument("--transactional-id", required=True)
+    args.add_argument("--batch", type=int, default=50)
+    args.add_argument("--pause-ms", type=int, default=0, help="a pause in each transaction")
+    o = args.parse_args()
+    consumer = Consumer({
+        "bootstrap.servers": o.bootstrap_server, "group.id": o.group,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed", "session.timeout.ms": 6000,
+        # Static membership (KIP-345): a restarted instance takes its place at once.
+        "group.instance.id": o.transactional_id,
+    })  # fmt: skip
+    producer = Producer({
+        "bootstrap.servers": o.bootstrap_server, "transactional.id": o.transactional_id,
+        "transaction.timeout.ms": 20000, "message.timeout.ms": 20000,
+    })  # fmt: skip
+    producer.init_transactions(60)
+    consumer.subscribe([o.input])
+    while True:
+        messages = [m for m in consumer.consume(o.batch, 1.0) if m.error() is None]
+        if not messages:
+            continue
+        try:
+            producer.begin_transaction()
+            time.sleep(o.pause_ms / 1000)  # the work the application does
+            for message in messages:
+                producer.produce(o.output, b"out-" + message.value(), key=message.key(),
+                                 partition=message.partition())  # fmt: skip
+            positions = consumer.position(consumer.assignment())
+            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+        except KafkaException as e:
+            error = e.args[0]
+            print(f"transaction failed: {error}", file=sys.stderr, flush=True)
+            if error.fatal():
+                return 1
+            try:
+                producer.abort_transaction(30)
+            except KafkaException as abort_error:
+                print(f"abort failed: {abort_error}", file=sys.stderr, flush=True)
+                return 1
+            rewind(consumer)
+
+
+def rewind(consumer: Consumer) -> None:
+    """Back to the group's committed offsets: the aborted transaction's input again."""
+    assignment = consumer.assignment()
+    committed = consumer.committed(assignment, 30)
+    for tp in committed:
+        consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
