@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from kt.client.connection import BrokerConnection, PendingResponse
 from kt.client.producer import Producer
+from kt.client.transaction_manager import TransactionManager
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -59,8 +60,17 @@ class PipelinedProducer:
     """See the module docstring. `base` gives the settings (acks, compression, batch.size,
     request timeout, idempotence), the metadata and the producer id."""
 
-    def __init__(self, base: Producer, *, linger_ms: float = 5.0, max_in_flight: int = 5) -> None:
+    def __init__(
+        self,
+        base: Producer,
+        *,
+        linger_ms: float = 5.0,
+        max_in_flight: int = 5,
+        transactions: TransactionManager | None = None,
+    ) -> None:
         self.base = base
+        self.transactions = transactions
+        self._txn_failures: list[KafkaError] = []
         self.linger_s = linger_ms / 1000
         self.max_in_flight = max_in_flight
         self._open: dict[tuple[str, int], _Batch] = {}
@@ -113,11 +123,49 @@ class PipelinedProducer:
             self._send_queued()
             self._read_answers(min(0.1, deadline - time.monotonic()))
 
+    # -- transactions ---------------------------------------------------------------
+
+    def init_transactions(self) -> None:
+        """The transactional id's producer id and epoch become the batches' (fencing an
+        older instance of the id)."""
+        assert self.transactions is not None, "no transactional id"
+        self.base.producer_id, self.base.producer_epoch = self.transactions.init_transactions()
+        self.base._sequences.clear()
+
+    def begin_transaction(self) -> None:
+        assert self.transactions is not None, "no transactional id"
+        self.transactions.begin_transaction()
+        self._txn_failures = []
+
+    def commit_transaction(self, timeout_s: float = 60.0) -> None:
+        """Send and wait for every record, then commit; a batch that failed makes the
+        transaction abort instead, and KafkaError says why."""
+        assert self.transactions is not None, "no transactional id"
+        self.flush(timeout_s)
+        if self._txn_failures:
+            self.transactions.end_transaction(commit=False)
+            raise self._txn_failures[0]
+        self.transactions.end_transaction(commit=True)
+
+    def abort_transaction(self, timeout_s: float = 60.0) -> None:
+        assert self.transactions is not None, "no transactional id"
+        self.flush(timeout_s)
+        self.transactions.end_transaction(commit=False)
+
     # -- batches ----------------------------------------------------------------------
 
     def _close(self, batch: _Batch) -> None:
         del self._open[batch.tp]
         base = self.base
+        if self.transactions is not None:
+            self.transactions.add_partitions([batch.tp])
+            batch.data = build_batch(
+                batch.records, compression_type=base.codec, producer_id=base.producer_id,
+                producer_epoch=base.producer_epoch, is_transactional=True,
+                base_sequence=base.next_sequence(batch.tp, len(batch.records)),
+            )  # fmt: skip
+            self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
+            return
         base.ensure_producer_id()
         if base.idempotent:
             batch.data = build_batch(
@@ -202,7 +250,9 @@ class PipelinedProducer:
         if error.retriable:  # a leader moved: ask for the metadata again next time
             self.base.forget_metadata()
             self._leaders = {tp: b for tp, b in self._leaders.items() if tp in self._open}
-        if self.base.idempotent:
+        if self.transactions is not None:
+            self._txn_failures.append(error)  # the transaction must abort
+        elif self.base.idempotent:
             self.base.reset_producer_id()
         for callback in batch.callbacks:
             if callback is not None:

@@ -52,7 +52,17 @@ class ManyValuesCommand(KafkaCommand):
 @click.option("--producer.config", "producer_config", type=click.Path(dir_okay=False),
               help="A producer configs file.")  # fmt: skip
 @click.option("--print-metrics", is_flag=True, help="Print the producer's metrics at the end.")
-@click.option("--transactional-id", help="Not supported: kt has no transactions yet.")
+@click.option("--transactional-id", default="performance-producer-default-transactional-id",
+              show_default=True,
+              help="The transactionalId to use if transaction-duration-ms is > 0.")  # fmt: skip
+@click.option(
+    "--transaction-duration-ms",
+    type=INT,
+    default=0,
+    show_default=True,
+    help="The max age of each transaction: commitTransaction is called after this "
+    "time has elapsed. Transactions are only enabled if this value is positive.",
+)
 @click.option(
     "--pre-encoded-batches",
     is_flag=True,
@@ -77,8 +87,9 @@ def producer_perf_test(**o: Any) -> None:
         usage_error("--record-size should be greater than zero")
     if not o["producer_props"] and o["producer_config"] is None:
         usage_error("Either --producer-props or --producer.config must be specified.")
-    if o["transactional_id"] is not None:
-        fail("--transactional-id: kt has no transactions yet")
+    transactional = o["transaction_duration_ms"] > 0
+    if transactional and o["pre_encoded_batches"]:
+        usage_error("--pre-encoded-batches sends no transactions")
     props = load_client_config(o["producer_config"])
     for prop in o["producer_props"]:
         pieces = prop.split("=")
@@ -104,6 +115,9 @@ def producer_perf_test(**o: Any) -> None:
             client_id=props.get("client.id", "perf-producer-client"),
             idempotent=idempotence(props),
             linger_ms=float(props.get("linger.ms", 0)),
+            transactional_id=o["transactional_id"] if transactional else None,
+            transaction_duration_ms=o["transaction_duration_ms"],
+            transaction_timeout_ms=int(props.get("transaction.timeout.ms", 60000)),
         )  # fmt: skip
         run = pp.run if o["pre_encoded_batches"] else pp.run_producer
         stats = run(props["bootstrap.servers"], config, sys.stdout)

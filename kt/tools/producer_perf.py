@@ -233,6 +233,9 @@ class PerfConfig:
     client_id: str = "perf-producer-client"
     idempotent: bool = False  # batches with a producer id and sequences, as Kafka's default
     linger_ms: float = 0.0  # the Java producer's default in Kafka 3.9
+    transactional_id: str | None = None  # with it, transactions of transaction_duration_ms
+    transaction_duration_ms: int = 0
+    transaction_timeout_ms: int = 60000
 
 
 POLL_EVERY = 64  # records between two polls of the producer (answers, lingered batches)
@@ -252,8 +255,16 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         batch_size=config.batch_size, request_timeout_ms=config.request_timeout_ms,
         idempotent=config.idempotent,
     )  # fmt: skip
+    transactions = None
+    if config.transactional_id is not None:
+        from kt.client.transaction_manager import TransactionManager
+
+        transactions = TransactionManager(
+            client, config.transactional_id, transaction_timeout_ms=config.transaction_timeout_ms
+        )
     producer = PipelinedProducer(base, linger_ms=config.linger_ms,
-                                 max_in_flight=config.max_in_flight)  # fmt: skip
+                                 max_in_flight=config.max_in_flight,
+                                 transactions=transactions)  # fmt: skip
     stats = Stats(config.num_records, out)
     payloads = config.payloads
     failures: list[KafkaError] = []
@@ -273,11 +284,22 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         except KafkaError as e:
             raise PerfError(f"Topic {config.topic} not present in metadata after 30000 ms: "
                             f"{e.name}") from None  # fmt: skip
+        if transactions is not None:
+            producer.init_transactions()
+        txn_started_ms = None  # the open transaction's start (ProducerPerformance's loop)
         start_ms = int(time.time() * 1000)
         for i in range(config.num_records):
             payload = payloads[i % len(payloads)] if len(payloads) > 1 else payloads[0]
             sent_ms = int(time.time() * 1000)
+            if transactions is not None and txn_started_ms is None:
+                producer.begin_transaction()
+                txn_started_ms = sent_ms
             producer.send(config.topic, payload, on_delivery=completion(sent_ms, len(payload)))
+            if txn_started_ms is not None and (
+                config.transaction_duration_ms <= sent_ms - txn_started_ms
+            ):
+                producer.commit_transaction(config.request_timeout_ms / 1000 + 60)
+                txn_started_ms = None
             if config.throughput > 0:  # ThroughputThrottler: wait until the next is due
                 due_ms = start_ms + 1000 * (i + 1) / config.throughput
                 if due_ms > time.time() * 1000:
@@ -286,8 +308,12 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
                     continue
             if i % POLL_EVERY == 0:
                 producer.poll(0)
+        if txn_started_ms is not None:
+            producer.commit_transaction(config.request_timeout_ms / 1000 + 60)
         producer.flush(config.request_timeout_ms / 1000 + 60)
     finally:
+        if transactions is not None:
+            transactions.close()
         client.close()
     for error in failures[:1]:
         out.write(f"{error.name}: {error}\n")

@@ -11,6 +11,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration.conftest import kt_command
+
 pytestmark = pytest.mark.slow
 
 EOF_CODE = KafkaError._PARTITION_EOF
@@ -189,3 +191,27 @@ def test_a_transaction_past_its_timeout_is_aborted(broker_factory) -> None:
         producer.commit_transaction(10)
     assert read(bootstrap, "txn-late", 1, "read_committed") == []
     assert read(bootstrap, "txn-late", 1, "read_uncommitted") == [b"late"]
+
+
+def test_kt_producer_perf_test_in_transactions(module_broker) -> None:
+    """kt producer-perf-test --transaction-duration-ms: every record in a committed
+    transaction (kt's TransactionManager: InitProducerId, AddPartitionsToTxn, EndTxn)."""
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "txn-perf", 3)
+    result = kt_command(
+        "producer-perf-test", "--topic", "txn-perf", "--num-records", "20000",
+        "--record-size", "100", "--throughput", "-1", "--producer-props",
+        f"bootstrap.servers={bootstrap}", "--transactional-id", "perf-txn",
+        "--transaction-duration-ms", "50",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("20000 records sent, ")
+    assert len(read(bootstrap, "txn-perf", 3, "read_committed")) == 20000
+    described = kt_command("transactions", "--bootstrap-server", bootstrap, "describe",
+                           "--transactional-id", "perf-txn")  # fmt: skip
+    assert described.stdout.splitlines()[1].split("\t")[4].strip() == "CompleteCommit"
+    segment = module_broker.log_dir / "txn-perf-0" / "00000000000000000000.log"
+    dumped = kt_command("dump-log", "--files", str(segment), "--print-data-log").stdout
+    assert "isTransactional: true isControl: false" in dumped
+    assert "isTransactional: false" not in dumped
+    assert "endTxnMarker: COMMIT" in dumped
