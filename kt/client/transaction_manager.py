@@ -26,6 +26,7 @@ TRANSACTION_KEY = 1
 FIND_AGAIN = frozenset({"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NETWORK_EXCEPTION"})
 WAIT = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "CONCURRENT_TRANSACTIONS"})
 CONCURRENT_BACKOFF_S = 0.02
+CLIENT_ADD_PARTITIONS_VERSION = 3  # 4 and up are the brokers' (verify-only, batched)
 
 
 class TransactionManager:
@@ -80,13 +81,23 @@ class TransactionManager:
             self._connection.close()
         self._connection = None
 
-    def _call(self, api_key: ApiKey, request: Any, error_of: Callable[[Any], int]) -> Any:
+    def _call(
+        self,
+        api_key: ApiKey,
+        request: Any,
+        error_of: Callable[[Any], int],
+        max_version: int | None = None,
+    ) -> Any:
         """Send to the coordinator until it answers something other than a retriable
         error (or max.block.ms passes)."""
         deadline = time.monotonic() + self.max_block_ms / 1000
         while True:
             try:
-                response = self._coordinator().send(api_key, request)
+                connection = self._coordinator()
+                version = connection.version_for(api_key)
+                if max_version is not None:
+                    version = min(version, max_version)
+                response = connection.send(api_key, request, version)
                 code = error_of(response)
             except KafkaError as e:
                 if not e.retriable:
@@ -146,7 +157,7 @@ class TransactionManager:
             v3_and_below_producer_epoch=self.producer_epoch,
             v3_and_below_topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps)
                                  for t, ps in by_topic.items()],
-        ), first_error)  # fmt: skip
+        ), first_error, CLIENT_ADD_PARTITIONS_VERSION)  # fmt: skip
         self.partitions.update(new)
 
     def end_transaction(self, commit: bool) -> None:

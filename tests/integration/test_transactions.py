@@ -215,3 +215,47 @@ def test_kt_producer_perf_test_in_transactions(module_broker) -> None:
     assert "isTransactional: true isControl: false" in dumped
     assert "isTransactional: false" not in dumped
     assert "endTxnMarker: COMMIT" in dumped
+
+
+def test_a_broker_verifies_partitions_with_add_partitions_v4_and_v5(module_broker) -> None:
+    """AddPartitionsToTxn v4+ (KIP-890), what a partition leader asks the coordinator
+    before a transaction's first batch: verify_only answers per partition whether it is
+    in the transaction (TRANSACTION_ABORTABLE from v5, INVALID_TXN_STATE before), and
+    batches several transactional ids in one request."""
+    from kt.client.client import KafkaClient
+    from kt.client.transaction_manager import TransactionManager
+    from kt.errors import KafkaError as Error
+    from kt.protocol import ApiKey
+    from kt.protocol import messages as m
+
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "txn-verify", 2)
+    with KafkaClient(bootstrap) as client:
+        manager = TransactionManager(client, "verify-txn")
+        pid, epoch = manager.init_transactions()
+        manager.begin_transaction()
+        manager.add_partitions([("txn-verify", 0)])
+        R = m.AddPartitionsToTxnRequest
+
+        def verify(version: int, epoch: int = epoch) -> dict:
+            request = R(transactions=[R.AddPartitionsToTxnTransaction(
+                transactional_id="verify-txn", producer_id=pid, producer_epoch=epoch,
+                verify_only=True, topics=[R.AddPartitionsToTxnTopic(name="txn-verify",
+                                                                    partitions=[0, 1])],
+            )])  # fmt: skip
+            response = manager._coordinator().send(ApiKey.ADD_PARTITIONS_TO_TXN, request, version)
+            assert response.error_code == 0
+            [result] = response.results_by_transaction
+            return {
+                p.partition_index: Error(p.partition_error_code).name
+                if p.partition_error_code
+                else "NONE"
+                for t in result.topic_results
+                for p in t.results_by_partition
+            }
+
+        assert verify(5) == {0: "NONE", 1: "TRANSACTION_ABORTABLE"}
+        assert verify(4) == {0: "NONE", 1: "INVALID_TXN_STATE"}
+        assert verify(5, epoch + 1) == {0: "PRODUCER_FENCED", 1: "PRODUCER_FENCED"}
+        manager.end_transaction(commit=False)
+        manager.close()

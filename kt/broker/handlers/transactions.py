@@ -110,9 +110,13 @@ async def _add_partitions(
     partitions = {(t.name, p) for t in topics for p in t.partitions}
     coordinator = server.txn_coordinator
     if verify_only:
-        return coordinator.handle_verify_partitions(
+        verified = coordinator.handle_verify_partitions(
             transactional_id, producer_id, producer_epoch, partitions
         )
+        if version < 5:  # TRANSACTION_ABORTABLE is new in v5 (KIP-890)
+            return {tp: "INVALID_TXN_STATE" if e == "TRANSACTION_ABORTABLE" else e
+                    for tp, e in verified.items()}  # fmt: skip
+        return verified
     cache = server.metadata_cache
     unknown = {tp for tp in partitions if tp[1] not in cache.topic_partitions(tp[0])}
     if unknown:
