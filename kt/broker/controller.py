@@ -167,6 +167,9 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
             tp for tp, st in self.ctx.states.items() if st.leader not in self.ctx.live_brokers
         ]
         await self._elect_leaders(offline)
+        # Replicas on brokers that died before this controller was elected leave the ISR
+        # now (initializeReplicaState: OfflineReplica), not after replica.lag.time.max.ms.
+        await self._remove_dead_from_isr(self._with_dead_in_isr(set(offline)))
         await self._send_full_state(sorted(self.ctx.live_brokers))
         await self._on_topic_deletion()
         for tp in self.ctx.being_reassigned:  # resume the moves the last controller began
@@ -265,11 +268,9 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         new |= bounced
         if dead:
             log.info("brokers %s went away", sorted(dead))
-            affected = [tp for tp, st in self.ctx.states.items() if st.leader in dead]
-            for tp, st in self.ctx.states.items():
-                if any(b in dead for b in st.isr) and tp not in affected:
-                    affected.append(tp)
-            await self._elect_leaders(affected)
+            offline = [tp for tp, st in self.ctx.states.items() if st.leader in dead]
+            await self._elect_leaders(offline)
+            await self._remove_dead_from_isr(self._with_dead_in_isr(set(offline)))
         if new:
             log.info("brokers %s joined", sorted(new))
             await self._send_full_state(sorted(new))
@@ -421,6 +422,28 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
             log.info("partition %s changed while its state was written; reading it again", tp)
 
     # -- elections and propagation -------------------------------------------------
+
+    def _with_dead_in_isr(self, skip: set[TopicPartition]) -> list[TopicPartition]:
+        live = self.ctx.live_brokers
+        return [
+            tp for tp, st in self.ctx.states.items()
+            if tp not in skip and any(b not in live for b in st.isr)
+        ]  # fmt: skip
+
+    async def _remove_dead_from_isr(self, partitions: list[TopicPartition]) -> None:
+        """Replicas of dead brokers leave the ISR; the leader stays (OfflineReplica's
+        removeReplicasFromIsr: the leader epoch moves, the ISR never becomes empty)."""
+        live = self.ctx.live_brokers
+
+        def change(state: PartitionState) -> tuple[int, list[int]] | None:
+            if state.leader not in live:
+                return None  # an election's business
+            isr = [b for b in state.isr if b in live] or state.isr[:1]
+            return None if isr == state.isr else (state.leader, isr)
+
+        changed = [tp for tp in partitions if self._update_leader_and_isr(tp, change) is not None]
+        if changed:
+            await self._send_leader_and_isr(changed)
 
     async def _elect_leaders(self, partitions: list[TopicPartition]) -> None:
         changed = []

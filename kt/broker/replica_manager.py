@@ -79,7 +79,7 @@ class ReplicaManager:
     fetch_purgatory: DelayedOperationPurgatory = field(
         default_factory=lambda: DelayedOperationPurgatory("Fetch")
     )
-    # Called with (partitions this broker now leads, partitions it stopped leading) after
+    # Called with (partitions this broker newly leads, partitions it does not lead) after
     # every LeaderAndIsr / StopReplica: the group coordinator loads and unloads groups.
     leadership_listeners: list[Callable[[list[Partition], list[TopicPartition]], None]] = field(
         default_factory=list
@@ -162,6 +162,7 @@ class ReplicaManager:
             except KafkaError as e:  # KAFKA_STORAGE_ERROR: its log dir is offline
                 errors[tp] = e.code
                 continue
+            was_leader = partition.is_leader
             try:
                 if state.leader == self.broker_id:
                     applied = partition.make_leader(
@@ -178,7 +179,8 @@ class ReplicaManager:
                 continue
             errors[tp] = 0 if applied else KafkaError("STALE_CONTROLLER_EPOCH").code
             if applied and partition.is_leader:
-                leaders.append(partition)
+                if not was_leader:  # new leadership only, as Partition.makeLeader's isNewLeader:
+                    leaders.append(partition)  # a leader's new epoch (ISR change) reloads nothing
             elif applied:
                 resigned.append(tp)
                 if state.leader >= 0:

@@ -3,15 +3,17 @@
 One of the catalogs behind kt.spark.planning (LogDirsCatalog reads segment files
 instead). On the driver it learns topic-partitions from Metadata and offsets from
 ListOffsets sent to each partition's leader: earliest (-2), latest (-1, asked with
-read_committed isolation, so it is the last stable offset) and by timestamp. On an
+with the query's isolation: the last stable offset at read_committed) and by timestamp. On an
 executor, each input partition fetches its OffsetRange from the partition's leader over
 a connection of its own (kt.client.fetcher) and decodes the record batches straight
 into Arrow columns (kt.spark.columns).
 
-Reads are read_committed: Fetch asks for isolation level 1, so the broker never
-returns data past the last stable offset; control batches are dropped, and so are the
-batches of aborted transactions, known from the response's aborted-transactions list
-when the broker sends one, else from the markers found by fetching ahead.
+Reads have the isolation of `kafka.isolation.level`, as Kafka's consumer (and so Spark's
+connector) reads: read_uncommitted by default, every data batch up to the high
+watermark; read_committed asks Fetch for isolation level 1, so the broker never returns
+data past the last stable offset, and the batches of aborted transactions are dropped,
+known from the response's aborted-transactions list when the broker sends one, else
+from the markers found by fetching ahead. Control batches are never rows.
 """
 
 from __future__ import annotations
@@ -48,16 +50,17 @@ class FetchCatalog:
     broker id last seen for each topic-partition.
     """
 
-    def __init__(self, bootstrap_servers: str) -> None:
+    def __init__(self, bootstrap_servers: str, read_committed: bool = False) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.read_committed = read_committed
         self._client: KafkaClient | None = None
         self.leaders: dict[TopicPartition, int] = {}
 
     def __getstate__(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers}
+        return {"bootstrap_servers": self.bootstrap_servers, "read_committed": self.read_committed}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["bootstrap_servers"])
+        self.__init__(state["bootstrap_servers"], state["read_committed"])
 
     def _with_client(self, call: Callable[[KafkaClient], T]) -> T:
         """call(client), reconnecting once if the connection broke since the last call."""
@@ -129,7 +132,8 @@ class FetchCatalog:
         self, tps: Iterable[TopicPartition], from_offsets: dict[TopicPartition, int] | None = None
     ) -> dict[TopicPartition, int]:
         """The last stable offset of each partition (what a read_committed consumer sees)."""
-        return self._list_offsets(dict.fromkeys(tps, LATEST), READ_COMMITTED)
+        isolation = READ_COMMITTED if self.read_committed else READ_UNCOMMITTED
+        return self._list_offsets(dict.fromkeys(tps, LATEST), isolation)
 
     def offsets_for_timestamp(
         self, tps: Iterable[TopicPartition], timestamp: int
@@ -144,7 +148,7 @@ class FetchCatalog:
         with PartitionFetcher(
             self.bootstrap_servers, offsets.topic, offsets.partition, client_id=CLIENT_ID
         ) as fetcher:
-            fetched = FetchedRange(fetcher, offsets, fail_on_data_loss)
+            fetched = FetchedRange(fetcher, offsets, fail_on_data_loss, self.read_committed)
             from kt.spark.columns import ColumnBuilder  # numpy: on executors only
 
             builder = ColumnBuilder(offsets.topic, offsets.partition, offsets.start,
@@ -158,7 +162,8 @@ class FetchCatalog:
 
 
 class FetchedRange:
-    """The committed data batches of one OffsetRange, fetched in order from the leader.
+    """The data batches of one OffsetRange (at read_committed, only committed ones),
+    fetched in order from the leader.
 
     Invariants: `position` (the next offset to fetch) only moves forward and every
     batch yielded holds offsets >= `first` and < `end`, perhaps among others outside
@@ -166,8 +171,15 @@ class FetchedRange:
     the start and failOnDataLoss is false.
     """
 
-    def __init__(self, fetcher: PartitionFetcher, offsets: OffsetRange, fail_on_data_loss: bool):
+    def __init__(
+        self,
+        fetcher: PartitionFetcher,
+        offsets: OffsetRange,
+        fail_on_data_loss: bool,
+        read_committed: bool = True,
+    ) -> None:
         self.fetcher = fetcher
+        self.isolation = READ_COMMITTED if read_committed else READ_UNCOMMITTED
         self.name = f"{offsets.topic}-{offsets.partition}"
         self.first = self.position = offsets.start
         self.end = offsets.end
@@ -177,7 +189,7 @@ class FetchedRange:
     def batches(self) -> Iterator[Batch]:
         empty = 0
         while self.position < self.end:
-            data = self.fetcher.fetch(self.position, READ_COMMITTED)
+            data = self.fetcher.fetch(self.position, self.isolation)
             if data.error_code:  # OFFSET_OUT_OF_RANGE
                 if not self._skip_lost_offsets():
                     return
@@ -209,6 +221,8 @@ class FetchedRange:
 
     def _dropped(self, batch: Batch, aborted: AbortedTransactions | None) -> bool:
         """A control batch, or one whose transaction was aborted (read_committed)."""
+        if self.isolation == READ_UNCOMMITTED:
+            return batch.is_control
         if aborted is not None:
             return aborted.skip(batch)
         if batch.is_control:

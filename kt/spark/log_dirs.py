@@ -33,8 +33,9 @@ class LogDirsCatalog:
     only paths and numbers, so it pickles cheaply to Spark's executors.
     """
 
-    def __init__(self, log_dirs: Iterable[str]) -> None:
+    def __init__(self, log_dirs: Iterable[str], read_committed: bool = False) -> None:
         self.log_dirs = tuple(os.path.abspath(d) for d in log_dirs)
+        self.read_committed = read_committed
         self.dirs: dict[TopicPartition, str] = {}
         self.start_checkpoints: dict[TopicPartition, int] = {}
         for log_dir in self.log_dirs:
@@ -94,11 +95,15 @@ class LogDirsCatalog:
     def latest(
         self, tps: Iterable[TopicPartition], from_offsets: dict[TopicPartition, int] | None = None
     ) -> dict[TopicPartition, int]:
-        """The last stable offset of each partition (what a read_committed consumer sees)."""
+        """Each partition's end for the query's isolation: its log end offset, or its last
+        stable offset at read_committed."""
         out = {}
         for tp in tps:
             with self._open(tp) as log:
-                out[tp] = log.end_offsets((from_offsets or {}).get(tp))[1]
+                if self.read_committed:
+                    out[tp] = log.end_offsets((from_offsets or {}).get(tp))[1]
+                else:
+                    out[tp] = log.log_end_offset()
         return out
 
     def offsets_for_timestamp(
@@ -134,7 +139,7 @@ class LogDirsCatalog:
             from kt.spark.columns import ColumnBuilder  # numpy: on executors only
 
             builder = ColumnBuilder(offsets.topic, offsets.partition, start, offsets.end, schema)
-            for batch in log.batches(start, offsets.end):
+            for batch in log.batches(start, offsets.end, self.read_committed):
                 builder.add(batch)
                 if builder.full:
                     yield from builder.flush()

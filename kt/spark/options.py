@@ -71,6 +71,7 @@ class SourceOptions:
     include_headers: bool
     fail_on_data_loss: bool
     no_match_latest: bool  # startingOffsetsByTimestampStrategy=latest
+    read_committed: bool = False  # kafka.isolation.level, read_uncommitted by default
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -172,7 +173,20 @@ def parse_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
         include_headers=_bool(options, "includeHeaders", False),
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         no_match_latest=strategy == "latest",
+        read_committed=_isolation_level(options) == "read_committed",
     )
+
+
+def _isolation_level(options: Mapping[str, str]) -> str:
+    """kafka.isolation.level, as the Kafka consumer takes it (its default: read_uncommitted,
+    which Spark's connector leaves as it is)."""
+    value = options.get("kafka.isolation.level", "read_uncommitted").strip()
+    if value not in ("read_committed", "read_uncommitted"):
+        raise SourceOptionError(
+            f"kafka.isolation.level: Invalid value {value} for configuration isolation.level: "
+            "String must be one of: read_committed, read_uncommitted"
+        )
+    return value
 
 
 def _check_batch_limits(starting: OffsetSpec, ending: OffsetSpec) -> None:

@@ -71,10 +71,10 @@ def open_catalog(options: SourceOptions) -> Catalog:
     if options.bootstrap_servers:
         from kt.spark.fetch_catalog import FetchCatalog
 
-        return FetchCatalog(options.bootstrap_servers)
+        return FetchCatalog(options.bootstrap_servers, options.read_committed)
     from kt.spark.log_dirs import LogDirsCatalog
 
-    return LogDirsCatalog(options.log_dirs)
+    return LogDirsCatalog(options.log_dirs, options.read_committed)
 
 
 def subscribed(catalog: Catalog, subscription: Subscription) -> list[TopicPartition]:

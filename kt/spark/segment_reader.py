@@ -237,8 +237,9 @@ class PartitionLog:
                 if batch.last_offset >= start:
                     yield batch
 
-    def batches(self, start: int, end: int) -> Iterator[Batch]:
-        """The committed data batches holding offsets in [start, end), CRCs checked.
+    def batches(self, start: int, end: int, read_committed: bool = True) -> Iterator[Batch]:
+        """The data batches holding offsets in [start, end), CRCs checked; at
+        read_committed, only those of transactions that did not abort.
 
         A batch may hold offsets outside the range at either edge: callers keep only
         the records inside it.
@@ -253,6 +254,6 @@ class PartitionLog:
             if batch.magic == 2:
                 if batch.is_control:
                     continue
-                if batch.is_transactional and outcomes.aborted(batch):
+                if read_committed and batch.is_transactional and outcomes.aborted(batch):
                     continue
             yield batch

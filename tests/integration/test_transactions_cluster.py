@@ -95,3 +95,29 @@ def test_markers_reach_leaders_on_every_broker_and_survive_a_dead_coordinator(cl
     expected = sorted(f"{name}-{i}".encode() for name in ("one", "two") for i in range(60))
     assert read_committed(bootstrap, "spread", 6) == expected
     cluster.wait_until(lambda: nothing_hanging(cluster, "spread", 6), what="LSO = HW")
+
+
+def test_a_transaction_in_prepare_commit_completes_on_the_new_coordinator(cluster) -> None:
+    """The partition's leader is down when the producer commits: PrepareCommit is written
+    and the commit answered, but no marker can be written. The coordinator dies too; the
+    new leader of its __transaction_state partition loads PrepareCommit, and once the
+    partition's leader is back, writes the marker and CompleteCommit."""
+    bootstrap = cluster.bootstrap_servers
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "prepared-txn"})
+    producer.init_transactions(60)
+    coordinator = cluster.leader_of(
+        "__transaction_state", partition_for("prepared-txn", TXN_PARTITIONS)
+    )
+    holder = next(b for b in (0, 1, 2) if b != coordinator)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic("prepared", 1, replica_assignment=[[holder]])
+    admin.create_topics([topic])["prepared"].result(30)
+    producer.begin_transaction()
+    producer.produce("prepared", b"survives", partition=0)
+    assert producer.flush(30) == 0
+    cluster.kill_broker(holder)  # no marker can reach prepared-0 now
+    producer.commit_transaction(60)  # answered once PrepareCommit is written
+    cluster.kill_broker(coordinator)
+    cluster.start_broker(holder)
+    assert read_committed(cluster.bootstrap_servers, "prepared", 1) == [b"survives"]
+    cluster.wait_until(lambda: nothing_hanging(cluster, "prepared", 1), what="LSO = HW")

@@ -25,6 +25,7 @@ STREAMED = "streamed"  # 2 partitions, empty
 STREAMED_BY_KT = "streamed-by-kt"  # 2 partitions, empty
 WRITTEN_BY_KT = "written-by-kt"  # 2 partitions, empty: the batch write, by kt's sink
 STREAMED_INTO_KT = "streamed-into-kt"  # 2 partitions, empty: the stream, into kt's sink
+TRANSACTIONS = "txns"  # 2 partitions: committed and aborted transactions
 
 
 def as_rows(df: Any, with_time: bool = True) -> list[dict[str, Any]]:
@@ -75,6 +76,11 @@ def run(spark: Any, bootstrap: str, work: Path) -> dict[str, Any]:
         query.awaitTermination()
 
     results: dict[str, Any] = {}
+    # Transactions, at each isolation level, through Spark's connector and kt's source.
+    for fmt, prefix in (("kafka", "txn"), ("kt", "kt_source_txn")):
+        results[f"{prefix}_default"] = as_rows(reader(fmt, TRANSACTIONS).load())
+        committed = reader(fmt, TRANSACTIONS).option("kafka.isolation.level", "read_committed")
+        results[f"{prefix}_read_committed"] = as_rows(committed.load())
     read = reader().load()
     results["read"] = as_rows(read)
     results["kt_source"] = as_rows(reader("kt").load())

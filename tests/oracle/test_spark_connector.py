@@ -9,17 +9,26 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.reference_kafka import spark_kafka_jars
 from tests._environment import unavailable
 
 JOB = Path(__file__).with_name("spark_kafka_job.py")
-TOPICS = ("orders", "written", "streamed", "streamed-by-kt", "written-by-kt", "streamed-into-kt")
+TOPICS = (
+    "orders",
+    "written",
+    "streamed",
+    "streamed-by-kt",
+    "written-by-kt",
+    "streamed-into-kt",
+    "txns",
+)
 RECORDS = 20
 BASE_MS = 1_700_000_000_000
 
@@ -45,6 +54,30 @@ def prepare(bootstrap: str) -> None:
         )
         producer.flush(30)  # one record per batch: offsets as the loop gives them
     assert producer.flush(30) == 0
+    transactional = Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-txn",
+                              "linger.ms": 0})  # fmt: skip
+    transactional.init_transactions(30)
+    for n, commit in enumerate((True, False, True)):
+        transactional.begin_transaction()
+        for i in range(4):
+            transactional.produce("txns", f"txn-{n}-{i}".encode(), partition=i % 2,
+                                  timestamp=BASE_MS + n * 10 + i)  # fmt: skip
+            transactional.flush(30)
+        (transactional.commit_transaction if commit else transactional.abort_transaction)(30)
+        wait_for_markers(bootstrap, (n + 1) * 3)
+
+
+def wait_for_markers(bootstrap: str, end: int) -> None:
+    """EndTxn answers before the markers are written: wait until each partition ends at
+    `end` (the same offsets on both brokers)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "markers",
+                         "isolation.level": "read_uncommitted"})  # fmt: skip
+    deadline = time.monotonic() + 30
+    for p in (0, 1):
+        while consumer.get_watermark_offsets(TopicPartition("txns", p), 10)[1] < end:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    consumer.close()
 
 
 @pytest.fixture
@@ -79,6 +112,11 @@ def test_spark_kafka_connector_reads_writes_and_streams_as_on_kafka(
     assert 0 < len(on_kafka["from_timestamp"]) < RECORDS
     for step in ("written", "streamed", "streamed_by_kt", "written_by_kt", "streamed_into_kt"):
         assert len(on_kafka[step]) == RECORDS, step
+    # Transactions: every data record by default (read_uncommitted), the committed ones
+    # only at read_committed; never a marker.
+    assert len(on_kafka["txn_default"]) == 12
+    assert sorted(r["value"] for r in on_kafka["txn_read_committed"]) == sorted(
+        f"txn-{n}-{i}".encode().hex() for n in (0, 2) for i in range(4))  # fmt: skip
 
     for step in on_kafka.keys() - {"sink_errors"}:  # the errors name Spark's objects
         assert on_kt[step] == on_kafka[step], step
@@ -86,6 +124,8 @@ def test_spark_kafka_connector_reads_writes_and_streams_as_on_kafka(
     # what Spark's Kafka sink writes (same partitions, offsets, keys, values, headers).
     for results in (on_kt, on_kafka):
         assert results["kt_source"] == results["read"]
+        assert results["kt_source_txn_default"] == results["txn_default"]
+        assert results["kt_source_txn_read_committed"] == results["txn_read_committed"]
         assert untopiced(results["written_by_kt"]) == untopiced(results["written"])
         assert untopiced(results["streamed_into_kt"]) == untopiced(results["streamed"])
     # A bad write fails with Spark's Kafka sink's message (kt's comes through PySpark).

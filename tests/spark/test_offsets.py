@@ -70,6 +70,10 @@ def test_options_are_case_insensitive_with_spark_defaults():
     assert batch.subscription.topics == ("t", "u")
     assert batch.include_headers and batch.fail_on_data_loss
     assert batch.starting.kind == "earliest" and batch.ending.kind == "latest"
+    assert not batch.read_committed  # the Kafka consumer's default isolation
+    committed = parse_options({**BASE, "kafka.isolation.level": "read_committed"},
+                              streaming=False)  # fmt: skip
+    assert committed.read_committed
     stream = parse_options({**BASE, "maxOffsetsPerTrigger": "100"}, streaming=True)
     assert stream.starting.kind == "latest" and stream.max_offsets_per_trigger == 100
     stamp = parse_options({**BASE, "startingTimestamp": "1700000000000"}, streaming=False)
@@ -100,6 +104,9 @@ def test_options_are_case_insensitive_with_spark_defaults():
         ({**BASE, "startingTimestamp": "noon"}, False, "expected a single long value"),
         ({**BASE, "minPartitions": "4"}, False, "minpartitions of Spark's Kafka source is not"),
         ({**BASE, "subscibe": "t"}, False, "unknown option subscibe"),
+        ({**BASE, "kafka.isolation.level": "committed"}, False,
+         "^kafka.isolation.level: Invalid value committed for configuration isolation.level: "
+         "String must be one of: read_committed, read_uncommitted$"),
         ({**BASE, "kafka.security.protocol": "SASL_SSL"}, False,
          "^kafka.security.protocol=SASL_SSL: kt does not support TLS and SASL yet$"),
     ],

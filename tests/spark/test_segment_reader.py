@@ -95,7 +95,7 @@ def _marker(pid: int, commit: bool) -> tuple[bytes, str]:
     return topics.marker_batch(pid, commit), ORIGIN_COORDINATOR
 
 
-def test_control_records_and_aborted_transactions_never_appear(tmp_path):
+def test_control_records_never_appear_nor_aborted_transactions_at_read_committed(tmp_path):
     log = topics.open_log(str(tmp_path), "tx", 0)
     plain = build_batch([_record(i) for i in range(100, 105)])
     for data in (
@@ -113,7 +113,7 @@ def test_control_records_and_aborted_transactions_never_appear(tmp_path):
         data, origin = data if isinstance(data, tuple) else (data, ORIGIN_CLIENT)
         log.append_as_leader(data, 0, origin=origin)
     log.close()
-    catalog = LogDirsCatalog([str(tmp_path)])
+    catalog = LogDirsCatalog([str(tmp_path)], read_committed=True)
     assert catalog.latest([("tx", 0)]) == {("tx", 0): 21}
     assert PartitionLog(str(tmp_path / "tx-0")).end_offsets() == (28, 21)
     offsets = [r["offset"] for r in rows(catalog, "tx", 0, 0, 21)]
@@ -121,6 +121,11 @@ def test_control_records_and_aborted_transactions_never_appear(tmp_path):
     # A range that ends before the markers still knows how its transactions ended.
     assert [r["offset"] for r in rows(catalog, "tx", 0, 6, 11)] == [6, 7]
     assert [r["value"] for r in rows(catalog, "tx", 0, 18, 19)] == [b"v400"]
+    # read_uncommitted (the Kafka consumer's default): every data record to the log end.
+    uncommitted = LogDirsCatalog([str(tmp_path)])
+    assert uncommitted.latest([("tx", 0)]) == {("tx", 0): 28}
+    offsets = [r["offset"] for r in rows(uncommitted, "tx", 0, 0, 28)]
+    assert offsets == [*range(0, 11), *range(12, 17), *range(18, 20), *range(21, 28)]
 
 
 def test_offset_for_timestamp_is_the_first_record_at_or_after_it(log_dir):
