@@ -132,6 +132,12 @@ def describe_lines(admin: AdminClient, transactional_id: str, now_ms: int) -> li
     try:
         coordinator, state = describe_transaction(admin, transactional_id)
     except KafkaError as e:
+        if e.name == "TRANSACTIONAL_ID_NOT_FOUND":  # DescribeTransactionsHandler's words
+            e = KafkaError(
+                e.code,
+                f"DescribeTransactions request for transactionalId "
+                f"`{transactional_id}` failed because the ID could not be found",
+            )
         raise _failed(
             f"Failed to describe transaction state of transactional-id `{transactional_id}`", e
         ) from None

@@ -246,6 +246,23 @@ CASES = [
          ["No such field exists: `partition`"], stdout=[
              "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
              "KAFKA-8405"]),
+    # -- transactions (kafka-transactions.sh's messages) -------------------------------
+    Case("transactions-describe-unknown", ["transactions", "--bootstrap-server", B, "describe",
+         "--transactional-id", "nobody"], ["Failed to describe transaction state of "
+         "transactional-id `nobody`: DescribeTransactions request for transactionalId `nobody` "
+         "failed because the ID could not be found. Enable debug logging for additional "
+         "detail."]),
+    Case("transactions-abort-unidentified", ["transactions", "--bootstrap-server", B, "abort",
+         "--topic", "cli-errors", "--partition", "0"], ["The transaction to abort must be "
+         "identified either with --start-offset (for brokers on 3.0 or above) or with "
+         "--producer-id, --producer-epoch, and --coordinator-epoch (for older brokers)"]),
+    Case("transactions-abort-nothing-open", ["transactions", "--bootstrap-server", B, "abort",
+         "--topic", "cli-errors", "--partition", "0", "--start-offset", "5"],
+         ["Could not find any open transactions starting at offset 5 on partition "
+          "cli-errors-0"]),
+    Case("transactions-find-hanging-unscoped", ["transactions", "--bootstrap-server", B,
+         "find-hanging"], ["The `find-hanging` command requires either --topic or --broker-id "
+         "to limit the scope of the search"]),
     # -- producer-perf-test ------------------------------------------------------------
     Case("perf-no-records", ["producer-perf-test", "--topic", "t", "--num-records", "0",
          "--record-size", "10", "--throughput", "-1", "--producer-props",

@@ -74,7 +74,9 @@ fed: list[int] = []
 
 def feed(bootstrap: str) -> None:
     """RECORDS input records at a steady pace, acks=all, idempotent."""
-    source = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20})
+    source = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True}
+    )  # no duplicates from retries
     for i in range(RECORDS):
         source.produce(INPUT, f"{i}".encode(), partition=i % PARTITIONS)
         if i % 50 == 49:
@@ -125,8 +127,14 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
         for fault in faults:
             # Each fault strikes while the application is at work: after new output.
             floor = progress + 100
-            cluster.wait_until(lambda floor=floor: consumed(cluster.bootstrap) >= floor,
-                               f"{floor} input records consumed", timeout_s=90)  # fmt: skip
+
+            def progressed(floor: int = floor) -> bool:
+                nonlocal processor
+                if processor.poll() is not None:  # it gave up (a fatal error): a new one
+                    processor = start_processor(cluster.bootstrap, log)
+                return consumed(cluster.bootstrap) >= floor
+
+            cluster.wait_until(progressed, f"{floor} input records consumed", timeout_s=90)
             progress = consumed(cluster.bootstrap)
             assert progress < RECORDS, "the faults came too late: the work was done"
             time.sleep(rng.uniform(0.0, 0.5))
