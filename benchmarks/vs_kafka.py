@@ -12,6 +12,12 @@ brokers' identical defaults: no flush per append, 1 GiB segments):
   perf          kafka-producer-perf-test (the Java producer, acks=1), kt producer-perf-test
                 (kt's producer, acks=1), each against both brokers, and
                 kafka-consumer-perf-test (a Java consumer in a group): records/s, CPU
+  transactions  kafka-producer-perf-test with --transactional-id and
+                --transaction-duration-ms (--txn-ms, 5 by default: about 1,000 records a
+                transaction here), acks=all, against both brokers; and the same tool
+                without transactions (idempotent, acks=all) against kt: records/s, the
+                records per transaction each broker's log shows (issue 29's targets: >=
+                1.0x Kafka's transactional figure, >= 0.8x kt's own non-transactional one)
   latency       kafka-e2e-latency (Java producer and consumer, acks=all): average ms
   startup       spawn to the first answered ApiVersions, fresh log dir (Kafka's storage
                 formatted beforehand, as an operator does once)
@@ -176,6 +182,79 @@ def bench_perf_tools(sides: list[Side], records: int, repeat: int) -> list[Row]:
     return rows
 
 
+TXN_TOPIC = "bench-txn"
+
+
+def create_txn_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TXN_TOPIC, 1, 1)])[TXN_TOPIC].result(timeout=30)
+
+
+def end_offset(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-offsets",
+                         "isolation.level": "read_uncommitted"})  # fmt: skip
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 30)[1]
+    finally:
+        consumer.close()
+
+
+def perf_in_transactions(bootstrap: str, records: int, txn_ms: int) -> tuple[float, float]:
+    """(seconds, records per transaction) of the Java producer writing `records` in
+    transactions of `txn_ms` (acks=all, as transactions require), from its own figure
+    and from the markers the log gained (one partition: one marker a transaction)."""
+    before = end_offset(bootstrap, TXN_TOPIC)
+    result = run_tool(
+        "kafka-producer-perf-test", "--topic", TXN_TOPIC, "--num-records", str(records),
+        "--record-size", "100", "--throughput", "-1", "--producer-props",
+        f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5",
+        "--transactional-id", "bench-txn", "--transaction-duration-ms", str(txn_ms),
+    )  # fmt: skip
+    match = re.search(r"^\d+ records sent, ([\d.]+) records/sec", result.stdout, re.M)
+    if result.returncode or match is None:
+        raise RuntimeError(f"producer-perf-test failed: {result.stdout}{result.stderr}")
+    markers = end_offset(bootstrap, TXN_TOPIC) - before - records
+    return records / float(match.group(1)), records / max(markers, 1)
+
+
+def producer_perf_acks_all(bootstrap: str, records: int) -> float:
+    result = run_tool(
+        "kafka-producer-perf-test", "--topic", TXN_TOPIC, "--num-records", str(records),
+        "--record-size", "100", "--throughput", "-1", "--producer-props",
+        f"bootstrap.servers={bootstrap}", "acks=all", "linger.ms=5",
+    )  # fmt: skip
+    match = re.search(r"^\d+ records sent, ([\d.]+) records/sec", result.stdout, re.M)
+    if result.returncode or match is None:
+        raise RuntimeError(f"producer-perf-test failed: {result.stdout}{result.stderr}")
+    return records / float(match.group(1))
+
+
+def bench_transactions(sides: list[Side], records: int, repeat: int, txn_ms: int) -> list[Row]:
+    sizes: dict[str, list[float]] = {s.name: [] for s in sides}
+
+    def run(side: Side) -> tuple[float, float]:
+        seconds, per_txn = perf_in_transactions(side.bootstrap, records, txn_ms)
+        sizes[side.name].append(per_txn)
+        return seconds, 0.0
+
+    got = alternate(sides, repeat, run)
+    kt_side = next(s for s in sides if s.name == "kt")
+    plain = alternate([kt_side], repeat,
+                      lambda s: (producer_perf_acks_all(s.bootstrap, records), 0.0))  # fmt: skip
+    size = {name: statistics.median(v) for name, v in sizes.items()}
+    return [
+        Row(f"producer-perf-test in transactions ({txn_ms} ms, acks=all)", "rec/s",
+            records / got["kt"][0], records / got["kafka"][0], True, 1.0),
+        Row("  records a transaction", "rec", size["kt"], size["kafka"], True),
+        Row("  kt: in transactions / without (kt in both columns)", "rec/s",
+            records / got["kt"][0], records / plain["kt"][0], True, 0.8),
+    ]  # fmt: skip
+
+
 def e2e_latency_ms(bootstrap: str) -> float:
     result = run_tool("kafka-e2e-latency", bootstrap, TOPIC, "2000", "all", "100")
     match = re.search(r"Avg latency: ([\d.]+) ms", result.stdout)
@@ -253,10 +332,11 @@ def bench_recovery(work: Path, records: int) -> list[Row]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    scenarios = ["produce", "perf", "latency", "startup", "recovery"]
+    scenarios = ["produce", "perf", "transactions", "latency", "startup", "recovery"]
     parser.add_argument("which", nargs="*", choices=[*scenarios, []])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--txn-ms", type=int, default=5, help="--transaction-duration-ms")
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason is not None:
@@ -265,7 +345,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="kt-vs-kafka-"))
     rows: list[Row] = []
     try:
-        if {"produce", "perf", "latency"} & set(which):
+        if {"produce", "perf", "transactions", "latency"} & set(which):
             with KtBroker(work / "kt-logs") as kt_broker:
                 kafka = ReferenceKafka(work / "kafka").start()
                 try:
@@ -278,6 +358,10 @@ def main() -> None:
                         rows += bench_produce(sides, args.records, args.repeat)
                     if "perf" in which:
                         rows += bench_perf_tools(sides, args.records, args.repeat)
+                    if "transactions" in which:
+                        for side in sides:
+                            create_txn_topic(side.bootstrap)
+                        rows += bench_transactions(sides, args.records, args.repeat, args.txn_ms)
                     if "latency" in which:
                         rows += bench_latency(sides, args.repeat)
                 finally:
