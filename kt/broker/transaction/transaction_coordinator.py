@@ -36,6 +36,9 @@ from kt.errors import KafkaError
 log = logging.getLogger(__name__)
 
 S = TransactionState
+# How long AddPartitionsToTxn waits for the previous transaction of its producer to
+# complete before answering CONCURRENT_TRANSACTIONS.
+CONCURRENT_WAIT_S = 0.5
 
 
 class TransactionCoordinator:
@@ -173,14 +176,25 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: set[tuple[str, int]],
     ) -> str:
-        error, found = self._check_producer(transactional_id, producer_id, producer_epoch)
-        if error != "NONE":
-            return error
-        metadata = found.metadata
-        if metadata.pending_transition_in_progress:
-            return "CONCURRENT_TRANSACTIONS"
-        if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
-            return "CONCURRENT_TRANSACTIONS"
+        deadline = None
+        while True:
+            error, found = self._check_producer(transactional_id, producer_id, producer_epoch)
+            if error != "NONE":
+                return error
+            metadata = found.metadata
+            busy = metadata.pending_transition_in_progress or metadata.state in (
+                S.PREPARE_COMMIT, S.PREPARE_ABORT
+            )  # fmt: skip
+            if not busy:
+                break
+            # The previous transaction's markers are being written: the client would back
+            # off (20 ms in the Java producer) and ask again; waiting here answers as soon
+            # as it completes instead, which is what the client wanted anyway.
+            now = asyncio.get_running_loop().time()
+            deadline = now + CONCURRENT_WAIT_S if deadline is None else deadline
+            if now >= deadline:
+                return "CONCURRENT_TRANSACTIONS"
+            await self.state_manager.wait_for_transition(transactional_id, deadline - now)
         if metadata.state == S.ONGOING and partitions <= metadata.topic_partitions:
             return "NONE"  # nothing new: no write
         transit = metadata.prepare_add_partitions(partitions, self.clock())

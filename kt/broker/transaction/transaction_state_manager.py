@@ -91,6 +91,7 @@ class TransactionStateManager:
         self.clock = clock
         self.caches: dict[int, TxnPartitionCache] = {}
         self.loading: dict[int, int] = {}  # partition -> the epoch being loaded
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     # -- lookup -----------------------------------------------------------------------
 
@@ -134,6 +135,27 @@ class TransactionStateManager:
     @property
     def is_active(self) -> bool:
         return bool(self.caches) or bool(self.loading)
+
+    async def wait_for_transition(self, transactional_id: str, timeout_s: float) -> None:
+        """Until the id's next transition is written or dropped (or `timeout_s` passes)."""
+        future = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(transactional_id, []).append(future)
+        try:
+            async with asyncio.timeout(timeout_s):
+                await future
+        except TimeoutError:
+            pass
+        finally:
+            waiting = self._waiters.get(transactional_id, [])
+            if future in waiting:
+                waiting.remove(future)
+            if not waiting:
+                self._waiters.pop(transactional_id, None)
+
+    def _transitioned(self, transactional_id: str) -> None:
+        for future in self._waiters.pop(transactional_id, []):
+            if not future.done():
+                future.set_result(None)
 
     # -- writes -----------------------------------------------------------------------
 
@@ -180,10 +202,12 @@ class TransactionStateManager:
             log.info("Appending %s's new metadata %s failed due to %s", transactional_id,
                      transit, error)  # fmt: skip
             metadata.pending_state = None
+            self._transitioned(transactional_id)
             return error
         metadata.complete_transition_to(transit)
         if transit.txn_state == S.DEAD:
             cache.metadata.pop(transactional_id, None)
+        self._transitioned(transactional_id)
         return "NONE"
 
     # -- timeouts and expiry ------------------------------------------------------------
