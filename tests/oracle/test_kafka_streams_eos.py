@@ -1,0 +1,161 @@
+"""Kafka Streams with processing.guarantee=exactly_once_v2 on kt: a word count
+(interop/StreamsWordCount.java, Kafka 3.9.1's Streams from Maven) on three `kt
+server-start` processes on ZooKeeper, killed with SIGKILL at moments it is at work and
+started again (its state store then restored from its changelog at read_committed),
+while the leader of an output partition's broker is killed too. Every word's last count
+in the output, read at read_committed, is the number of times the input holds it."""
+
+from __future__ import annotations
+
+import random
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.reference_kafka import _tool_log4j, java_command
+from tests.integration.test_zookeeper_cluster import ZkCluster
+
+pytestmark = pytest.mark.slow
+
+APP = Path(__file__).resolve().parents[2] / "interop" / "StreamsWordCount.java"
+INPUT, OUTPUT, GROUP = "lines", "word-counts", "kt-word-count"
+PARTITIONS = 3
+LINES = 3000
+RATE = 150  # lines a second: the input lasts 20 s
+WORDS = 40
+
+
+def line(i: int) -> str:
+    return f"w{i % WORDS} w{(i * 7) % WORDS} w{(i * 13 + 5) % WORDS}"
+
+
+def start_app(bootstrap: str, state_dir: Path, log: Path) -> subprocess.Popen:
+    command = [*java_command(str(APP), ["-Xmx384m"], _tool_log4j()), bootstrap, INPUT, OUTPUT,
+               str(state_dir)]  # fmt: skip
+    with open(log, "a") as out:
+        return subprocess.Popen(command, stdout=out, stderr=out)
+
+
+fed: list[int] = []
+
+
+def feed(bootstrap: str) -> None:
+    source = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
+                       "enable.idempotence": True})  # fmt: skip
+    for i in range(LINES):
+        source.produce(INPUT, line(i).encode(), key=f"{i}".encode())
+        if i % 30 == 29:
+            source.poll(0)
+            time.sleep(30 / RATE)
+    fed.append(LINES if source.flush(120) == 0 else -1)
+
+
+def consumed(bootstrap: str) -> int:
+    """The input lines the application committed (its group's offsets, summed)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                         "isolation.level": "read_uncommitted"})  # fmt: skip
+    try:
+        offsets = consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], 30)
+        return sum(max(tp.offset, 0) for tp in offsets)
+    finally:
+        consumer.close()
+
+
+def last_counts(bootstrap: str) -> dict[str, int]:
+    """Each word's last count in the output, read at read_committed to each end."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "counts-check",
+        "isolation.level": "read_committed", "enable.partition.eof": True,
+        "enable.auto.commit": False,
+    })  # fmt: skip
+    consumer.assign([TopicPartition(OUTPUT, p, 0) for p in range(PARTITIONS)])
+    counts: dict[str, int] = {}
+    ended: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(ended) < PARTITIONS:
+        assert time.monotonic() < deadline, f"ended {ended}"
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error() is not None:
+            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+            ended.add(message.partition())
+            continue
+        counts[message.key().decode()] = struct.unpack(">q", message.value())[0]
+    consumer.close()
+    return counts
+
+
+def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    rng = random.Random(29)
+    cluster = ZkCluster(tmp_path, zookeeper, overrides={
+        "min.insync.replicas": "2", "transaction.state.log.num.partitions": "3",
+        "transaction.state.log.replication.factor": "3", "transaction.state.log.min.isr": "2",
+        "offsets.topic.num.partitions": "3", "replica.lag.time.max.ms": "4000",
+    })  # fmt: skip
+    app = None
+    log = tmp_path / "streams.log"
+    state_dir = tmp_path / "streams-state"
+    try:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        for topic in (INPUT, OUTPUT):
+            admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(30)
+        feeder = threading.Thread(target=feed, args=(cluster.bootstrap,), daemon=True)
+        feeder.start()
+        expected = Counter(word for i in range(LINES) for word in line(i).split())
+        app = start_app(cluster.bootstrap, state_dir, log)
+
+        progress = 0
+        for fault in ("app", "app", "output-leader", "app"):
+            floor = progress + 150
+
+            def progressed(floor: int = floor) -> bool:
+                nonlocal app
+                if app.poll() is not None:
+                    app = start_app(cluster.bootstrap, state_dir, log)
+                return consumed(cluster.bootstrap) >= floor
+
+            cluster.wait_until(progressed, f"{floor} lines consumed", timeout_s=120)
+            progress = consumed(cluster.bootstrap)
+            assert progress < LINES, "the faults came too late: the work was done"
+            time.sleep(rng.uniform(0.0, 0.5))
+            if fault == "app":
+                app.send_signal(signal.SIGKILL)
+                app.wait()
+                app = start_app(cluster.bootstrap, state_dir, log)
+            else:
+                victim = cluster.state(OUTPUT, rng.randrange(PARTITIONS))["leader"]
+                cluster.brokers[victim].kill()
+                time.sleep(rng.uniform(1.0, 2.5))
+                cluster.brokers[victim].start()
+
+        feeder.join(120)
+        assert fed == [LINES]
+
+        def done() -> bool:
+            nonlocal app
+            if app.poll() is not None:
+                app = start_app(cluster.bootstrap, state_dir, log)
+            return consumed(cluster.bootstrap) >= LINES
+
+        cluster.wait_until(done, "every line consumed", timeout_s=180)
+        app.send_signal(signal.SIGTERM)
+        app.wait(60)
+        counts = last_counts(cluster.bootstrap)
+        wrong = {w: (counts.get(w), n) for w, n in expected.items() if counts.get(w) != n}
+        assert not wrong, f"(counted, expected): {wrong}; {log.read_text()[-3000:]}"
+    finally:
+        if app is not None and app.poll() is None:
+            app.kill()
+            app.wait()
+        cluster.close()
