@@ -55,7 +55,7 @@ BROKER_NOT_YET = (
 
 CLIENT_NOT_YET = (
     NotYet("security.protocol", lambda v: v.strip().upper() != "PLAINTEXT", "TLS and SASL"),
-    NotYet("transactional.id", _set, "transactions"),
+    NotYet("transactional.id", _set, "transactions in this tool"),
 )
 
 

@@ -89,7 +89,7 @@ CASES = [
          ["security.protocol=SSL: kt does not support TLS and SASL yet"], stdin="v\n"),
     Case("producer-transactional-id", ["console-producer", "--bootstrap-server", B, "--topic",
          "cli-errors", "--producer-property", "transactional.id=tx"],
-         ["transactional.id=tx: kt does not support transactions yet"], stdin="v\n"),
+         ["transactional.id=tx: kt does not support transactions in this tool yet"], stdin="v\n"),
     Case("consumer-sasl-config", ["console-consumer", "--bootstrap-server", B, "--topic",
          "cli-errors", "--consumer.config", f"{DIR}/sasl.properties"],
          ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
