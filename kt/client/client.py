@@ -138,6 +138,22 @@ class KafkaClient:
 
     # -- connections ---------------------------------------------------------------------
 
+    def find_coordinator(self, key: str, key_type: int) -> tuple[int, int, str, int]:
+        """One FindCoordinator for a group (key type 0) or a transactional id (1): (error
+        code, broker id, host, port), the broker learned when found."""
+        response = self.any_connection().send(ApiKey.FIND_COORDINATOR, m.FindCoordinatorRequest(
+            key=key, key_type=key_type, coordinator_keys=[key]
+        ))  # fmt: skip
+        if response.coordinators:  # v4+
+            c = response.coordinators[0]
+            code, node, host, port = c.error_code, c.node_id, c.host, c.port
+        else:
+            code, node, host, port = (response.error_code, response.node_id, response.host,
+                                      response.port)  # fmt: skip
+        if code == 0:
+            self.brokers.setdefault(node, (host, port, None))
+        return code, node, host, port
+
     def any_connection(self) -> BrokerConnection:
         """A live connection to some broker: the bootstrap one, or, once its broker went
         away, a new one to any broker known (then the bootstrap servers again)."""

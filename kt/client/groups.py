@@ -119,18 +119,8 @@ class GroupAdmin:
         """(broker id, host, port) of the group's coordinator."""
         deadline = time.monotonic() + self.timeout_ms / 1000
         while True:
-            response = self.client.any_connection().send(
-                ApiKey.FIND_COORDINATOR, m.FindCoordinatorRequest(key=group_id, key_type=0,
-                                                                  coordinator_keys=[group_id])
-            )  # fmt: skip
-            if response.coordinators:
-                c = response.coordinators[0]
-                code, node, host, port = c.error_code, c.node_id, c.host, c.port
-            else:
-                code, node = response.error_code, response.node_id
-                host, port = response.host, response.port
+            code, node, host, port = self.client.find_coordinator(group_id, 0)
             if code == 0:
-                self.client.brokers.setdefault(node, (host, port, None))
                 return node, host, port
             self._retry_or_raise(code, deadline, f"Cannot find the coordinator of {group_id}")
 

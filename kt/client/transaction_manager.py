@@ -60,15 +60,9 @@ class TransactionManager:
     def _coordinator(self) -> BrokerConnection:
         if self._coordinator_id is None or self._connection is None or self._connection.closed:
             self.close()
-            response = self.client.any_connection().send(ApiKey.FIND_COORDINATOR,
-                m.FindCoordinatorRequest(key=self.transactional_id, key_type=TRANSACTION_KEY,
-                                         coordinator_keys=[self.transactional_id]))  # fmt: skip
-            if response.coordinators:
-                c = response.coordinators[0]
-                code, node, host, port = c.error_code, c.node_id, c.host, c.port
-            else:
-                code, node = response.error_code, response.node_id
-                host, port = response.host, response.port
+            code, node, host, port = self.client.find_coordinator(
+                self.transactional_id, TRANSACTION_KEY
+            )
             if code:
                 raise KafkaError(code, f"FindCoordinator for {self.transactional_id}")
             self._coordinator_id = node

@@ -94,17 +94,8 @@ def find_coordinator(admin: AdminClient, transactional_id: str, timeout_s: float
     client = admin.client
     deadline = time.monotonic() + timeout_s
     while True:
-        response = client.any_connection().send(ApiKey.FIND_COORDINATOR, m.FindCoordinatorRequest(
-            key=transactional_id, key_type=TRANSACTION_KEY, coordinator_keys=[transactional_id]
-        ))  # fmt: skip
-        if response.coordinators:
-            c = response.coordinators[0]
-            code, node, host, port = c.error_code, c.node_id, c.host, c.port
-        else:
-            code, node = response.error_code, response.node_id
-            host, port = response.host, response.port
+        code, node, _, _ = client.find_coordinator(transactional_id, TRANSACTION_KEY)
         if code == 0:
-            client.brokers.setdefault(node, (host, port, None))
             return node
         if error_for(code).name not in RETRIABLE or time.monotonic() > deadline:
             raise _error(code)

@@ -5,7 +5,8 @@ transaction. Run by tests/integration/test_exactly_once.py, which kills it (and
 brokers) at random moments and starts it again.
 
 On an error inside a transaction it aborts and rewinds to the group's committed offsets;
-on a fatal error (fenced by a newer instance) it exits 1. It runs until it is stopped.
+on a fatal error (fenced by a newer instance, as producer or as static group member) it
+exits 1. It runs until it is stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import argparse
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 
 def main() -> int:
@@ -56,8 +57,8 @@ def main() -> int:
         except KafkaException as e:
             error = e.args[0]
             print(f"transaction failed: {error}", file=sys.stderr, flush=True)
-            if error.fatal():
-                return 1
+            if error.fatal() or error.code() == KafkaError.FENCED_INSTANCE_ID:
+                return 1  # another instance took over: this one must stop
             try:
                 producer.abort_transaction(30)
             except KafkaException as abort_error:

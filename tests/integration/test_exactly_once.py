@@ -18,10 +18,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
+from tests.integration.read_to_end import read_to_end
 from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow
@@ -46,27 +47,7 @@ def start_processor(bootstrap: str, log: Path) -> subprocess.Popen:
 
 def read_committed(bootstrap: str) -> Counter[bytes]:
     """Every value of the output up to each partition's end (its LSO)."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "eos-check",
-        "isolation.level": "read_committed", "enable.partition.eof": True,
-        "enable.auto.commit": False,
-    })  # fmt: skip
-    consumer.assign([TopicPartition(OUTPUT, p, 0) for p in range(PARTITIONS)])
-    seen: Counter[bytes] = Counter()
-    ended: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(ended) < PARTITIONS:
-        assert time.monotonic() < deadline, f"read {sum(seen.values())}, ended {ended}"
-        message = consumer.poll(0.5)
-        if message is None:
-            continue
-        if message.error() is not None:
-            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-            ended.add(message.partition())
-            continue
-        seen[message.value()] += 1
-    consumer.close()
-    return seen
+    return Counter(m.value() for m in read_to_end(bootstrap, OUTPUT, PARTITIONS))
 
 
 fed: list[int] = []

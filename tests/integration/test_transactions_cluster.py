@@ -5,14 +5,13 @@ leaves nothing hanging (every partition's LSO reaches its high watermark)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.testing import KtCluster
+from tests.integration.read_to_end import read_to_end
 
 pytestmark = pytest.mark.slow
 
@@ -32,26 +31,7 @@ def cluster(tmp_path):
 
 
 def read_committed(bootstrap: str, topic: str, partitions: int) -> list[bytes]:
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "reader", "isolation.level": "read_committed",
-        "enable.partition.eof": True, "enable.auto.commit": False,
-    })  # fmt: skip
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    ended: set[int] = set()
-    deadline = time.monotonic() + 60
-    while len(ended) < partitions:
-        assert time.monotonic() < deadline, f"ended {ended}, read {len(values)}"
-        message = consumer.poll(1)
-        if message is None:
-            continue
-        if message.error() is not None:
-            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-            ended.add(message.partition())
-            continue
-        values.append(message.value())
-    consumer.close()
-    return sorted(values)
+    return sorted(m.value() for m in read_to_end(bootstrap, topic, partitions))
 
 
 def nothing_hanging(cluster: KtCluster, topic: str, partitions: int) -> bool:
