@@ -73,10 +73,6 @@ class TransactionMarkerChannelManager:
         for task in list(self._tasks):
             task.cancel()
 
-    @property
-    def pending_count(self) -> int:
-        return len(self._tasks)
-
     # -- one transaction ----------------------------------------------------------------
 
     def _still_ours(self, transactional_id: str, coordinator_epoch: int, producer_id: int) -> bool:

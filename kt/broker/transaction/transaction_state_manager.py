@@ -132,10 +132,6 @@ class TransactionStateManager:
     def all_metadata(self) -> list[TransactionMetadata]:
         return [m for cache in self.caches.values() for m in cache.metadata.values()]
 
-    @property
-    def is_active(self) -> bool:
-        return bool(self.caches) or bool(self.loading)
-
     async def wait_for_transition(self, transactional_id: str, timeout_s: float) -> None:
         """Until the id's next transition is written or dropped (or `timeout_s` passes)."""
         future = asyncio.get_running_loop().create_future()
