@@ -216,12 +216,32 @@ FAULT_PHASES = ("paused", "dropped")
 AFTER_PHASES = ("after pause", "after drop")
 
 
-def create_topic(bootstrap: str, name: str) -> None:
-    """CreateTopics (3 partitions, replication factor 3) through librdkafka's admin client."""
+def create_topic(bootstrap: str, name: str, timeout_s: float = 60.0) -> None:
+    """CreateTopics (3 partitions, replication factor 3) through librdkafka's admin client,
+    asked again on a retriable answer until `timeout_s`, as Kafka's admin client retries
+    (NOT_CONTROLLER while a controller is being elected after a session expiry)."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, 3, 3)], operation_timeout=30)[name].result(60)
+    deadline = time.monotonic() + timeout_s
+    retried = False
+    while True:
+        try:
+            admin.create_topics([NewTopic(name, 3, 3)], operation_timeout=30)[name].result(60)
+            return
+        except KafkaException as e:
+            error = e.args[0]
+            if retried and error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return  # an earlier attempt created it after all
+            again = error.retriable() or error.code() in (
+                KafkaError.NOT_CONTROLLER,
+                KafkaError.REQUEST_TIMED_OUT,
+            )  # librdkafka does not mark a topic result's error retriable
+            if not again or time.monotonic() > deadline:
+                raise
+        retried = True
+        time.sleep(0.5)
 
 
 def run_outage_scenario(
