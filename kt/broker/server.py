@@ -23,10 +23,8 @@ from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
+from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
 from kt.broker.dynamic_config import DynamicConfigManager
-from kt.broker.group.group_coordinator import GroupCoordinator
-from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
-from kt.broker.handlers import transactions
 from kt.broker.kafka_apis import KafkaApis
 from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.memory_pool import MemoryPool
@@ -36,10 +34,6 @@ from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
-from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
-from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
-from kt.broker.transaction.transaction_marker_channel import TransactionMarkerChannelManager
-from kt.broker.transaction.transaction_state_manager import TransactionStateManager
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
 from kt.errors import KafkaError, store_error
@@ -118,7 +112,6 @@ class KafkaServer:
         self.broker_epoch = -1  # the czxid of this broker's registration
         self._controller_connection: AsyncBrokerConnection | None = None
         self._controller_connected_to = -1
-        self._marker_connections: dict[int, AsyncBrokerConnection] = {}
         # The broker's metadata store calls (ZooKeeper reads and writes for admin requests,
         # configs, registration) run here, never on the event loop that serves clients.
         self._store_calls = ThreadPoolExecutor(
@@ -142,79 +135,6 @@ class KafkaServer:
             log.warning("[KafkaServer id=%s] metadata store: %s: %s",
                         self.broker_id, type(e).__name__, e)  # fmt: skip
             raise store_error(e) from None
-
-    def _create_group_coordinator(self) -> GroupCoordinator:
-        """The group coordinator with this broker's group.* and offsets.* settings; it loads
-        and unloads groups as this broker gains and loses __consumer_offsets leadership."""
-        cfg, cache = self.config, self.metadata_cache
-
-        def partition_count() -> int:
-            known = cache.topic_partitions(GROUP_METADATA_TOPIC)
-            return len(known) or cfg["offsets.topic.num.partitions"]
-
-        manager = GroupMetadataManager(
-            self.replica_manager,
-            partition_count,
-            commit_timeout_ms=int(cfg.originals.get("offsets.commit.timeout.ms", 5000)),
-            load_buffer_size=cfg["offsets.load.buffer.size"],
-        )
-        coordinator = GroupCoordinator(
-            manager,
-            min_session_timeout_ms=cfg["group.min.session.timeout.ms"],
-            max_session_timeout_ms=cfg["group.max.session.timeout.ms"],
-            initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
-            max_group_size=cfg["group.max.size"],
-        )
-        self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
-        return coordinator
-
-    def _create_transaction_coordinator(self) -> TransactionCoordinator:
-        """The transaction coordinator with this broker's transaction.* settings; it loads
-        and drops transactional ids as this broker gains and loses __transaction_state
-        leadership, and sends markers to partition leaders (itself directly)."""
-        cfg, cache = self.config, self.metadata_cache
-
-        def partition_count() -> int:
-            known = cache.topic_partitions(TRANSACTION_STATE_TOPIC)
-            return len(known) or cfg["transaction.state.log.num.partitions"]
-
-        manager = TransactionStateManager(
-            self.replica_manager,
-            partition_count,
-            request_timeout_ms=cfg["request.timeout.ms"],
-            transaction_max_timeout_ms=cfg["transaction.max.timeout.ms"],
-            transactional_id_expiration_ms=cfg["transactional.id.expiration.ms"],
-            load_buffer_size=cfg["transaction.state.log.load.buffer.size"],
-        )
-        markers = TransactionMarkerChannelManager(manager, cache, self._send_txn_markers)
-        coordinator = TransactionCoordinator(
-            manager, markers, self.producer_id_manager.generate_producer_id
-        )
-        self.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
-        return coordinator
-
-    async def _send_txn_markers(self, broker_id: int, request: Any) -> Any:
-        """WriteTxnMarkers to a partition leader: this broker's own partitions directly,
-        another broker's over a connection to its inter-broker listener (kept open)."""
-        if broker_id == self.broker_id:
-            return await transactions.write_txn_markers_locally(self, request)
-        connection = self._marker_connections.get(broker_id)
-        if connection is None or connection.closed:
-            endpoint = self._broker_endpoint(broker_id)
-            if endpoint is None:
-                raise KafkaError("NOT_LEADER_OR_FOLLOWER", f"broker {broker_id} is not known")
-            connection = self._marker_connections[broker_id] = (
-                await AsyncBrokerConnection.connect(
-                    *endpoint, client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                    timeout_s=10.0,
-                )
-            )  # fmt: skip
-        try:
-            async with asyncio.timeout(self.config["request.timeout.ms"] / 1000 + 5):
-                return await connection.send(ApiKey.WRITE_TXN_MARKERS, request)
-        except TimeoutError:
-            connection.close()
-            raise KafkaError("REQUEST_TIMED_OUT", f"broker {broker_id} did not answer") from None
 
     def read_dynamic_broker_config(self) -> tuple[dict[str, str], dict[str, str]]:
         """This broker's dynamic config and the cluster default (a store read)."""
@@ -317,9 +237,9 @@ class KafkaServer:
             self._halt_if_no_log_dir_left,
         ]
         self.admin_manager = AdminManager(self)
-        self.group_coordinator = self._create_group_coordinator()
+        self.group_coordinator = create_group_coordinator(self)
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
-        self.txn_coordinator = self._create_transaction_coordinator()
+        self.txn_coordinator = create_transaction_coordinator(self)
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
         await self.dynamic_config.startup()
@@ -563,8 +483,6 @@ class KafkaServer:
         if self.apis is not None:
             self.group_coordinator.shutdown()
             self.txn_coordinator.shutdown()
-        for connection in self._marker_connections.values():
-            connection.close()
         if self.controller is not None:
             await (self.controller.shutdown() if clean else self.controller.abandon())
         if self.log_manager is not None:

@@ -34,6 +34,7 @@ from kt.storage.log_segment import (
     LogOffsetMetadata,
     LogSegment,
 )
+from kt.storage.log_transactions import LogTransactionReads
 from kt.storage.log_validator import (
     LogAppendInfo,
     analyze_follower_batches,
@@ -48,7 +49,6 @@ from kt.storage.producer_state import (
     ProducerAppendInfo,
     ProducerStateManager,
 )
-from kt.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Log(LogRetention, LogOffsetLookups):
+class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
     """One partition's log.
 
     Invariants: log_start_offset <= high_watermark <= log_end_offset; recovery_point <=
@@ -132,39 +132,6 @@ class Log(LogRetention, LogOffsetLookups):
         if first_unstable is None:
             return self._high_watermark
         return min(max(first_unstable, self.log_start_offset), self._high_watermark)
-
-    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [start_offset, upper_bound), from the
-        transaction indexes of the segment holding `start_offset` on, until an entry's LSO
-        reaches the bound (UnifiedLog.collectAbortedTransactions)."""
-        found: list[AbortedTxn] = []
-        for segment in self.segments[max(0, self._floor_index(start_offset)) :]:
-            txns, complete = segment.txn_index.collect_aborted_txns(start_offset, upper_bound)
-            found.extend(txns)
-            if complete:
-                break
-        return found
-
-    def aborted_transactions_for(self, info: FetchDataInfo) -> list[AbortedTxn]:
-        """What a read_committed read must list: the aborted transactions overlapping the
-        offsets it returned, up to the first offset after its bytes
-        (LocalLog.addAbortedTransactions)."""
-        records = info.records
-        if not len(records):
-            return []
-        base = info.fetch_offset_metadata.segment_base_offset
-        i = self._floor_index(base)
-        if not any(s.txn_index.entries for s in self.segments[i:]):
-            return []  # no aborted transaction from here on: the common case
-        segment = self.segments[i]
-        end = records.position + records.size
-        if end + 8 <= segment.size:
-            upper = int.from_bytes(segment.log.read(end, 8), "big")  # the next batch's offset
-        elif i + 1 < len(self.segments):
-            upper = self.segments[i + 1].base_offset
-        else:
-            upper = self.log_end_offset
-        return self.collect_aborted_transactions(info.fetch_offset_metadata.message_offset, upper)
 
     @property
     def active_segment(self) -> LogSegment:

@@ -53,10 +53,12 @@ class TransactionMarkerChannelManager:
         state_manager: TransactionStateManager,
         metadata_cache: Any,
         send: SendMarkers,
+        close_connections: Callable[[], None] = lambda: None,
     ) -> None:
         self.state_manager = state_manager
         self.metadata_cache = metadata_cache
         self.send = send  # (leader broker id, WriteTxnMarkersRequest) -> response
+        self.close_connections = close_connections
         self._tasks: set[asyncio.Task[None]] = set()
 
     def add_txn_markers_to_send(
@@ -72,6 +74,7 @@ class TransactionMarkerChannelManager:
     def shutdown(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        self.close_connections()
 
     # -- one transaction ----------------------------------------------------------------
 
