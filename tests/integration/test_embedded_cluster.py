@@ -25,7 +25,10 @@ pytestmark = pytest.mark.slow
 READY = re.compile(r"\[KafkaServer id=(\d+)\] started: PLAINTEXT://([\d.]+):(\d+)")
 
 
-def start_cluster(base: Path) -> tuple[subprocess.Popen, dict[int, str]]:
+def start_cluster(
+    base: Path, extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, dict[int, str]]:
+    """Three brokers in one `kt server-start`, with `extra` in each one's properties."""
     files = []
     for broker_id in (1, 2, 3):
         path = base / f"b{broker_id}.properties"
@@ -36,6 +39,7 @@ def start_cluster(base: Path) -> tuple[subprocess.Popen, dict[int, str]]:
             "offsets.topic.replication.factor=3\n"
             "offsets.topic.num.partitions=5\n"
             "group.initial.rebalance.delay.ms=0\n"
+            + "".join(f"{key}={value}\n" for key, value in (extra or {}).items())
         )
         files.append(str(path))
     with open(base / "cluster.log", "a") as stderr:
