@@ -30,6 +30,9 @@ from kt.broker.group.offsets_records import (
     OffsetAndMetadata,
 )
 
+# A transaction's offset: (base offset of the batch that wrote it, the offset).
+PendingOffset = tuple[int, OffsetAndMetadata]
+
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -159,9 +162,13 @@ class GroupMetadata:
         self.new_member_added = False
         self.initial_join_delay = False  # an InitialDelayedJoin is running
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        # TxnOffsetCommit: offsets written in a producer's open transaction, which its
-        # COMMIT marker makes the committed offsets and its ABORT marker drops.
-        self.pending_txn_offsets: dict[int, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        # The base offset of the __consumer_offsets batch that wrote each committed offset
+        # (Kafka's CommitRecordMetadataAndOffset.appendedBatchOffset).
+        self.offset_batches: dict[tuple[str, int], int] = {}
+        # TxnOffsetCommit: offsets written in a producer's open transaction, with their
+        # batch's base offset, which its COMMIT marker makes the committed offsets and its
+        # ABORT marker drops.
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], PendingOffset]] = {}
         self.join_timer: asyncio.TimerHandle | None = None
         self.sync_timer: asyncio.TimerHandle | None = None
 
@@ -328,6 +335,28 @@ class GroupMetadata:
         return topics
 
     # -- offsets ----------------------------------------------------------------------
+
+    def commit_offsets(self, offsets: dict[tuple[str, int], OffsetAndMetadata], batch: int) -> None:
+        """Offsets written in the __consumer_offsets batch at `batch` are committed."""
+        self.offsets.update(offsets)
+        self.offset_batches.update(dict.fromkeys(offsets, batch))
+
+    def remove_offsets(self, tps: list[tuple[str, int]]) -> None:
+        for tp in tps:
+            self.offsets.pop(tp, None)
+            self.offset_batches.pop(tp, None)
+
+    def complete_pending_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The producer's marker: on COMMIT its pending offsets become committed, each
+        only where no offset written after it is committed already (a plain OffsetCommit
+        later in the log wins: GroupMetadata.completePendingTxnOffsetCommit)."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not pending or not commit:
+            return
+        for tp, (batch, offset) in pending.items():
+            if self.offset_batches.get(tp, -1) < batch:
+                self.offsets[tp] = offset
+                self.offset_batches[tp] = batch
 
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
         """Offsets past retention (GroupMetadata.removeExpiredOffsets): for an Empty group

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kt.broker.group import offsets_records as rec
-from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.group_metadata import GroupMetadata, GroupState, PendingOffset
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
 from kt.broker.partition import TopicPartition
 from kt.errors import CorruptRecordError
@@ -137,10 +137,19 @@ class GroupMetadataManager:
         entries: list[tuple[bytes, bytes | None]],
         producer: tuple[int, int] | None = None,
     ) -> str:
-        """Append (key, value) records for `group_id` with acks=all; the error name. With
-        `producer` (id, epoch) the batch is transactional (TxnOffsetCommit)."""
+        """Append (key, value) records for `group_id` with acks=all; the error name."""
+        return (await self.append_batch(group_id, entries, producer))[0]
+
+    async def append_batch(
+        self,
+        group_id: str,
+        entries: list[tuple[bytes, bytes | None]],
+        producer: tuple[int, int] | None = None,
+    ) -> tuple[str, int]:
+        """(error name, the batch's base offset): `entries` appended as one batch with
+        acks=all. With `producer` (id, epoch) the batch is transactional (TxnOffsetCommit)."""
         if not entries:
-            return "NONE"
+            return "NONE", -1
         tp = TopicPartition(GROUP_METADATA_TOPIC, self.partition_for(group_id))
         ts = self.clock()
         records = [Record(None, ts, k, v) for k, v in entries]
@@ -158,8 +167,8 @@ class GroupMetadataManager:
         if code:
             from kt.errors import error_for
 
-            return error_for(code).name
-        return "NONE"
+            return error_for(code).name, -1
+        return "NONE", results[tp].base_offset
 
     async def store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> str:
         """Write the group's metadata and member assignments (SyncGroup, rebalance end)."""
@@ -175,9 +184,9 @@ class GroupMetadataManager:
             (rec.offset_commit_key(group.group_id, t, p), rec.offset_commit_value(o))
             for (t, p), o in offsets.items()
         ]
-        error = await self.append(group.group_id, entries)
+        error, batch = await self.append_batch(group.group_id, entries)
         if error == "NONE":
-            group.offsets.update(offsets)
+            group.commit_offsets(offsets, batch)
         return _STORE_OFFSETS_ERRORS.get(error, error)
 
     async def store_txn_offsets(
@@ -192,9 +201,12 @@ class GroupMetadataManager:
             (rec.offset_commit_key(group.group_id, t, p), rec.offset_commit_value(o))
             for (t, p), o in offsets.items()
         ]
-        error = await self.append(group.group_id, entries, (producer_id, producer_epoch))
+        error, batch = await self.append_batch(
+            group.group_id, entries, (producer_id, producer_epoch)
+        )
         if error == "NONE":
-            group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+            pending = group.pending_txn_offsets.setdefault(producer_id, {})
+            pending.update((tp, (batch, o)) for tp, o in offsets.items())
         return _STORE_OFFSETS_ERRORS.get(error, error)
 
     def complete_txn_offsets(self, producer_id: int, partition: int, commit: bool) -> None:
@@ -203,15 +215,12 @@ class GroupMetadataManager:
         for group in self.groups.values():
             if self.partition_for(group.group_id) != partition:
                 continue
-            pending = group.pending_txn_offsets.pop(producer_id, None)
-            if pending and commit:
-                group.offsets.update(pending)
+            group.complete_pending_txn_offsets(producer_id, commit)
 
     async def delete_offsets(self, group: GroupMetadata, tps: list[tuple[str, int]]) -> str:
         """Tombstones for committed offsets that exist; they leave the cache at once."""
         present = [tp for tp in tps if tp in group.offsets]
-        for tp in present:
-            del group.offsets[tp]
+        group.remove_offsets(present)
         entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in present]
         return await self.append(group.group_id, entries)
 
@@ -220,7 +229,7 @@ class GroupMetadataManager:
         group.transition_to(GroupState.DEAD, self.clock())
         self.remove_group(group)
         entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
-        group.offsets.clear()
+        group.remove_offsets(list(group.offsets))
         entries.append((rec.group_metadata_key(group.group_id), None))
         return await self.append(group.group_id, entries)
 
@@ -270,23 +279,19 @@ class GroupMetadataManager:
         for group_id, value in metadata.items():
             if value is not None:
                 loaded[group_id] = GroupMetadata.from_record(group_id, value, now)
-        for key, o in offsets.items():
-            if o is None:
-                continue
+        for key, (batch, o) in offsets.items():
             group = loaded.get(key.group)
             if group is None:
                 group = loaded[key.group] = GroupMetadata(key.group, GroupState.EMPTY, now)
-            group.offsets[(key.topic, key.partition)] = o
+            group.commit_offsets({(key.topic, key.partition): o}, batch)
         for producer_id, txn_offsets in pending.items():
-            for key, o in txn_offsets.items():
-                if o is None:
-                    continue
+            for key, pending_offset in txn_offsets.items():
                 group = loaded.get(key.group)
                 if group is None:
                     group = loaded[key.group] = GroupMetadata(key.group, GroupState.EMPTY, now)
                 group.pending_txn_offsets.setdefault(producer_id, {})[
                     (key.topic, key.partition)
-                ] = o
+                ] = pending_offset
         for group_id, group in loaded.items():
             self.groups[group_id] = group
         self.loading.discard(partition)
@@ -299,9 +304,9 @@ class GroupMetadataManager:
         """(offsets, group metadata, pending transactional offsets by producer id): the
         offsets of a transaction count once its COMMIT marker is read, and not at all
         after its ABORT marker; those of open transactions stay pending."""
-        offsets: dict[OffsetKey, OffsetAndMetadata | None] = {}
+        offsets: dict[OffsetKey, PendingOffset] = {}
         metadata: dict[str, rec.GroupMetadataValue | None] = {}
-        pending: dict[int, dict[OffsetKey, OffsetAndMetadata | None]] = {}
+        pending: dict[int, dict[OffsetKey, PendingOffset]] = {}
         p = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC, partition))
         if p is None:
             return offsets, metadata, pending
@@ -321,10 +326,10 @@ class GroupMetadataManager:
                 elif getattr(batch, "is_transactional", False):
                     txn_offsets = pending.setdefault(batch.producer_id, {})
                     for record in batch.records():
-                        _apply(record, txn_offsets, metadata)
+                        _apply(record, batch.base_offset, txn_offsets, metadata)
                 else:
                     for record in batch.records():
-                        _apply(record, offsets, metadata)
+                        _apply(record, batch.base_offset, offsets, metadata)
                 position = batch.next_offset
             await asyncio.sleep(0)  # let other requests in between chunks
         return offsets, metadata, pending
@@ -341,7 +346,8 @@ class GroupMetadataManager:
 
 
 def _apply_marker(batch: Any, offsets: dict, pending: dict) -> None:
-    """A COMMIT marker moves its producer's pending offsets into `offsets`; ABORT drops them."""
+    """A COMMIT marker moves its producer's pending offsets into `offsets` where no offset
+    written after them is there; ABORT drops them."""
     for record in batch.records():
         try:
             control_type = parse_control_type(record.key)
@@ -349,16 +355,23 @@ def _apply_marker(batch: Any, offsets: dict, pending: dict) -> None:
             continue
         txn_offsets = pending.pop(batch.producer_id, None)
         if control_type == COMMIT and txn_offsets:
-            offsets.update(txn_offsets)
+            for key, (at, o) in txn_offsets.items():
+                if key not in offsets or offsets[key][0] < at:
+                    offsets[key] = (at, o)
 
 
-def _apply(record: Record, offsets: dict, metadata: dict) -> None:
+def _apply(record: Record, batch_offset: int, offsets: dict, metadata: dict) -> None:
+    """One record of a batch at `batch_offset`: an offset (a tombstone removes it) or a
+    group's metadata."""
     if record.key is None:
         return
     try:
         key = rec.read_key(record.key)
         if isinstance(key, OffsetKey):
-            offsets[key] = None if record.value is None else rec.read_offset_value(record.value)
+            if record.value is None:
+                offsets.pop(key, None)
+            else:
+                offsets[key] = (batch_offset, rec.read_offset_value(record.value))
         elif isinstance(key, GroupMetadataKey):
             value = record.value
             metadata[key.group] = None if value is None else rec.read_group_value(value)
