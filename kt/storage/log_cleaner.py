@@ -20,12 +20,16 @@ and a dirty tail. One cleaning pass:
 
 Offsets never change: kept records keep their offsets, batches keep their base offset,
 producer id, epoch and sequence. Batches whose records all stay are copied byte for
-byte; control batches are kept as they are.
+byte.
 
-Transactions: the batches of aborted transactions (found in the segments' transaction
-indexes) count for no key in the offset map and are removed; their markers stay, and
-so do the cleaned segment's transaction index entries. The cleanable range never
-passes the last stable offset, so an open transaction is never cleaned.
+Transactions (kt/storage/cleaned_transactions.py): the batches of aborted transactions
+count for no key in the offset map and are removed. A COMMIT or ABORT marker stays while
+a pass still finds a batch of its transaction; the first pass that finds none stamps its
+delete horizon, and a pass after the horizon removes it. An aborted transaction's entry
+is carried into the cleaned segment's transaction index while its batches are there. The
+last batch of a producer still active stays, emptied of its records if none is kept, so
+that its sequence and epoch survive (BatchRetention.RETAIN_EMPTY). The cleanable range
+never passes the last stable offset, so an open transaction is never cleaned.
 """
 
 from __future__ import annotations
@@ -36,12 +40,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kt.storage import names
+from kt.storage import compression, names
 from kt.storage.checkpoints import CheckpointError, OffsetCheckpointFile
+from kt.storage.cleaned_transactions import CleanedTransactionMetadata
 from kt.storage.file_records import frame_at
 from kt.storage.log_segment import LogSegment
 from kt.storage.record_batch import RecordBatch, build_batch
-from kt.storage.transaction_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -157,14 +161,12 @@ class LogCleaner:
 
     def clean(self, log_: Any, r: CleanableRange, now_ms: int) -> CleanerStats:
         stats = CleanerStats(segments_before=len(log_.segments))
-        aborted = AbortedBatches(
-            log_.collect_aborted_transactions(log_.log_start_offset, r.first_uncleanable)
-        )
-        offset_map = build_offset_map(log_, r.first_dirty, r.first_uncleanable, stats, aborted)
+        offset_map = build_offset_map(log_, r.first_dirty, r.first_uncleanable, stats)
         horizon = now_ms + log_.config.delete_retention_ms
         doomed = [s for s in log_.segments if s.base_offset < r.first_uncleanable]
+        txns = CleanedTransactionMetadata()  # carried from one group to the next
         for group in group_segments_by_size(doomed, log_.config.segment_bytes):
-            cleaned = self._clean_segments(log_, group, offset_map, now_ms, horizon, stats, aborted)
+            cleaned = self._clean_segments(log_, group, offset_map, now_ms, horizon, stats, txns)
             log_.replace_segments(cleaned, group)
         stats.segments_after = len(log_.segments)
         self._write_checkpoint(log_, r.first_uncleanable)
@@ -183,21 +185,26 @@ class LogCleaner:
         now_ms: int,
         horizon: int,
         stats: CleanerStats,
-        aborted: AbortedBatches,
+        txns: CleanedTransactionMetadata,
     ) -> LogSegment:
         base = group[0].base_offset
         path = os.path.join(log_.dir, names.log_file_name(base, names.CLEANED_FILE_SUFFIX))
         if os.path.exists(path):
             os.unlink(path)  # left by an interrupted pass
         cleaned = LogSegment.open(log_.dir, base, log_.config, now_ms, names.CLEANED_FILE_SUFFIX)
-        for segment in group:
+        txns.cleaned_index = cleaned.txn_index
+        filter_ = BatchFilter(offset_map, now_ms, horizon, stats, txns, last_records(log_))
+        for i, segment in enumerate(group):
+            # All of the segment's aborted transactions, those begun before it included:
+            # the cleaned segment's transaction index is rebuilt from them.
+            upper = group[i + 1].base_offset if i + 1 < len(group) else segment.read_next_offset()
+            txns.add_aborted_transactions(
+                log_.collect_aborted_transactions(segment.base_offset, upper)
+            )
             buffer, entries = bytearray(), []
             for batch, raw in segment.log.batches():
                 stats.bytes_read += len(raw)
-                if aborted.contains(batch):
-                    stats.records_read += batch.last_offset - batch.base_offset + 1
-                    continue  # a batch of an aborted transaction
-                kept = retained_batch(batch, raw, offset_map, now_ms, horizon, stats)
+                kept = filter_.retained(batch, raw)
                 if kept:  # indexed by what is written, as recovery would index it
                     frame = frame_at(kept, 0, 0, len(kept))
                     entries.append((len(buffer), len(kept), frame.last_offset, frame.max_timestamp))
@@ -205,8 +212,6 @@ class LogCleaner:
                     if len(buffer) >= WRITE_BUFFER_BYTES:
                         _write_retained(cleaned, buffer, entries, stats)
             _write_retained(cleaned, buffer, entries, stats)
-            for txn in segment.txn_index.entries:  # their markers stay
-                cleaned.txn_index.append(txn)
         cleaned.on_become_inactive()
         cleaned.flush()
         return cleaned
@@ -223,93 +228,132 @@ def _write_retained(
         entries.clear()
 
 
-class AbortedBatches:
-    """Which transactional batches belong to aborted transactions: those of a producer
-    between a transaction's first offset and its ABORT marker."""
-
-    def __init__(self, aborted: list[AbortedTxn]) -> None:
-        self.ranges: dict[int, list[tuple[int, int]]] = {}
-        for txn in aborted:
-            self.ranges.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
-
-    def contains(self, batch: Any) -> bool:
-        if not self.ranges or not getattr(batch, "is_transactional", False):
-            return False
-        if getattr(batch, "is_control", False):
-            return False
-        offset = batch.base_offset
-        return any(
-            first <= offset <= last for first, last in self.ranges.get(batch.producer_id, ())
-        )
+def last_records(log_: Any) -> dict[int, tuple[int, int]]:
+    """producer id -> (last data offset or -1, epoch) of each active producer
+    (UnifiedLog.lastRecordsOfActiveProducers)."""
+    return {
+        pid: (entry.last_data_offset, entry.producer_epoch)
+        for pid, entry in log_.producer_state.producers.items()
+    }
 
 
-def build_offset_map(
-    log_: Any, start: int, end: int, stats: CleanerStats, aborted: AbortedBatches
-) -> dict[bytes, int]:
+def build_offset_map(log_: Any, start: int, end: int, stats: CleanerStats) -> dict[bytes, int]:
     """Key -> offset of the key's last record in [start, end), aborted batches aside."""
+    txns = CleanedTransactionMetadata()
+    txns.add_aborted_transactions(log_.collect_aborted_transactions(start, end))
     offset_map: dict[bytes, int] = {}
     for segment in log_.segments:
         if segment.base_offset >= end:
             break
         for batch, _ in segment.log.batches():
-            if batch.last_offset < start or getattr(batch, "is_control", False):
-                continue
-            if aborted.contains(batch):
+            if batch.last_offset < start:
                 continue
             if batch.base_offset >= end:
                 break
+            if getattr(batch, "is_control", False):
+                txns.on_control_batch_read(batch)
+                continue
+            if txns.on_batch_read(batch):
+                continue  # an aborted transaction's batch counts for no key
             for record in batch.records():
                 if start <= record.offset < end and record.key is not None:
                     offset_map[record.key] = record.offset
     return offset_map
 
 
-def retained_batch(
-    batch: Any,
-    data: bytes | memoryview,
-    offset_map: dict[bytes, int],
-    now_ms: int,
-    horizon: int,
-    stats: CleanerStats,
-) -> bytes:
-    """The bytes to keep of `batch`: itself, a rebuilt batch of the kept records, or b""."""
-    raw = data[batch.position : batch.position + batch.size]
-    if getattr(batch, "is_control", False):
-        return raw
-    batch_horizon = getattr(batch, "delete_horizon_ms", None)
-    records = batch.records()
-    stats.records_read += len(records)
-    kept = []
-    for record in records:
+class BatchFilter:
+    """Which records of each batch a pass keeps (Kafka's cleaner RecordFilter over
+    MemoryRecords.filterTo): a batch of an aborted transaction goes; a marker whose
+    transaction has no batch left goes once its delete horizon has passed (the first pass
+    that finds it so stamps the horizon); the last batch of an active producer stays,
+    emptied of its records if none is kept, so that its sequence and epoch survive."""
+
+    def __init__(
+        self,
+        offset_map: dict[bytes, int],
+        now_ms: int,
+        horizon: int,
+        stats: CleanerStats,
+        txns: CleanedTransactionMetadata,
+        last_records: dict[int, tuple[int, int]],
+    ) -> None:
+        self.offset_map = offset_map
+        self.now_ms = now_ms
+        self.horizon = horizon
+        self.stats = stats
+        self.txns = txns
+        self.last_records = last_records
+
+    def _is_last_of_active_producer(self, batch: Any) -> bool:
+        last = self.last_records.get(getattr(batch, "producer_id", -1))
+        if last is None:
+            return False
+        last_data_offset, epoch = last
+        if last_data_offset >= 0:
+            return batch.last_offset == last_data_offset
+        return batch.is_control and batch.producer_epoch == epoch
+
+    def retained(self, batch: Any, data: bytes | memoryview) -> bytes:
+        """The bytes to keep of `batch`: itself, a rebuilt batch of the kept records, an
+        empty batch, or b""."""
+        raw = data[batch.position : batch.position + batch.size]
+        control = getattr(batch, "is_control", False)
+        if control:
+            can_discard = self.txns.on_control_batch_read(batch)
+            batch_horizon = batch.delete_horizon_ms
+            discard = can_discard and batch_horizon is not None and batch_horizon <= self.now_ms
+        else:
+            can_discard = discard = self.txns.on_batch_read(batch)
+        keep_empty = getattr(batch, "producer_id", -1) >= 0 and self._is_last_of_active_producer(
+            batch
+        )
+        records = batch.records()
+        if not control:
+            self.stats.records_read += len(records)
+        if discard and not keep_empty:
+            return b""
+        if discard:
+            kept = []
+        elif control:
+            kept = records
+        else:
+            kept = [r for r in records if self._retains(batch, r)]
+            self.stats.records_retained += len(kept)
+        if not isinstance(batch, RecordBatch):
+            return raw if kept else b""  # magic 0/1 batches are kept whole while any record stays
+        needs_horizon = batch.delete_horizon_ms is None and (
+            (control and can_discard) or any(r.value is None for r in kept)
+        )
+        if kept and len(kept) == len(records) and not needs_horizon:
+            return raw
+        if not kept and not keep_empty:
+            return b""
+        return build_batch(
+            kept,
+            base_offset=batch.base_offset,
+            compression_type=batch.compression_type if kept else compression.NONE,
+            timestamp_type=batch.timestamp_type,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            is_transactional=batch.is_transactional,
+            is_control=control,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            delete_horizon_ms=(self.horizon if needs_horizon else batch.delete_horizon_ms)
+            if kept else None,
+            last_offset=batch.last_offset,
+            max_timestamp=None if kept else batch.max_timestamp,
+        )  # fmt: skip
+
+    def _retains(self, batch: Any, record: Any) -> bool:
+        """A data record stays if no later record has its key, and, as a tombstone, while
+        its batch's delete horizon has not passed."""
         if record.key is None:
-            continue
-        latest = offset_map.get(record.key, -1)
-        if record.offset < latest:
-            continue  # a later record has this key
-        if record.value is None and batch_horizon is not None and now_ms >= batch_horizon:
-            continue  # a tombstone past its delete horizon
-        kept.append(record)
-    stats.records_retained += len(kept)
-    if not kept:
-        return b""
-    stamp = batch_horizon is None and any(r.value is None for r in kept)
-    if len(kept) == len(records) and not stamp:
-        return raw
-    if not isinstance(batch, RecordBatch):
-        return raw  # magic 0/1 batches are kept whole while any record stays
-    return build_batch(
-        kept,
-        base_offset=batch.base_offset,
-        compression_type=batch.compression_type,
-        timestamp_type=batch.timestamp_type,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        is_transactional=batch.is_transactional,
-        partition_leader_epoch=batch.partition_leader_epoch,
-        delete_horizon_ms=horizon if stamp else batch_horizon,
-        last_offset=batch.last_offset,
-    )
+            return False
+        if record.offset < self.offset_map.get(record.key, -1):
+            return False  # a later record has this key
+        horizon = getattr(batch, "delete_horizon_ms", None)
+        return record.value is not None or horizon is None or self.now_ms < horizon
 
 
 def group_segments_by_size(segments: list[LogSegment], max_size: int) -> list[list[LogSegment]]:

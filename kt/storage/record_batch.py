@@ -183,6 +183,7 @@ def build_batch(
     partition_leader_epoch: int = -1,
     delete_horizon_ms: int | None = None,
     last_offset: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """Encode `records` as one v2 batch, the way Kafka's MemoryRecordsBuilder lays it out.
 
@@ -190,13 +191,15 @@ def build_batch(
     maxTimestamp the largest record timestamp; offsets default to consecutive from
     `base_offset`. `last_offset` keeps the offset range of a batch this one replaces
     (MemoryRecordsBuilder.overrideLastOffset: the cleaner's rebuilt batches end where
-    the originals did, so a producer's last sequence number stays valid).
+    the originals did, so a producer's last sequence number stays valid). `max_timestamp`
+    is given for a batch emptied of its records (DefaultRecordBatch.writeEmptyHeader).
     """
     if delete_horizon_ms is not None:
         base_timestamp = delete_horizon_ms
     else:
         base_timestamp = records[0].timestamp if records else NO_TIMESTAMP
-    max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+    if max_timestamp is None:
+        max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
     encoded = []
     offset_delta = -1
     for record in records:
