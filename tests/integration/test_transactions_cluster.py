@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.testing import KtCluster
+from tests.integration.conftest import kt_ok
 from tests.integration.read_to_end import read_to_end
 
 pytestmark = pytest.mark.slow
@@ -101,3 +102,27 @@ def test_a_transaction_in_prepare_commit_completes_on_the_new_coordinator(cluste
     cluster.start_broker(holder)
     assert read_committed(cluster.bootstrap_servers, "prepared", 1) == [b"survives"]
     cluster.wait_until(lambda: nothing_hanging(cluster, "prepared", 1), what="LSO = HW")
+
+
+def test_followers_describe_their_producers_too(cluster) -> None:
+    """DescribeProducers is answered by every replica, as Kafka's Partition.
+    activeProducerState is (find-hanging --broker-id asks a broker for all it holds)."""
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("described", 1, 3)])["described"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "described"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(5):
+        producer.produce("described", f"r{i}".encode(), partition=0)
+    producer.commit_transaction(60)
+
+    def last_sequence(broker_id: int) -> str:
+        lines = kt_ok("transactions", "--bootstrap-server", bootstrap, "describe-producers",
+                      "--topic", "described", "--partition", "0",
+                      "--broker-id", str(broker_id))  # fmt: skip
+        assert len(lines) == 2, lines
+        return lines[1].split("\t")[3].strip()
+
+    for broker_id in (0, 1, 2):
+        cluster.wait_until(lambda b=broker_id: last_sequence(b) == "4", what=f"broker {broker_id}")

@@ -2,8 +2,10 @@
 (interop/StreamsWordCount.java, Kafka 3.9.1's Streams from Maven) on three `kt
 server-start` processes on ZooKeeper, killed with SIGKILL at moments it is at work and
 started again (its state store then restored from its changelog at read_committed),
-while the leader of an output partition's broker is killed too. Every word's last count
-in the output, read at read_committed, is the number of times the input holds it."""
+while the leader of an output partition's broker and the broker of its transaction
+coordinator are killed too. Every word's last count in the output, read at
+read_committed, is the number of times the input holds it, and no transaction is left
+hanging on any broker (`kt transactions find-hanging --broker-id`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import random
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -29,8 +32,8 @@ pytestmark = pytest.mark.slow
 APP = Path(__file__).resolve().parents[2] / "interop" / "StreamsWordCount.java"
 INPUT, OUTPUT, GROUP = "lines", "word-counts", "kt-word-count"
 PARTITIONS = 3
-LINES = 3000
-RATE = 150  # lines a second: the input lasts 20 s
+LINES = 4500
+RATE = 150  # lines a second: the input lasts 30 s
 WORDS = 40
 
 
@@ -76,6 +79,25 @@ def last_counts(bootstrap: str) -> dict[str, int]:
             for m in read_to_end(bootstrap, OUTPUT, PARTITIONS)}  # fmt: skip
 
 
+def kt_transactions(bootstrap: str, *args: str) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "kt", "transactions", "--bootstrap-server", bootstrap, *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def coordinator_of_the_app(bootstrap: str) -> int:
+    """The broker coordinating one of the application's transactional ids (Streams names
+    them after its process id): `kt transactions list`'s Coordinator column."""
+    header, *rows = [line.split("\t") for line in kt_transactions(bootstrap, "list")]
+    ids = [cell.strip() for cell in header]
+    ours = [row for row in rows if row[ids.index("TransactionalId")].startswith(GROUP)]
+    assert ours, rows
+    return int(ours[0][ids.index("Coordinator")])
+
+
 def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
     tmp_path: Path, zookeeper: str
 ) -> None:
@@ -98,7 +120,7 @@ def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
         app = start_app(cluster.bootstrap, state_dir, log)
 
         progress = 0
-        for fault in ("app", "app", "output-leader", "app"):
+        for fault in ("app", "app", "output-leader", "app", "coordinator", "app"):
             floor = progress + 150
 
             def progressed(floor: int = floor) -> bool:
@@ -116,7 +138,10 @@ def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
                 app.wait()
                 app = start_app(cluster.bootstrap, state_dir, log)
             else:
-                victim = cluster.state(OUTPUT, rng.randrange(PARTITIONS))["leader"]
+                if fault == "output-leader":
+                    victim = cluster.state(OUTPUT, rng.randrange(PARTITIONS))["leader"]
+                else:
+                    victim = coordinator_of_the_app(cluster.bootstrap)
                 cluster.brokers[victim].kill()
                 time.sleep(rng.uniform(1.0, 2.5))
                 cluster.brokers[victim].start()
@@ -144,6 +169,10 @@ def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
         app.send_signal(signal.SIGTERM)
         app.wait(60)
         assert last_counts(cluster.bootstrap) == dict(expected)  # and after a clean stop
+        for broker_id in cluster.brokers:
+            hanging = kt_transactions(cluster.bootstrap, "find-hanging", "--broker-id",
+                                      str(broker_id), "--max-transaction-timeout", "0")  # fmt: skip
+            assert len(hanging) == 1, hanging  # the header only
     finally:
         if app is not None and app.poll() is None:
             app.kill()

@@ -307,9 +307,9 @@ async def list_transactions(server: KafkaServer, header: Any, request: Any, ctx:
 
 
 async def describe_producers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """The active producers of partitions this broker leads (ReplicaManager.
-    activeProducerState): their epoch, last sequence and timestamp, coordinator epoch and
-    the first offset of their open transaction."""
+    """The active producers of partitions this broker holds, as leader or follower
+    (ReplicaManager.activeProducerState): their epoch, last sequence and timestamp,
+    coordinator epoch and the first offset of their open transaction."""
     R = m.DescribeProducersResponse
     topics = []
     for t in request.topics:
@@ -317,12 +317,12 @@ async def describe_producers(server: KafkaServer, header: Any, request: Any, ctx
         for index in t.partition_indexes:
             tp = TopicPartition(t.name, index)
             partition = server.replica_manager.partitions.get(tp)
-            if partition is None or not server.metadata_cache.contains(t.name):
-                error = "UNKNOWN_TOPIC_OR_PARTITION"
-            elif not partition.is_leader:
-                error = "NOT_LEADER_OR_FOLLOWER"
-            else:
+            if partition is not None:
                 error = "NONE"
+            elif server.metadata_cache.contains(t.name):
+                error = "NOT_LEADER_OR_FOLLOWER"  # not a replica here (getPartitionOrError)
+            else:
+                error = "UNKNOWN_TOPIC_OR_PARTITION"
             if error != "NONE":
                 partitions.append(R.PartitionResponse(partition_index=index,
                                                       error_code=code(error)))  # fmt: skip
