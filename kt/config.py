@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kt.config_def import (
     INT,
@@ -35,6 +36,9 @@ from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Lis
 from kt.errors import InvalidConfigError
 from kt.properties import parse_properties
 from kt.unsupported import refuse_broker_features
+
+if TYPE_CHECKING:
+    from kt.security.ssl_factory import ClientTls
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -226,6 +230,29 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("inter.broker.listener.name", "string", None, None),
     ("control.plane.listener.name", "string", None, None),
     ("security.inter.broker.protocol", "string", "PLAINTEXT", one_of(*SECURITY_PROTOCOLS)),
+    # TLS (SslConfigs, BrokerSecurityConfigs); each may be set for one listener as
+    # listener.name.<listener>.<key> (kt/security/ssl_factory.py reads them).
+    ("ssl.keystore.type", "string", "JKS", None),
+    ("ssl.keystore.location", "string", None, None),
+    ("ssl.keystore.password", "string", None, None),
+    ("ssl.key.password", "string", None, None),
+    ("ssl.keystore.certificate.chain", "string", None, None),
+    ("ssl.keystore.key", "string", None, None),
+    ("ssl.truststore.type", "string", "JKS", None),
+    ("ssl.truststore.location", "string", None, None),
+    ("ssl.truststore.password", "string", None, None),
+    ("ssl.truststore.certificates", "string", None, None),
+    ("ssl.client.auth", "string", "none", one_of("required", "requested", "none")),
+    ("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", None),
+    ("ssl.protocol", "string", "TLSv1.3", None),
+    ("ssl.cipher.suites", "list", "", None),
+    ("ssl.endpoint.identification.algorithm", "string", "https", None),
+    ("ssl.principal.mapping.rules", "string", "DEFAULT", None),
+    ("ssl.engine.factory.class", "string", None, None),
+    ("ssl.keymanager.algorithm", "string", "SunX509", None),
+    ("ssl.trustmanager.algorithm", "string", "PKIX", None),
+    ("ssl.secure.random.implementation", "string", None, None),
+    ("ssl.provider", "string", None, None),
     ("log.dirs", "string", None, None),
     ("log.dir", "string", DEFAULT_LOG_DIR, None),
     ("num.partitions", "int", 1, at_least(1)),
@@ -388,7 +415,8 @@ class KafkaConfig:
         for name, (kind, default) in BROKER_KEYS.items():
             raw = props.get(name)
             self.values[name] = default if raw is None else _coerce(name, kind, raw)
-        self.unknown_keys = sorted(k for k in props if k not in BROKER_KEYS)
+        self.unknown_keys = sorted(k for k in props if _base_key(k) not in BROKER_KEYS)
+        self._client_tls: dict[str, ClientTls] = {}
         self._validate()
 
     @classmethod
@@ -461,11 +489,44 @@ class KafkaConfig:
         self.listener_config = Listeners.from_config(self.values, self.originals)
         refuse_broker_features(self.originals, self.listener_config)  # before Kafka's checks
         self.listener_config.validate()
+        self._server_tls = {  # key stores read now: one that cannot be stops the start
+            e.listener_name: self._build_server_tls(e.listener_name)
+            for e in self.listener_config.bound if e.security_protocol in ("SSL", "SASL_SSL")
+        }  # fmt: skip
         queued = self["queued.max.request.bytes"]
         require(
             queued <= 0 or queued >= self["socket.request.max.bytes"],
             "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
         )
+
+    def listener_protocol(self, listener_name: str) -> str:
+        """The security protocol of one of this broker's listeners."""
+        for endpoint in (*self.listener_config.bound, *self.listener_config.advertised):
+            if endpoint.listener_name == listener_name:
+                return endpoint.security_protocol
+        raise InvalidConfigError(f"no listener named {listener_name}")
+
+    def server_tls(self, listener_name: str) -> ssl.SSLContext | None:
+        """The TLS context of a listener whose protocol is SSL or SASL_SSL, else None."""
+        return self._server_tls.get(listener_name)
+
+    def _build_server_tls(self, listener_name: str) -> ssl.SSLContext:
+        from kt.security.ssl_factory import listener_lookup, server_context
+
+        return server_context(listener_lookup(self.originals, listener_name))
+
+    def client_tls(self, listener_name: str) -> ClientTls | None:
+        """How this broker connects to others' `listener_name` listener: the listener's
+        ssl.* keys in client mode (its truststore, its keystore for client auth)."""
+        if self.listener_protocol(listener_name) not in ("SSL", "SASL_SSL"):
+            return None
+        if listener_name not in self._client_tls:
+            from kt.security.ssl_factory import client_context, listener_lookup
+
+            self._client_tls[listener_name] = client_context(
+                listener_lookup(self.originals, listener_name)
+            )
+        return self._client_tls[listener_name]
 
     @property
     def broker_id(self) -> int:
@@ -517,6 +578,15 @@ class KafkaConfig:
             flush_ms if flush_ms is not None else self["log.flush.scheduler.interval.ms"]
         )
         return out
+
+
+def _base_key(key: str) -> str:
+    """`listener.name.<listener>.<key>` -> `<key>` (a listener's own value of a key)."""
+    if key.startswith("listener.name."):
+        parts = key.split(".", 3)
+        if len(parts) == 4:
+            return parts[3]
+    return key
 
 
 def _to_text(value: object) -> str:

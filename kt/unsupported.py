@@ -54,7 +54,7 @@ BROKER_NOT_YET = (
 )
 
 CLIENT_NOT_YET = (
-    NotYet("security.protocol", lambda v: v.strip().upper() != "PLAINTEXT", "TLS and SASL"),
+    NotYet("security.protocol", lambda v: v.strip().upper() not in ("PLAINTEXT", "SSL"), "SASL"),
     NotYet("transactional.id", _set, "transactions in this tool"),
 )
 
@@ -70,18 +70,25 @@ def _refuse(props: Mapping[str, str], entries: Iterable[NotYet]) -> None:
 
 
 def refuse_broker_features(props: Mapping[str, str], listeners: Any) -> None:
-    """Stop a broker whose configuration asks for what kt cannot do: a listener other than
-    PLAINTEXT (its security protocol from listener.security.protocol.map), or a key of
-    BROKER_NOT_YET."""
+    """Stop a broker whose configuration asks for what kt cannot do: a SASL listener (its
+    security protocol from listener.security.protocol.map), or a key of BROKER_NOT_YET."""
     for endpoint in listeners.bound:
-        if endpoint.security_protocol != "PLAINTEXT":
+        if endpoint.security_protocol not in ("PLAINTEXT", "SSL"):
             raise InvalidConfigError(
                 f"listeners={endpoint}: kt does not support {endpoint.security_protocol} "
-                "listeners yet (only PLAINTEXT)"
+                "listeners yet (only PLAINTEXT and SSL)"
             )
     _refuse(props, BROKER_NOT_YET)
 
 
-def refuse_client_features(props: Mapping[str, str]) -> None:
-    """Stop a tool whose client configuration asks for TLS, SASL or transactions."""
+SPARK_NOT_YET = (
+    NotYet("security.protocol", lambda v: v.strip().upper() != "PLAINTEXT", "TLS and SASL"),
+)
+
+
+def refuse_client_features(props: Mapping[str, str], *, spark: bool = False) -> None:
+    """Stop a tool whose client configuration asks for SASL or transactions (in Spark's
+    source and sink, TLS too)."""
+    if spark:
+        _refuse(props, SPARK_NOT_YET)
     _refuse(props, CLIENT_NOT_YET)

@@ -35,6 +35,8 @@ from kt.testing import KtCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
+SSL_FACTORY = "tests/security/test_ssl_factory.py"
+TLS = "tests/integration/test_tls.py"
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,30 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "security.inter.broker.protocol": ShownBy(
         "tests/test_kafka_config.py::test_listener_names_and_protocols"
     ),
+    # -- TLS (kt/security/ssl_factory.py)
+    "ssl.keystore.type": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
+    "ssl.keystore.location": ShownBy(f"{SSL_FACTORY}::test_a_pem_key_store_with_an_encrypted_key"),
+    "ssl.keystore.password": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
+    "ssl.key.password": ShownBy(f"{SSL_FACTORY}::test_a_pem_key_store_with_an_encrypted_key"),
+    "ssl.keystore.certificate.chain": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
+    "ssl.keystore.key": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
+    "ssl.truststore.type": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
+    "ssl.truststore.location": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
+    "ssl.truststore.password": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
+    "ssl.truststore.certificates": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
+    "ssl.client.auth": ShownBy(f"{TLS}::test_mutual_tls_serves_only_trusted_clients"),
+    "ssl.enabled.protocols": ShownBy(f"{SSL_FACTORY}::test_enabled_protocols_bound_the_versions"),
+    "ssl.cipher.suites": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
+    "ssl.endpoint.identification.algorithm": ShownBy(
+        f"{SSL_FACTORY}::test_clients_check_the_brokers_name_unless_told_not_to"
+    ),
+    "ssl.principal.mapping.rules": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
+    "ssl.engine.factory.class": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
+    "ssl.protocol": NoEffect("the JSSE SSLContext's name; ssl.enabled.protocols decides"),
+    "ssl.keymanager.algorithm": NoEffect("a JSSE KeyManagerFactory algorithm"),
+    "ssl.trustmanager.algorithm": NoEffect("a JSSE TrustManagerFactory algorithm"),
+    "ssl.secure.random.implementation": NoEffect("a JSSE SecureRandom; OpenSSL's is used"),
+    "ssl.provider": NoEffect("a JSSE security provider; OpenSSL is kt's"),
     "control.plane.listener.name": ShownBy(
         "tests/test_kafka_config.py::test_listener_names_and_protocols"
     ),

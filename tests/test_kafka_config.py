@@ -134,15 +134,17 @@ KAFKA_REFUSES: list[tuple[dict[str, str], str]] = [
 
 # What Kafka does and kt cannot do yet: refused out loud, naming the key.
 KT_REFUSES: list[tuple[dict[str, str], str]] = [
-    ({"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL"},
-     "listeners=SSL://127.0.0.1:9093: kt does not support SSL listeners yet (only PLAINTEXT)"),
     ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093",
       "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "listeners=SASL_PLAINTEXT://127.0.0.1:"
-     "9093: kt does not support SASL_PLAINTEXT listeners yet (only PLAINTEXT)"),
+     "9093: kt does not support SASL_PLAINTEXT listeners yet (only PLAINTEXT and SSL)"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9094",
       "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"},
      "listeners=SECURE://127.0.0.1:9094: kt does not support SASL_SSL listeners yet "
-     "(only PLAINTEXT)"),
+     "(only PLAINTEXT and SSL)"),
+    ({"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL",
+      "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"},
+     "ssl.cipher.suites=TLS_AES_128_GCM_SHA256: kt does not support choosing cipher suites "
+     "yet (OpenSSL's defaults for the enabled protocols are used)"),
     ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
      "authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kt does not support "
      "authorizers and ACLs yet"),

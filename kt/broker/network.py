@@ -22,6 +22,12 @@ selector. Per connection, a KafkaChannel:
   listener until their request is answered, and while it is spent no connection starts
   reading a new request (one begun is read to its end).
 
+On an SSL listener the accepted socket is wrapped in the listener's TLS context and the
+handshake runs on the same readable/writable callbacks before the first request is read;
+a failed handshake closes the connection with Kafka's log line. Reads then drain every
+TLS record the socket holds, and a file slice goes out read from the file in chunks and
+written through TLS (no sendfile under encryption).
+
 The listener is accepted from in a reader callback that takes every pending connection
 until EAGAIN, as Kafka's Acceptor does with the selector's keys: a burst of connects
 never waits in the `socket.listen.backlog.size` queue for a loop iteration per
@@ -35,6 +41,7 @@ import errno
 import logging
 import os
 import socket
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -49,9 +56,11 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 256 * 1024
 MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
+TLS_FILE_CHUNK = 256 * 1024  # a file slice read for TLS at a time
 BACKLOG = 50  # socket.listen.backlog.size's default
 ACCEPT_PAUSE_S = 0.1  # after an accept failed for want of descriptors
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+_WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
 @dataclass
@@ -62,6 +71,7 @@ class RequestContext:
     client_host: str
     client_port: int
     listener: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
 
 
 # A handler takes a frame and the context and returns the response parts, or None when
@@ -85,6 +95,8 @@ class SocketServer:
     connections_max_idle_ms: int = 600000
     backlog: int = BACKLOG
     memory_pool: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
+    security_protocol: str = "PLAINTEXT"
+    tls: ssl.SSLContext | None = None  # the listener's context (SSL, SASL_SSL)
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -142,8 +154,15 @@ class SocketServer:
         for sock, peer in accepted:
             sock.setblocking(False)
             self._next_id += 1
-            channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool)
-            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]), self.listener_name)
+            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]), self.listener_name,
+                                 self.security_protocol)  # fmt: skip
+            try:
+                channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool,
+                                       self.tls)  # fmt: skip
+            except OSError as e:  # the peer went before TLS could start
+                log.info("connection from %s:%s closed: %s", ctx.client_host, ctx.client_port, e)
+                sock.close()
+                continue
             task = loop.create_task(self._serve(channel, ctx))
             self._connections[task] = channel
             task.add_done_callback(self._forget)
@@ -188,6 +207,9 @@ class SocketServer:
                 channel.release(frame)
         except ProtocolError as e:
             log.warning("closing connection from %s:%s: %s", ctx.client_host, ctx.client_port, e)
+        except ssl.SSLError as e:
+            log.info("Failed authentication with /%s (SSL handshake failed): %s",
+                     ctx.client_host, e.reason or e)  # fmt: skip
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:
@@ -220,12 +242,13 @@ def bind_listeners(host: str, port: int, backlog: int = BACKLOG) -> list[socket.
 class _FileRange:
     """What is left to send of a file slice."""
 
-    __slots__ = ("fd", "position", "size")
+    __slots__ = ("fd", "position", "size", "chunk")
 
     def __init__(self, part: Any) -> None:
         self.fd: int = part.file.fileno()
         self.position: int = part.position
         self.size: int = len(part)
+        self.chunk: memoryview | None = None  # read for TLS, not yet written
 
 
 class KafkaChannel:
@@ -238,9 +261,13 @@ class KafkaChannel:
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, sock: socket.socket, max_bytes: int,
-        pool: MemoryPool | None = None,
+        pool: MemoryPool | None = None, tls: ssl.SSLContext | None = None,
     ) -> None:  # fmt: skip
         self._loop = loop
+        self._tls = tls is not None
+        self._handshaking = self._tls
+        if tls is not None:
+            sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         self._pool = pool if pool is not None and pool.bounded else None
         self._held = 0  # bytes read and not yet released to the pool
         self._waiting_for_memory = False
@@ -258,6 +285,47 @@ class KafkaChannel:
         self.last_active = time.monotonic()  # the last bytes in or out
         self.busy = False  # a request is being handled
         loop.add_reader(self._fd, self._on_readable)
+
+    # -- TLS --------------------------------------------------------------------------
+
+    def _handshake(self) -> None:
+        """Advance the TLS handshake; once done, read what already came."""
+        sock = self._sock
+        assert isinstance(sock, ssl.SSLSocket)
+        try:
+            sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self._loop.remove_writer(self._fd)
+            return
+        except ssl.SSLWantWriteError:
+            self._loop.add_writer(self._fd, self._handshake)
+            return
+        except (ssl.SSLError, OSError) as e:
+            self._loop.remove_writer(self._fd)
+            return self._stop_reading(e if isinstance(e, ssl.SSLError) else ConnectionError(e))
+        self._handshaking = False
+        self._loop.remove_writer(self._fd)
+        self._on_readable()
+
+    def _recv_tls(self) -> bytes:
+        """Every decrypted byte the socket holds now, up to READ_CHUNK: TLS records are
+        read one at a time, so one read would leave the rest buffered unseen."""
+        chunks = []
+        total = 0
+        while total < READ_CHUNK:
+            try:
+                data = self._sock.recv(READ_CHUNK - total)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                break
+            if not data:
+                if chunks:
+                    break  # the end is seen again on the next readable event
+                return b""
+            chunks.append(data)
+            total += len(data)
+        if not chunks:
+            raise BlockingIOError
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -293,11 +361,13 @@ class KafkaChannel:
                 self._waiting_for_memory = True
                 pool.wait(self._resume_after_memory)
             return
+        if self._handshaking:
+            return self._handshake()
         try:
-            data = self._sock.recv(READ_CHUNK)
+            data = self._recv_tls() if self._tls else self._sock.recv(READ_CHUNK)
         except (BlockingIOError, InterruptedError):
             return
-        except OSError as e:
+        except OSError as e:  # ssl.SSLError too
             return self._stop_reading(e)
         if not data:
             return self._stop_reading(EOFError())
@@ -373,6 +443,19 @@ class KafkaChannel:
                     if n < len(part):
                         out[0] = part[n:]
                         continue
+                elif self._tls:
+                    if part.chunk is None:
+                        part.chunk = memoryview(os.pread(
+                            part.fd, min(part.size, TLS_FILE_CHUNK), part.position
+                        ))  # fmt: skip
+                        if not part.chunk:  # the segment shrank underneath: pad
+                            part.chunk = memoryview(bytes(min(part.size, TLS_FILE_CHUNK)))
+                    n = self._sock.send(part.chunk)
+                    part.chunk = part.chunk[n:] if n < len(part.chunk) else None
+                    part.position += n
+                    part.size -= n
+                    if part.size:
+                        continue
                 else:
                     n = os.sendfile(self._fd, part.fd, part.position, part.size)
                     if n == 0:  # the segment shrank underneath (a truncation raced the
@@ -385,7 +468,7 @@ class KafkaChannel:
                     if part.size:
                         continue
                 out.popleft()
-        except (BlockingIOError, InterruptedError):
+        except _WOULD_BLOCK:
             return False
         return True
 

@@ -59,6 +59,7 @@ class FetcherConfig:
     max_bytes: int = 1048576
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
+    tls: Any = None  # ClientTls of the inter-broker listener, when it is SSL
 
     @classmethod
     def from_broker_config(cls, broker_id: int, cfg: Any) -> FetcherConfig:
@@ -69,6 +70,7 @@ class FetcherConfig:
             max_bytes=cfg["replica.fetch.max.bytes"],
             response_max_bytes=cfg["replica.fetch.response.max.bytes"],
             backoff_ms=cfg["replica.fetch.backoff.ms"],
+            tls=cfg.client_tls(cfg.listener_config.inter_broker),
         )
 
 
@@ -166,7 +168,7 @@ class ReplicaFetcher:
         if endpoint is None:
             raise KafkaError("LEADER_NOT_AVAILABLE", f"broker {self.source_broker_id} is not alive")
         self._connection = await AsyncBrokerConnection.connect(
-            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0"
+            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0", tls=self.config.tls
         )
         return self._connection
 

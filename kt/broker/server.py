@@ -245,7 +245,11 @@ class KafkaServer:
         await self.dynamic_config.startup()
         self.apply_dynamic_broker_config(*await self.store_call(self.read_dynamic_broker_config))
         pool = MemoryPool(cfg["queued.max.request.bytes"])
-        for listener in cfg.listeners:  # every listener, each with its own name
+        # Every TLS context before any listener binds: a bad key store stops the start.
+        contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
+        self.inter_broker_tls = cfg.client_tls(self.inter_broker_listener)
+        self.controller_tls = cfg.client_tls(cfg.listener_config.controller_listener)
+        for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name
             server = SocketServer(
                 listener.host or "0.0.0.0",
                 listener.port,
@@ -257,6 +261,8 @@ class KafkaServer:
                 connections_max_idle_ms=cfg["connections.max.idle.ms"],
                 backlog=cfg["socket.listen.backlog.size"],
                 memory_pool=pool,
+                security_protocol=listener.security_protocol,
+                tls=tls,
             )
             try:
                 await server.start()
@@ -356,7 +362,10 @@ class KafkaServer:
             if endpoint is None:
                 raise KafkaError("NOT_CONTROLLER", f"controller {controller_id} is not known")
             connection = self._controller_connection = await AsyncBrokerConnection.connect(
-                *endpoint, client_id=f"broker-{self.broker_id}-alter-partition", timeout_s=10.0
+                *endpoint,
+                client_id=f"broker-{self.broker_id}-alter-partition",
+                timeout_s=10.0,
+                tls=self.inter_broker_tls,
             )
             self._controller_connected_to = controller_id
         version = min(version, connection.version_for(ApiKey.ALTER_PARTITION))
@@ -553,7 +562,10 @@ class KafkaServer:
         if endpoint is None:
             return None
         connection = await AsyncBrokerConnection.connect(
-            *endpoint, client_id=f"broker-{self.broker_id}-controlled-shutdown", timeout_s=10.0
+            *endpoint,
+            client_id=f"broker-{self.broker_id}-controlled-shutdown",
+            timeout_s=10.0,
+            tls=self.inter_broker_tls,
         )
         try:
             response = await connection.send(

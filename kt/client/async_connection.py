@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kt.errors import KafkaError, ProtocolError
 from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
 from kt.protocol.messages import ApiVersionsRequest
+
+if TYPE_CHECKING:
+    from kt.security.ssl_factory import ClientTls
 
 _SIZE = struct.Struct(">i")
 
@@ -39,15 +42,22 @@ class AsyncBrokerConnection:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, *, client_id: str = "kt", timeout_s: float = 30.0
-    ) -> AsyncBrokerConnection:
+        cls, host: str, port: int, *, client_id: str = "kt", timeout_s: float = 30.0,
+        tls: ClientTls | None = None,
+    ) -> AsyncBrokerConnection:  # fmt: skip
+        """Connect, over TLS with `tls`, and ask ApiVersions."""
         try:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result of
             # a connect that completes as the caller is cancelled, dropping the
             # cancellation (a replica fetcher then ran on after its shutdown).
             async with asyncio.timeout(timeout_s):
-                reader, writer = await asyncio.open_connection(host, port)
-        except (OSError, TimeoutError) as e:
+                if tls is None:
+                    reader, writer = await asyncio.open_connection(host, port)
+                else:
+                    reader, writer = await asyncio.open_connection(
+                        host, port, ssl=tls.context, server_hostname=host
+                    )
+        except (OSError, TimeoutError) as e:  # ssl.SSLError too
             raise KafkaError("NETWORK_EXCEPTION", f"cannot connect to {host}:{port}: {e}") from None
         connection = cls(reader, writer, client_id)
         try:

@@ -11,12 +11,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kt.client.connection import BrokerConnection
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.security.ssl_factory import ClientTls
 
 CREATING = 5  # LEADER_NOT_AVAILABLE: the answer for a topic the broker is creating
 NOT_CONTROLLER = 41
@@ -64,9 +67,13 @@ class TopicInfo:
 class KafkaClient:
     """Routes requests to the right broker of a cluster found through bootstrap servers."""
 
-    def __init__(self, bootstrap_servers: str, *, client_id: str = "kt", timeout_s: float = 30.0):
+    def __init__(
+        self, bootstrap_servers: str, *, client_id: str = "kt", timeout_s: float = 30.0,
+        tls: ClientTls | None = None,
+    ) -> None:  # fmt: skip
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.tls = tls  # security.protocol=SSL: every connection starts TLS
         self.brokers: dict[int, tuple[str, int, str | None]] = {}
         self.controller_id = -1
         self.cluster_id: str | None = None
@@ -78,9 +85,7 @@ class KafkaClient:
         errors = []
         for host, port in servers:
             try:
-                return BrokerConnection(
-                    host, port, client_id=self.client_id, timeout_s=self.timeout_s
-                )
+                return self.open_connection(host, port)
             except KafkaError as e:
                 errors.append(str(e))
         raise KafkaError("NETWORK_EXCEPTION", "; ".join(errors))
@@ -173,9 +178,14 @@ class KafkaClient:
             if broker_id not in self.brokers:
                 raise KafkaError("BROKER_NOT_AVAILABLE", f"Broker {broker_id} is not available")
             host, port, _ = self.brokers[broker_id]
-            conn = BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s)
+            conn = self.open_connection(host, port)
             self._connections[broker_id] = conn
         return conn
+
+    def open_connection(self, host: str, port: int) -> BrokerConnection:
+        """A new connection of this client's (its id, timeout and TLS) to one broker."""
+        return BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
+                                tls=self.tls)  # fmt: skip
 
     def retrying(self, call: Callable[[], T], timeout_s: float = API_TIMEOUT_S) -> T:
         """`call()`, again after each retriable KafkaError (no broker answered, a moved

@@ -11,11 +11,14 @@ from __future__ import annotations
 import socket
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kt.errors import KafkaError, ProtocolError
 from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
 from kt.protocol.messages import ApiVersionsRequest
+
+if TYPE_CHECKING:
+    from kt.security.ssl_factory import ClientTls
 
 _SIZE = struct.Struct(">i")
 
@@ -39,6 +42,7 @@ class BrokerConnection:
         *,
         client_id: str = "kt",
         timeout_s: float = 30.0,
+        tls: ClientTls | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -46,12 +50,22 @@ class BrokerConnection:
         self.timeout_s = timeout_s
         self._correlation_id = 0
         try:
-            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+            sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as e:
             raise KafkaError(
                 "NETWORK_EXCEPTION", f"cannot connect to {host}:{port}: {e.strerror or e}"
             ) from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            try:
+                sock = tls.context.wrap_socket(sock, server_hostname=host)
+            except OSError as e:  # ssl.SSLError too (Kafka's SslAuthenticationException)
+                sock.close()
+                reason = getattr(e, "reason", None) or e.strerror or e
+                raise KafkaError(
+                    "NETWORK_EXCEPTION", f"SSL handshake with {host}:{port} failed: {reason}"
+                ) from None
+        self._sock = sock
         self.api_versions: dict[int, tuple[int, int]] = {}
         self._negotiate()
 

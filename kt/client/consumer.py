@@ -228,7 +228,7 @@ class Consumer:
         connection = self._fetch_connections.get(leader)
         if connection is None:
             host, port = self.client.brokers[leader][:2]
-            connection = BrokerConnection(host, port, client_id=self.client.client_id)
+            connection = self.client.open_connection(host, port)
             self._fetch_connections[leader] = connection
         return connection
 

@@ -66,8 +66,7 @@ class TransactionManager:
             if code:
                 raise KafkaError(code, f"FindCoordinator for {self.transactional_id}")
             self._coordinator_id = node
-            self._connection = BrokerConnection(host, port, client_id=self.client.client_id,
-                                                timeout_s=self.client.timeout_s)  # fmt: skip
+            self._connection = self.client.open_connection(host, port)
         return self._connection
 
     def close(self) -> None:

@@ -100,8 +100,10 @@ def admin_session(bootstrap_server: str, command_config: str | None = None) -> I
     from kt.errors import KafkaError
 
     props = load_client_config(command_config)
+    tls = client_tls(props)
     try:
-        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "kt-admin"))
+        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "kt-admin"),
+                             tls=tls)  # fmt: skip
     except KafkaError as e:
         fail(f"Error connecting to {bootstrap_server}: {e}")
     try:
@@ -125,6 +127,18 @@ def load_client_config(path: str | None) -> dict[str, str]:
             return checked_client_props(parse_properties(f.read()))
     except OSError as e:
         fail(f"Cannot read {path}: {e.strerror}")
+
+
+def client_tls(props: dict[str, str]) -> Any:
+    """The ClientTls of a tool whose properties ask for security.protocol=SSL, else None;
+    a key store or trust store that cannot be read ends the command in one line."""
+    from kt.errors import InvalidConfigError
+    from kt.security.ssl_factory import client_tls_for
+
+    try:
+        return client_tls_for(props)
+    except InvalidConfigError as e:
+        fail(str(e))
 
 
 def checked_client_props(props: dict[str, str]) -> dict[str, str]:

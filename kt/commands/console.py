@@ -12,6 +12,7 @@ from kt.commands.common import (
     INT,
     KafkaCommand,
     checked_client_props,
+    client_tls,
     fail,
     given_options,
     load_client_config,
@@ -94,7 +95,8 @@ def console_producer(
     client = None
     failures = 0
     try:
-        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"))
+        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"),
+                             tls=client_tls(props))  # fmt: skip
         producer = Producer(
             client,
             acks=acks_number(props["acks"]),
@@ -270,7 +272,8 @@ def console_consumer(
     member = None
     client = None
     try:
-        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"))
+        client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"),
+                             tls=client_tls(props))  # fmt: skip
         consumer = Consumer(client, isolation_level=1 if isolation_level == "read_committed" else 0)
         topics = [topic] if topic is not None else _matching_topics(client, pattern)
         if topic is not None and props.get("allow.auto.create.topics", "true") == "true":

@@ -6,7 +6,14 @@ import sys
 
 import click
 
-from kt.commands.common import INT, KafkaCommand, fail, load_client_config, usage_error
+from kt.commands.common import (
+    INT,
+    KafkaCommand,
+    client_tls,
+    fail,
+    load_client_config,
+    usage_error,
+)
 
 ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offsets")
 
@@ -71,7 +78,8 @@ def _run(cg, o: dict) -> None:  # type: ignore[no-untyped-def]
     props = load_client_config(o["command_config"])  # type: ignore[arg-type]
     out, err = sys.stdout, sys.stderr
     try:
-        client = KafkaClient(o["bootstrap_server"], client_id=props.get("client.id", "kt-admin"))
+        client = KafkaClient(o["bootstrap_server"], client_id=props.get("client.id", "kt-admin"),
+                             tls=client_tls(props))  # fmt: skip
     except KafkaError as e:
         fail(f"Error connecting to {o['bootstrap_server']}: {e}")
     admin = GroupAdmin(client, o["timeout_ms"])  # type: ignore[arg-type]

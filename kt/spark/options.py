@@ -121,7 +121,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
 def _check_names(options: Mapping[str, str]) -> None:
     try:  # kafka.security.protocol=SSL and the like: refused, never read in plaintext
         refuse_client_features({k[len("kafka.") :]: v for k, v in options.items()
-                                if k.startswith("kafka.")})  # fmt: skip
+                                if k.startswith("kafka.")}, spark=True)  # fmt: skip
     except InvalidConfigError as e:
         raise SourceOptionError(f"kafka.{e}") from None
     for name in options:

@@ -88,7 +88,7 @@ def parse_sink_options(options: dict[str, str], schema: StructType) -> SinkOptio
     producer = {k[len("kafka.") :]: v for k, v in options.items() if k.lower().startswith("kafka.")}
     producer.pop("bootstrap.servers", None)
     try:  # kafka.security.protocol=SSL and the like: refused, never sent in plaintext
-        refuse_client_features(producer)
+        refuse_client_features(producer, spark=True)
     except InvalidConfigError as e:
         raise SinkError(f"kafka.{e}") from None
     try:  # idempotent unless kafka.enable.idempotence=false, as Kafka's producer

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-READY = re.compile(r"\[KafkaServer id=(\d+)\] started: PLAINTEXT://([\d.]+):(\d+)")
+READY = re.compile(r"\[KafkaServer id=(\d+)\] started: [A-Z_]+://([\d.]+):(\d+)")
 
 
 @dataclass
@@ -53,10 +53,12 @@ class BrokerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self, timeout_s: float = 30.0) -> None:
-        # Reuse the port of a previous run so that clients can reconnect after a restart.
-        listener = f"PLAINTEXT://127.0.0.1:{self.port}"
+        # Reuse the port of a previous run so that clients can reconnect after a restart
+        # (the listener's name from the overrides, when they name one).
+        name = self.overrides.get("listeners", "PLAINTEXT://127.0.0.1:0").split("://")[0]
+        listener = f"{name}://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "kt", "server-start", "--log-level", "INFO"]
-        props = {"listeners": listener, "log.dirs": str(self.log_dir), **self.overrides}
+        props = {**self.overrides, "listeners": listener, "log.dirs": str(self.log_dir)}
         for key, value in props.items():
             args += ["--override", f"{key}={value}"]
         self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0

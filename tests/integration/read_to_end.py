@@ -14,10 +14,12 @@ def read_to_end(
     partitions: int,
     isolation: str = "read_committed",
     timeout_s: float = 60.0,
+    config: dict | None = None,
 ) -> list[Message]:
-    """Every record from offset 0 until each partition's end, in the order received."""
+    """Every record from offset 0 until each partition's end, in the order received
+    (`config`: more client settings, security.protocol and the like)."""
     consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"read-to-end-{isolation}",
+        **(config or {}), "bootstrap.servers": bootstrap, "group.id": f"read-to-end-{isolation}",
         "isolation.level": isolation, "enable.partition.eof": True,
         "enable.auto.commit": False,
     })  # fmt: skip

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 
 B = "{bootstrap}"  # replaced by the module broker's address
 DIR = "{dir}"  # replaced by a directory of bad files
+NO_CA = "ssl.truststore.location=/nonexistent/ca.pem: No such file or directory"
 
 
 @dataclass
@@ -80,33 +81,33 @@ CASES = [
     # -- what kt's clients cannot do yet, refused rather than connected without ----------
     Case("topics-ssl-command-config", ["topics", "--bootstrap-server", B, "--list",
          "--command-config", f"{DIR}/ssl.properties"],
-         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+         [NO_CA]),
     Case("configs-sasl-command-config", ["configs", "--bootstrap-server", B, "--describe",
          "--entity-type", "topics", "--command-config", f"{DIR}/sasl.properties"],
-         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+         ["security.protocol=SASL_SSL: kt does not support SASL yet"]),
     Case("producer-ssl-property", ["console-producer", "--bootstrap-server", B, "--topic",
-         "cli-errors", "--producer-property", "security.protocol=SSL"],
-         ["security.protocol=SSL: kt does not support TLS and SASL yet"], stdin="v\n"),
+         "cli-errors", "--producer-property", "security.protocol=SSL", "--producer-property",
+         "ssl.truststore.type=PEM", "--producer-property",
+         "ssl.truststore.location=/nonexistent/ca.pem"], [NO_CA], stdin="v\n"),
     Case("producer-transactional-id", ["console-producer", "--bootstrap-server", B, "--topic",
          "cli-errors", "--producer-property", "transactional.id=tx"],
          ["transactional.id=tx: kt does not support transactions in this tool yet"], stdin="v\n"),
     Case("consumer-sasl-config", ["console-consumer", "--bootstrap-server", B, "--topic",
          "cli-errors", "--consumer.config", f"{DIR}/sasl.properties"],
-         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+         ["security.protocol=SASL_SSL: kt does not support SASL yet"]),
     Case("groups-ssl-command-config", ["consumer-groups", "--bootstrap-server", B, "--list",
          "--command-config", f"{DIR}/ssl.properties"],
-         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+         [NO_CA]),
     Case("producer-perf-ssl", ["producer-perf-test", "--topic", "cli-errors", "--num-records",
          "1", "--record-size", "1", "--throughput", "-1", "--producer-props",
-         f"bootstrap.servers={B}", "security.protocol=SSL"],
-         ["security.protocol=SSL: kt does not support TLS and SASL yet"]),
+         f"bootstrap.servers={B}", "security.protocol=SSL", "ssl.truststore.type=PEM",
+         "ssl.truststore.location=/nonexistent/ca.pem"], [NO_CA]),
     Case("consumer-perf-sasl", ["consumer-perf-test", "--bootstrap-server", B, "--topic",
          "cli-errors", "--messages", "1", "--consumer.config", f"{DIR}/sasl.properties"],
-         ["security.protocol=SASL_SSL: kt does not support TLS and SASL yet"]),
+         ["security.protocol=SASL_SSL: kt does not support SASL yet"]),
     Case("leader-election-ssl", ["leader-election", "--bootstrap-server", B,
          "--election-type", "preferred", "--all-topic-partitions", "--admin.config",
-         f"{DIR}/ssl.properties"], ["security.protocol=SSL: kt does not support TLS and SASL "
-         "yet"]),
+         f"{DIR}/ssl.properties"], [NO_CA]),
     # -- console-producer --------------------------------------------------------------
     Case("producer-empty-key-separator", ["console-producer", "--bootstrap-server", B,
          "--topic", "cli-errors", "--property", "parse.key=true", "--property",
@@ -312,8 +313,9 @@ CASES = [
          f"{DIR}/acks.properties/logs"]),
     Case("server-ssl-listener", ["server-start", "--override",
          "listeners=SSL://127.0.0.1:0", "--override", "security.inter.broker.protocol=SSL",
-         "--override", f"log.dirs={DIR}/ssl"], ["listeners=SSL://127.0.0.1:0: kt does not "
-         "support SSL listeners yet (only PLAINTEXT)"]),
+         "--override", f"log.dirs={DIR}/ssl"], ["ssl.keystore.location: a key store is "
+         "required for an SSL listener (or ssl.keystore.certificate.chain and "
+         "ssl.keystore.key)"]),
     Case("server-authorizer", ["server-start", "--override", "authorizer.class.name="
          "kafka.security.authorizer.AclAuthorizer", "--override", f"log.dirs={DIR}/acl"],
          ["authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kt does not support "
@@ -351,7 +353,10 @@ def bad_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (directory / f"{100:020d}.index").write_bytes(struct.pack(">ii", 0, 5000))
     (directory / f"{100:020d}.timeindex").write_bytes(struct.pack(">qi", 1, 10))
     (directory / "acks.properties").write_text("acks=7\n")
-    (directory / "ssl.properties").write_text("security.protocol=SSL\n")
+    (directory / "ssl.properties").write_text(
+        "security.protocol=SSL\nssl.truststore.type=PEM\n"
+        "ssl.truststore.location=/nonexistent/ca.pem\n"
+    )
     (directory / "sasl.properties").write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n")
     (directory / "election.json").write_text('{"partitions":[{"topic":"cli-errors"}]}')
     (directory / "move.json").write_text(

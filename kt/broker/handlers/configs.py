@@ -49,6 +49,9 @@ BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
     "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
 }
 SENSITIVE_WORDS = ("password", "secret", "sasl.jaas")
+# Kafka's PASSWORD-type keys whose names say nothing of it: key material inline.
+SENSITIVE_KEYS = ("ssl.keystore.key", "ssl.keystore.certificate.chain",
+                  "ssl.truststore.certificates")  # fmt: skip
 
 
 @dataclass
@@ -123,7 +126,7 @@ def describe_broker_configs(
                 synonyms.append((name, values[name], source))
         synonyms.append((name, None if default is None else _text(default), DEFAULT_CONFIG))
         value, source = synonyms[0][1], synonyms[0][2]
-        sensitive = any(w in name for w in SENSITIVE_WORDS)
+        sensitive = any(w in name for w in SENSITIVE_WORDS) or name in SENSITIVE_KEYS
         entries.append(
             ConfigEntry(
                 name,

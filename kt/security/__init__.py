@@ -1,0 +1,1 @@
+"""Security: TLS contexts from Kafka's `ssl.*` keys (ssl_factory)."""
