@@ -38,6 +38,7 @@ from kt.properties import parse_properties
 from kt.unsupported import refuse_broker_features
 
 if TYPE_CHECKING:
+    from kt.security.sasl import SaslListenerConfig
     from kt.security.ssl_factory import ClientTls
 
 INT_MAX = 2**31 - 1
@@ -253,6 +254,13 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("ssl.trustmanager.algorithm", "string", "PKIX", None),
     ("ssl.secure.random.implementation", "string", None, None),
     ("ssl.provider", "string", None, None),
+    # SASL (SaslConfigs, BrokerSecurityConfigs); per listener as for ssl.*, and the JAAS
+    # configuration per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config
+    # (kt/security/sasl.py reads them).
+    ("sasl.enabled.mechanisms", "list", "GSSAPI", None),
+    ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
+    ("sasl.jaas.config", "string", None, None),
+    ("connections.max.reauth.ms", "long", 0, at_least(0)),
     ("log.dirs", "string", None, None),
     ("log.dir", "string", DEFAULT_LOG_DIR, None),
     ("num.partitions", "int", 1, at_least(1)),
@@ -493,6 +501,18 @@ class KafkaConfig:
             e.listener_name: self._build_server_tls(e.listener_name)
             for e in self.listener_config.bound if e.security_protocol in ("SSL", "SASL_SSL")
         }  # fmt: skip
+        for name in {self.listener_config.inter_broker, self.listener_config.controller_listener}:
+            if self.listener_protocol(name).startswith("SASL_"):
+                raise InvalidConfigError(
+                    f"inter.broker.listener.name={name}: kt does not support SASL between "
+                    "brokers yet (sasl.mechanism.inter.broker.protocol): give brokers a "
+                    "PLAINTEXT or SSL listener of their own"
+                )
+        self._sasl = {
+            e.listener_name: self._build_sasl(e.listener_name)
+            for e in self.listener_config.bound
+            if e.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        }
         queued = self["queued.max.request.bytes"]
         require(
             queued <= 0 or queued >= self["socket.request.max.bytes"],
@@ -509,6 +529,16 @@ class KafkaConfig:
     def server_tls(self, listener_name: str) -> ssl.SSLContext | None:
         """The TLS context of a listener whose protocol is SSL or SASL_SSL, else None."""
         return self._server_tls.get(listener_name)
+
+    def sasl_config(self, listener_name: str) -> SaslListenerConfig | None:
+        """The SASL mechanisms and JAAS options of a SASL listener, else None."""
+        return self._sasl.get(listener_name)
+
+    def _build_sasl(self, listener_name: str) -> SaslListenerConfig:
+        from kt.security.sasl import listener_sasl_config
+        from kt.security.ssl_factory import listener_lookup
+
+        return listener_sasl_config(listener_lookup(self.originals, listener_name), listener_name)
 
     def _build_server_tls(self, listener_name: str) -> ssl.SSLContext:
         from kt.security.ssl_factory import listener_lookup, server_context
@@ -585,6 +615,8 @@ def _base_key(key: str) -> str:
     if key.startswith("listener.name."):
         parts = key.split(".", 3)
         if len(parts) == 4:
+            if parts[3].endswith(".sasl.jaas.config"):  # listener.name.<l>.<mechanism>.
+                return "sasl.jaas.config"
             return parts[3]
     return key
 

@@ -51,6 +51,10 @@ BROKER_NOT_YET = (
     NotYet("alter.config.policy.class.name", _set, "config change policies"),
     NotYet("client.quota.callback.class", _set, "client quota callbacks"),
     NotYet("replica.selector.class", _set, "fetching from followers (KIP-392)"),
+    NotYet("sasl.server.callback.handler.class", _set, "SASL callback handlers"),
+    NotYet("sasl.login.callback.handler.class", _set, "SASL callback handlers"),
+    NotYet("sasl.client.callback.handler.class", _set, "SASL callback handlers"),
+    NotYet("sasl.login.class", _set, "SASL login classes"),
 )
 
 CLIENT_NOT_YET = (
@@ -73,10 +77,9 @@ def refuse_broker_features(props: Mapping[str, str], listeners: Any) -> None:
     """Stop a broker whose configuration asks for what kt cannot do: a SASL listener (its
     security protocol from listener.security.protocol.map), or a key of BROKER_NOT_YET."""
     for endpoint in listeners.bound:
-        if endpoint.security_protocol not in ("PLAINTEXT", "SSL"):
+        if endpoint.security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
             raise InvalidConfigError(
-                f"listeners={endpoint}: kt does not support {endpoint.security_protocol} "
-                "listeners yet (only PLAINTEXT and SSL)"
+                f"listeners={endpoint}: unknown security protocol {endpoint.security_protocol}"
             )
     _refuse(props, BROKER_NOT_YET)
 

@@ -26,7 +26,7 @@ FAMILIES = (
     ("transactions", "producer ids and the transaction coordinator",
      (22, 24, 25, 26, 27, 28, 61, 65, 66)),
     ("admin", "topics, configs, log dirs, reassignment, elections, ACLs and SASL",
-     (17, 19, 20, 29, 32, 33, 34, 35, 36, 37, 43, 44, 45, 46, 48, 49)),
+     (17, 19, 20, 29, 30, 31, 32, 33, 34, 35, 36, 37, 43, 44, 45, 46, 48, 49, 50, 51)),
     ("controller", "between the controller and the brokers",
      (4, 5, 6, 7, 56)),
 )  # fmt: skip

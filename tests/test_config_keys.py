@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
 SSL_FACTORY = "tests/security/test_ssl_factory.py"
 TLS = "tests/integration/test_tls.py"
+SASL = "tests/integration/test_sasl.py"
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,18 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     ),
     "ssl.principal.mapping.rules": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
     "ssl.engine.factory.class": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
+    "sasl.enabled.mechanisms": ShownBy(
+        f"{SASL}::test_plain_scram_and_oauthbearer_clients_produce_and_consume"
+    ),
+    "sasl.jaas.config": ShownBy(
+        f"{SASL}::test_plain_scram_and_oauthbearer_clients_produce_and_consume"
+    ),
+    "connections.max.reauth.ms": ShownBy(
+        f"{SASL}::test_clients_reauthenticate_before_their_session_ends"
+    ),
+    "sasl.mechanism.inter.broker.protocol": ShownBy(
+        "tests/test_kafka_config.py::test_refused_with_the_message"
+    ),
     "ssl.protocol": NoEffect("the JSSE SSLContext's name; ssl.enabled.protocols decides"),
     "ssl.keymanager.algorithm": NoEffect("a JSSE KeyManagerFactory algorithm"),
     "ssl.trustmanager.algorithm": NoEffect("a JSSE TrustManagerFactory algorithm"),

@@ -134,13 +134,19 @@ KAFKA_REFUSES: list[tuple[dict[str, str], str]] = [
 
 # What Kafka does and kt cannot do yet: refused out loud, naming the key.
 KT_REFUSES: list[tuple[dict[str, str], str]] = [
-    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093",
-      "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "listeners=SASL_PLAINTEXT://127.0.0.1:"
-     "9093: kt does not support SASL_PLAINTEXT listeners yet (only PLAINTEXT and SSL)"),
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "PLAIN",
+      "security.inter.broker.protocol": "SASL_PLAINTEXT",
+      "sasl.mechanism.inter.broker.protocol": "PLAIN"},
+     "inter.broker.listener.name=SASL_PLAINTEXT: kt does not support SASL between brokers yet "
+     "(sasl.mechanism.inter.broker.protocol): give brokers a PLAINTEXT or SSL listener of "
+     "their own"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9094",
-      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"},
-     "listeners=SECURE://127.0.0.1:9094: kt does not support SASL_SSL listeners yet "
-     "(only PLAINTEXT and SSL)"),
+      "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL",
+      "ssl.keystore.type": "PEM", "ssl.keystore.location": "/nonexistent/keystore.pem"},
+     "ssl.keystore.location=/nonexistent/keystore.pem: No such file or directory"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9094"},
+     "sasl.enabled.mechanisms=GSSAPI: kt does not support SASL mechanism GSSAPI (only PLAIN, "
+     "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)"),
     ({"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL",
       "ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"},
      "ssl.cipher.suites=TLS_AES_128_GCM_SHA256: kt does not support choosing cipher suites "

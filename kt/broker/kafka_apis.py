@@ -22,6 +22,7 @@ from kt.broker.handlers import (
     produce,
     quotas,
     reassignments,
+    scram,
     topics,
     transactions,
 )
@@ -73,6 +74,10 @@ HANDLERS = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
+    ApiKey.SASL_HANDSHAKE: scram.sasl_handshake,
+    ApiKey.SASL_AUTHENTICATE: scram.sasl_authenticate,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: scram.describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: scram.alter_user_scram_credentials,
     ApiKey.LEADER_AND_ISR: controller.leader_and_isr,
     ApiKey.UPDATE_METADATA: controller.update_metadata,
     ApiKey.STOP_REPLICA: controller.stop_replica,

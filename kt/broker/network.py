@@ -72,6 +72,7 @@ class RequestContext:
     client_port: int
     listener: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
+    principal: str = "User:ANONYMOUS"
 
 
 # A handler takes a frame and the context and returns the response parts, or None when
@@ -97,6 +98,8 @@ class SocketServer:
     memory_pool: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
     security_protocol: str = "PLAINTEXT"
     tls: ssl.SSLContext | None = None  # the listener's context (SSL, SASL_SSL)
+    # A SASL listener's: a new SaslServerAuthenticator for each connection.
+    authenticator: Callable[[], Any] | None = None
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -187,6 +190,27 @@ class SocketServer:
                     log.debug("closing idle connection %s", channel)
                     task.cancel()
 
+    async def _authenticate(
+        self, auth: Any, channel: KafkaChannel, frame: memoryview, ctx: RequestContext
+    ) -> bool:
+        """One request of a SASL exchange; False when the connection must close."""
+        from kt.security.sasl_authenticator import AuthenticationFailed
+
+        try:
+            parts = await auth.handle(frame, ctx)
+        except AuthenticationFailed as e:
+            log.info("Failed authentication with /%s (%s)", ctx.client_host, e)
+            if e.parts and (sent := channel.send(e.parts)) is not None:
+                await sent
+            return False
+        if auth.complete:
+            ctx.principal = auth.principal
+        if parts and (sent := channel.send(parts)) is not None:
+            await sent
+        channel.busy = False
+        channel.release(frame)
+        return True
+
     def _tune(self, sock: socket.socket) -> None:
         """TCP_NODELAY and the buffer sizes (set on the listener, before any connection
         asks: the receive buffer decides the window scale offered in the handshake)."""
@@ -197,9 +221,18 @@ class SocketServer:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.receive_buffer_bytes)
 
     async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
+        auth = self.authenticator() if self.authenticator is not None else None
         try:
             while (frame := await channel.next_request()) is not None:
                 channel.busy = True
+                if auth is not None and (not auth.complete or auth.starts_reauthentication(frame)):
+                    if not await self._authenticate(auth, channel, frame, ctx):
+                        break
+                    continue
+                if auth is not None and auth.session_expired():
+                    log.info("Closing connection from /%s: its SASL session expired "
+                             "(connections.max.reauth.ms)", ctx.client_host)  # fmt: skip
+                    break
                 parts = await self.handler(frame, ctx)
                 if parts and (sent := channel.send(parts)) is not None:
                     await sent

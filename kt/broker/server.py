@@ -263,6 +263,7 @@ class KafkaServer:
                 memory_pool=pool,
                 security_protocol=listener.security_protocol,
                 tls=tls,
+                authenticator=self._sasl_authenticator(listener.listener_name),
             )
             try:
                 await server.start()
@@ -377,6 +378,31 @@ class KafkaServer:
             raise KafkaError(
                 "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
             ) from None
+
+    def _sasl_authenticator(self, listener_name: str) -> Callable[[], Any] | None:
+        """A SASL listener's authenticator factory (one authenticator per connection)."""
+        sasl = self.config.sasl_config(listener_name)
+        if sasl is None:
+            return None
+        from kt.security.sasl_authenticator import SaslServerAuthenticator
+
+        return functools.partial(SaslServerAuthenticator, sasl, self.apis.handle,
+                                 self.scram_credential)  # fmt: skip
+
+    async def scram_credential(self, user: str, mechanism: str) -> Any:
+        """A user's SCRAM credential for `mechanism` from `/config/users/<user>`, or None."""
+        from kt.broker.handlers.quotas import sanitize
+        from kt.security.scram import ScramCredential
+
+        config = await self.store_call(self.zk.get_entity_config, "users", sanitize(user))
+        text = config.get(mechanism)
+        if text is None:
+            return None
+        try:
+            return ScramCredential.from_text(text)
+        except ValueError as e:
+            log.warning("Ignoring the %s credential of %s: %s", mechanism, user, e)
+            return None
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where a live broker listens for other brokers (inter.broker.listener.name): the

@@ -55,8 +55,10 @@ class BrokerProcess:
     def start(self, timeout_s: float = 30.0) -> None:
         # Reuse the port of a previous run so that clients can reconnect after a restart
         # (the listener's name from the overrides, when they name one).
-        name = self.overrides.get("listeners", "PLAINTEXT://127.0.0.1:0").split("://")[0]
-        listener = f"{name}://127.0.0.1:{self.port}"
+        # Several listeners in the overrides are bound as they say (port 0: new ports).
+        configured = self.overrides.get("listeners", "PLAINTEXT://127.0.0.1:0")
+        name = configured.split("://")[0]
+        listener = configured if "," in configured else f"{name}://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "kt", "server-start", "--log-level", "INFO"]
         props = {**self.overrides, "listeners": listener, "log.dirs": str(self.log_dir)}
         for key, value in props.items():

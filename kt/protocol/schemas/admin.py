@@ -127,6 +127,70 @@ SCHEMAS = (
           F('permission_type', 'PermissionType', 'int8', (0, None), default=0),
         ),
       }),
+    M('CreateAclsRequest', 30, 'request', (0, 3), (2, None),
+      fields=(
+        F('creations', 'Creations', '[]AclCreation', (0, None), default=()),
+      ),
+      structs={
+        'AclCreation': (
+          F('resource_type', 'ResourceType', 'int8', (0, None), default=0),
+          F('resource_name', 'ResourceName', 'string', (0, None), default=''),
+          F('resource_pattern_type', 'ResourcePatternType', 'int8', (1, None), default=3),
+          F('principal', 'Principal', 'string', (0, None), default=''),
+          F('host', 'Host', 'string', (0, None), default=''),
+          F('operation', 'Operation', 'int8', (0, None), default=0),
+          F('permission_type', 'PermissionType', 'int8', (0, None), default=0),
+        ),
+      }),
+    M('CreateAclsResponse', 30, 'response', (0, 3), (2, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('results', 'Results', '[]AclCreationResult', (0, None), default=()),
+      ),
+      structs={
+        'AclCreationResult': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+      }),
+    M('DeleteAclsRequest', 31, 'request', (0, 3), (2, None),
+      fields=(
+        F('filters', 'Filters', '[]DeleteAclsFilter', (0, None), default=()),
+      ),
+      structs={
+        'DeleteAclsFilter': (
+          F('resource_type_filter', 'ResourceTypeFilter', 'int8', (0, None), default=0),
+          F('resource_name_filter', 'ResourceNameFilter', 'string', (0, None), nullable=(0, None), default=''),
+          F('pattern_type_filter', 'PatternTypeFilter', 'int8', (1, None), default=3),
+          F('principal_filter', 'PrincipalFilter', 'string', (0, None), nullable=(0, None), default=''),
+          F('host_filter', 'HostFilter', 'string', (0, None), nullable=(0, None), default=''),
+          F('operation', 'Operation', 'int8', (0, None), default=0),
+          F('permission_type', 'PermissionType', 'int8', (0, None), default=0),
+        ),
+      }),
+    M('DeleteAclsResponse', 31, 'response', (0, 3), (2, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('filter_results', 'FilterResults', '[]DeleteAclsFilterResult', (0, None), default=()),
+      ),
+      structs={
+        'DeleteAclsFilterResult': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+          F('matching_acls', 'MatchingAcls', '[]DeleteAclsMatchingAcl', (0, None), default=()),
+        ),
+        'DeleteAclsMatchingAcl': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+          F('resource_type', 'ResourceType', 'int8', (0, None), default=0),
+          F('resource_name', 'ResourceName', 'string', (0, None), default=''),
+          F('pattern_type', 'PatternType', 'int8', (1, None), default=3),
+          F('principal', 'Principal', 'string', (0, None), default=''),
+          F('host', 'Host', 'string', (0, None), default=''),
+          F('operation', 'Operation', 'int8', (0, None), default=0),
+          F('permission_type', 'PermissionType', 'int8', (0, None), default=0),
+        ),
+      }),
     M('DescribeConfigsRequest', 32, 'request', (0, 4), (4, None),
       fields=(
         F('resources', 'Resources', '[]DescribeConfigsResource', (0, None), default=()),
@@ -495,6 +559,64 @@ SCHEMAS = (
         'EntityData': (
           F('entity_type', 'EntityType', 'string', (0, None), default=''),
           F('entity_name', 'EntityName', 'string', (0, None), nullable=(0, None), default=''),
+        ),
+      }),
+    M('DescribeUserScramCredentialsRequest', 50, 'request', (0, 0), (0, None),
+      fields=(
+        F('users', 'Users', '[]UserName', (0, None), nullable=(0, None), default=()),
+      ),
+      structs={
+        'UserName': (
+          F('name', 'Name', 'string', (0, None), default=''),
+        ),
+      }),
+    M('DescribeUserScramCredentialsResponse', 50, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+        F('results', 'Results', '[]DescribeUserScramCredentialsResult', (0, None), default=()),
+      ),
+      structs={
+        'DescribeUserScramCredentialsResult': (
+          F('user', 'User', 'string', (0, None), default=''),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
+          F('credential_infos', 'CredentialInfos', '[]CredentialInfo', (0, None), default=()),
+        ),
+        'CredentialInfo': (
+          F('mechanism', 'Mechanism', 'int8', (0, None), default=0),
+          F('iterations', 'Iterations', 'int32', (0, None), default=0),
+        ),
+      }),
+    M('AlterUserScramCredentialsRequest', 51, 'request', (0, 0), (0, None),
+      fields=(
+        F('deletions', 'Deletions', '[]ScramCredentialDeletion', (0, None), default=()),
+        F('upsertions', 'Upsertions', '[]ScramCredentialUpsertion', (0, None), default=()),
+      ),
+      structs={
+        'ScramCredentialDeletion': (
+          F('name', 'Name', 'string', (0, None), default=''),
+          F('mechanism', 'Mechanism', 'int8', (0, None), default=0),
+        ),
+        'ScramCredentialUpsertion': (
+          F('name', 'Name', 'string', (0, None), default=''),
+          F('mechanism', 'Mechanism', 'int8', (0, None), default=0),
+          F('iterations', 'Iterations', 'int32', (0, None), default=0),
+          F('salt', 'Salt', 'bytes', (0, None), default=b''),
+          F('salted_password', 'SaltedPassword', 'bytes', (0, None), default=b''),
+        ),
+      }),
+    M('AlterUserScramCredentialsResponse', 51, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('results', 'Results', '[]AlterUserScramCredentialsResult', (0, None), default=()),
+      ),
+      structs={
+        'AlterUserScramCredentialsResult': (
+          F('user', 'User', 'string', (0, None), default=''),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
         ),
       }),
 )

@@ -1,0 +1,209 @@
+"""SASL listeners against the real clients: PLAIN users from the listener's JAAS
+configuration, SCRAM-SHA-256/512 users created through AlterUserScramCredentials (their
+credentials in /config/users, the password never sent), OAUTHBEARER with unsecured JWS
+tokens; SASL_SSL with SCRAM-SHA-512; wrong passwords, unknown mechanisms, requests
+before authentication and garbage each get Kafka's answer (or a closed connection) and
+leave the broker serving the others; with connections.max.reauth.ms the clients
+re-authenticate and keep producing."""
+
+from __future__ import annotations
+
+import re
+import socket
+import struct
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from kafka import KafkaConsumer, KafkaProducer
+
+from kt.protocol import ApiKey, decode_response, encode_request
+from kt.protocol import messages as m
+from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
+from tests.integration.read_to_end import read_to_end
+
+pytestmark = pytest.mark.slow
+
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
+              'username="admin" password="admin-secret" user_admin="admin-secret" '
+              'user_alice="alice-secret";')  # fmt: skip
+MECHANISMS = "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+
+
+def sasl_broker(broker_factory, protocol: str = "SASL_PLAINTEXT", **extra: str):  # type: ignore[no-untyped-def]
+    """A broker with a PLAINTEXT listener (for the set-up) and a SASL one."""
+    listener = protocol.lower()
+    broker = broker_factory(**{
+        "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
+        "sasl.enabled.mechanisms": MECHANISMS,
+        f"listener.name.{listener}.plain.sasl.jaas.config": PLAIN_JAAS, **extra,
+    })  # fmt: skip
+    ports = re.findall(r"//127\.0\.0\.1:(\d+)", broker.output[-1])
+    return broker, f"127.0.0.1:{ports[1]}"
+
+
+def add_scram_users(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256,
+                                                                4096), b"bob-secret"),
+        UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512,
+                                                                  8192), b"carol-secret"),
+    ])  # fmt: skip
+    for future in futures.values():
+        assert future.result(30) is None
+    admin.create_topics([NewTopic("sasl", 1, 1)])["sasl"].result(30)
+
+
+def client(bootstrap: str, mechanism: str, user: str, password: str, **extra: str) -> dict:
+    config = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": mechanism, **extra}  # fmt: skip
+    if mechanism == "OAUTHBEARER":
+        return config | {"enable.sasl.oauthbearer.unsecure.jwt": True,
+                         "sasl.oauthbearer.config": f"principal={user}"}  # fmt: skip
+    return config | {"sasl.username": user, "sasl.password": password}
+
+
+def delivered(config: dict, count: int, timeout_s: float = 10.0) -> int:
+    producer = Producer({**config, "acks": "all"})
+    for i in range(count):
+        producer.produce("sasl", f"{config['sasl.mechanism']}-{i}".encode())
+    left = producer.flush(timeout_s)
+    return count - left
+
+
+def test_plain_scram_and_oauthbearer_clients_produce_and_consume(broker_factory) -> None:
+    broker, sasl = sasl_broker(broker_factory)
+    add_scram_users(broker.bootstrap)
+    for mechanism, user, password in (("PLAIN", "alice", "alice-secret"),
+                                      ("SCRAM-SHA-256", "bob", "bob-secret"),
+                                      ("SCRAM-SHA-512", "carol", "carol-secret"),
+                                      ("OAUTHBEARER", "dave", "")):  # fmt: skip
+        assert delivered(client(sasl, mechanism, user, password), 50) == 50, mechanism
+    consumer_config = client(sasl, "SCRAM-SHA-512", "carol", "carol-secret")
+    assert len(read_to_end(sasl, "sasl", 1, "read_uncommitted", config=consumer_config)) == 200
+
+    python = KafkaProducer(bootstrap_servers=sasl, security_protocol="SASL_PLAINTEXT",
+                           sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="bob",
+                           sasl_plain_password="bob-secret", acks="all")  # fmt: skip
+    python.send("sasl", b"from kafka-python").get(30)
+    python.close()
+    reader = KafkaConsumer("sasl", bootstrap_servers=sasl, security_protocol="SASL_PLAINTEXT",
+                           sasl_mechanism="PLAIN", sasl_plain_username="alice",
+                           sasl_plain_password="alice-secret", auto_offset_reset="earliest",
+                           consumer_timeout_ms=10000)  # fmt: skip
+    assert sum(1 for _ in reader) == 201
+    reader.close()
+
+
+def test_scram_credentials_are_described_altered_and_deleted(broker_factory) -> None:
+    broker, sasl = sasl_broker(broker_factory)
+    add_scram_users(broker.bootstrap)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    described = admin.describe_user_scram_credentials()
+    infos = {user: [(i.mechanism, i.iterations) for i in d.scram_credential_infos]
+             for user, d in described.result(30).items()}  # fmt: skip
+    assert infos == {"bob": [(ScramMechanism.SCRAM_SHA_256, 4096)],
+                     "carol": [(ScramMechanism.SCRAM_SHA_512, 8192)]}  # fmt: skip
+    bad = admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("erin", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256,
+                                                                 1000), b"x"),
+        UserScramCredentialDeletion("frank", ScramMechanism.SCRAM_SHA_256),
+    ])  # fmt: skip
+    errors = {}
+    for user, future in bad.items():
+        with pytest.raises(Exception) as info:
+            future.result(30)
+        errors[user] = info.value.args[0].str()
+    missing = "Attempt to delete a user credential that does not exist"
+    assert errors == {"erin": "Too few iterations", "frank": missing}
+    deleted = admin.alter_user_scram_credentials(
+        [UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_256)]
+    )
+    assert deleted["bob"].result(30) is None
+    assert delivered(client(sasl, "SCRAM-SHA-256", "bob", "bob-secret"), 5, 5) == 0
+
+
+def raw_request(port: int, api_key: ApiKey, version: int, body: object) -> object | None:
+    """One request on a new connection; the decoded answer, or None if the broker closed
+    the connection without one."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(encode_request(api_key, version, 1, "raw", body))
+        size = sock.recv(4)
+        if len(size) < 4:
+            return None
+        (length,) = struct.unpack(">i", size)
+        data = b""
+        while len(data) < length:
+            chunk = sock.recv(length - len(data))
+            assert chunk
+            data += chunk
+        answer = decode_response(api_key, version, data)[1]
+        assert sock.recv(1) == b""  # and then it closes the connection
+        return answer
+
+
+def test_bad_credentials_and_bad_requests_are_refused_and_others_served(broker_factory) -> None:
+    broker, sasl = sasl_broker(broker_factory)
+    add_scram_users(broker.bootstrap)
+    port = int(sasl.rsplit(":", 1)[1])
+    assert delivered(client(sasl, "PLAIN", "alice", "wrong"), 5, 5) == 0
+    assert delivered(client(sasl, "SCRAM-SHA-256", "bob", "wrong"), 5, 5) == 0
+    assert delivered(client(sasl, "SCRAM-SHA-256", "nobody", "x"), 5, 5) == 0
+    handshake = raw_request(
+        port, ApiKey.SASL_HANDSHAKE, 1, m.SaslHandshakeRequest(mechanism="GSSAPI")
+    )
+    assert (handshake.error_code, list(handshake.mechanisms)) == (33, MECHANISMS.split(","))
+    assert raw_request(port, ApiKey.METADATA, 4, m.MetadataRequest(topics=None)) is None
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", 12) + b"\xff" * 12)  # not a Kafka request
+        assert sock.recv(16) == b""
+    assert delivered(client(sasl, "PLAIN", "alice", "alice-secret"), 5) == 5
+    log = broker.run_log()
+    failed = "Failed authentication with /127.0.0.1 "
+    assert f"{failed}(Authentication failed: Invalid username or password)" in log
+    assert (
+        "Failed authentication with /127.0.0.1 (Authentication failed during authentication"
+        " due to invalid credentials with SASL mechanism SCRAM-SHA-256)"
+    ) in log
+
+
+def test_scram_sha_512_over_sasl_ssl(broker_factory, tmp_path) -> None:
+    ca = make_ca()
+    files = write_party(tmp_path, "broker", ca, issue(ca, "broker"))
+    broker, sasl = sasl_broker(broker_factory, "SASL_SSL", **{
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(files.keystore_p12),
+        "ssl.keystore.password": PASSWORD,
+    })  # fmt: skip
+    add_scram_users(broker.bootstrap)
+    tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(files.ca)}
+    config = client(sasl, "SCRAM-SHA-512", "carol", "carol-secret", **tls)
+    assert delivered(config, 100) == 100
+    assert len(read_to_end(sasl, "sasl", 1, "read_uncommitted", config=config)) == 100
+
+
+def test_clients_reauthenticate_before_their_session_ends(broker_factory) -> None:
+    broker, sasl = sasl_broker(broker_factory, **{"connections.max.reauth.ms": "1500"})
+    add_scram_users(broker.bootstrap)
+    errors: list[KafkaError] = []
+    producer = Producer({**client(sasl, "SCRAM-SHA-256", "bob", "bob-secret"), "acks": "all",
+                         "error_cb": errors.append})  # fmt: skip
+    sent = 0
+    deadline = time.monotonic() + 6  # four sessions' worth
+    while time.monotonic() < deadline:
+        producer.produce("sasl", b"r", on_delivery=lambda e, _: errors.append(e) if e else None)
+        sent += 1
+        producer.poll(0.01)
+    assert producer.flush(30) == 0 and errors == []
+    assert "its SASL session expired" not in broker.run_log()
+    consumer = Consumer({**client(sasl, "PLAIN", "alice", "alice-secret"), "group.id": "r"})
+    consumer.close()
+    assert sent > 100
