@@ -39,6 +39,7 @@ from kt.unsupported import refuse_broker_features
 
 if TYPE_CHECKING:
     from kt.security.sasl import SaslListenerConfig
+    from kt.security.sasl_client import ClientSasl
     from kt.security.ssl_factory import ClientTls
 
 INT_MAX = 2**31 - 1
@@ -501,18 +502,13 @@ class KafkaConfig:
             e.listener_name: self._build_server_tls(e.listener_name)
             for e in self.listener_config.bound if e.security_protocol in ("SSL", "SASL_SSL")
         }  # fmt: skip
-        for name in {self.listener_config.inter_broker, self.listener_config.controller_listener}:
-            if self.listener_protocol(name).startswith("SASL_"):
-                raise InvalidConfigError(
-                    f"inter.broker.listener.name={name}: kt does not support SASL between "
-                    "brokers yet (sasl.mechanism.inter.broker.protocol): give brokers a "
-                    "PLAINTEXT or SSL listener of their own"
-                )
         self._sasl = {
             e.listener_name: self._build_sasl(e.listener_name)
             for e in self.listener_config.bound
             if e.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         }
+        for name in {self.listener_config.inter_broker, self.listener_config.controller_listener}:
+            self.client_security(name)  # the identity brokers present to each other, now
         queued = self["queued.max.request.bytes"]
         require(
             queued <= 0 or queued >= self["socket.request.max.bytes"],
@@ -544,6 +540,32 @@ class KafkaConfig:
         from kt.security.ssl_factory import listener_lookup, server_context
 
         return server_context(listener_lookup(self.originals, listener_name))
+
+    def client_security(self, listener_name: str) -> dict[str, Any]:
+        """How this broker connects to other brokers' `listener_name` listener:
+        AsyncBrokerConnection's `tls` and `sasl`."""
+        return {"tls": self.client_tls(listener_name), "sasl": self.client_sasl(listener_name)}
+
+    def client_sasl(self, listener_name: str) -> ClientSasl | None:
+        """The identity this broker authenticates with on another broker's SASL listener:
+        sasl.mechanism.inter.broker.protocol, and the username and password (or
+        OAUTHBEARER subject) of that mechanism's JAAS configuration on the listener."""
+        sasl = self.sasl_config(listener_name)
+        if sasl is None:
+            return None
+        from kt.security.sasl_client import sasl_from_jaas
+
+        mechanism = str(self["sasl.mechanism.inter.broker.protocol"]).strip().upper()
+        key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        if mechanism not in sasl.mechanisms:
+            raise InvalidConfigError(
+                f"sasl.mechanism.inter.broker.protocol={mechanism}: not among the "
+                f"sasl.enabled.mechanisms of listener {listener_name}"
+            )
+        jaas = sasl.jaas.get(mechanism)
+        if jaas is None:
+            raise InvalidConfigError(f"{key}: must name this broker's identity for {mechanism}")
+        return sasl_from_jaas(mechanism, jaas, key)
 
     def client_tls(self, listener_name: str) -> ClientTls | None:
         """How this broker connects to others' `listener_name` listener: the listener's

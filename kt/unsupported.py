@@ -57,10 +57,7 @@ BROKER_NOT_YET = (
     NotYet("sasl.login.class", _set, "SASL login classes"),
 )
 
-CLIENT_NOT_YET = (
-    NotYet("security.protocol", lambda v: v.strip().upper() not in ("PLAINTEXT", "SSL"), "SASL"),
-    NotYet("transactional.id", _set, "transactions in this tool"),
-)
+CLIENT_NOT_YET = (NotYet("transactional.id", _set, "transactions in this tool"),)
 
 
 def _refuse(props: Mapping[str, str], entries: Iterable[NotYet]) -> None:
@@ -90,8 +87,8 @@ SPARK_NOT_YET = (
 
 
 def refuse_client_features(props: Mapping[str, str], *, spark: bool = False) -> None:
-    """Stop a tool whose client configuration asks for SASL or transactions (in Spark's
-    source and sink, TLS too)."""
+    """Stop a tool whose client configuration asks for transactions (in Spark's source and
+    sink, TLS and SASL too)."""
     if spark:
         _refuse(props, SPARK_NOT_YET)
     _refuse(props, CLIENT_NOT_YET)

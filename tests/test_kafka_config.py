@@ -134,12 +134,15 @@ KAFKA_REFUSES: list[tuple[dict[str, str], str]] = [
 
 # What Kafka does and kt cannot do yet: refused out loud, naming the key.
 KT_REFUSES: list[tuple[dict[str, str], str]] = [
-    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "PLAIN",
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+      "security.inter.broker.protocol": "SASL_PLAINTEXT"},
+     "sasl.mechanism.inter.broker.protocol=GSSAPI: not among the sasl.enabled.mechanisms of "
+     "listener SASL_PLAINTEXT"),
+    ({"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "sasl.enabled.mechanisms": "SCRAM-SHA-256",
       "security.inter.broker.protocol": "SASL_PLAINTEXT",
-      "sasl.mechanism.inter.broker.protocol": "PLAIN"},
-     "inter.broker.listener.name=SASL_PLAINTEXT: kt does not support SASL between brokers yet "
-     "(sasl.mechanism.inter.broker.protocol): give brokers a PLAINTEXT or SSL listener of "
-     "their own"),
+      "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256"},
+     "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config: must name this broker's "
+     "identity for SCRAM-SHA-256"),
     ({"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9094",
       "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL",
       "ssl.keystore.type": "PEM", "ssl.keystore.location": "/nonexistent/keystore.pem"},

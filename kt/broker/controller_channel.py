@@ -308,7 +308,7 @@ class _RequestSender:
                 self._connection = await AsyncBrokerConnection.connect(
                     endpoint.host, endpoint.port,
                     client_id=f"controller-{self.channel.server.broker_id}", timeout_s=10.0,
-                    tls=server.controller_tls,
+                    **server.controller_security,
                 )  # fmt: skip
             response = await self._connection.send(api_key, request)
         except KafkaError as e:

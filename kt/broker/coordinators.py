@@ -67,7 +67,7 @@ class TxnMarkerSender:
                 raise KafkaError("NOT_LEADER_OR_FOLLOWER", f"broker {broker_id} is not known")
             connection = self.connections[broker_id] = await AsyncBrokerConnection.connect(
                 *endpoint, client_id=f"broker-{server.broker_id}-txn-marker-sender",
-                timeout_s=10.0, tls=server.inter_broker_tls,
+                timeout_s=10.0, **server.inter_broker_security,
             )  # fmt: skip
         try:
             async with asyncio.timeout(server.config["request.timeout.ms"] / 1000 + 5):

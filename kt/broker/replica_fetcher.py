@@ -20,7 +20,7 @@ import logging
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.partition import TopicPartition
@@ -59,7 +59,7 @@ class FetcherConfig:
     max_bytes: int = 1048576
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
-    tls: Any = None  # ClientTls of the inter-broker listener, when it is SSL
+    security: dict[str, Any] = field(default_factory=dict)  # inter-broker tls and sasl
 
     @classmethod
     def from_broker_config(cls, broker_id: int, cfg: Any) -> FetcherConfig:
@@ -70,7 +70,7 @@ class FetcherConfig:
             max_bytes=cfg["replica.fetch.max.bytes"],
             response_max_bytes=cfg["replica.fetch.response.max.bytes"],
             backoff_ms=cfg["replica.fetch.backoff.ms"],
-            tls=cfg.client_tls(cfg.listener_config.inter_broker),
+            security=cfg.client_security(cfg.listener_config.inter_broker),
         )
 
 
@@ -168,7 +168,7 @@ class ReplicaFetcher:
         if endpoint is None:
             raise KafkaError("LEADER_NOT_AVAILABLE", f"broker {self.source_broker_id} is not alive")
         self._connection = await AsyncBrokerConnection.connect(
-            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0", tls=self.config.tls
+            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0", **self.config.security
         )
         return self._connection
 

@@ -247,8 +247,8 @@ class KafkaServer:
         pool = MemoryPool(cfg["queued.max.request.bytes"])
         # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
-        self.inter_broker_tls = cfg.client_tls(self.inter_broker_listener)
-        self.controller_tls = cfg.client_tls(cfg.listener_config.controller_listener)
+        self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
+        self.controller_security = cfg.client_security(cfg.listener_config.controller_listener)
         for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name
             server = SocketServer(
                 listener.host or "0.0.0.0",
@@ -366,7 +366,7 @@ class KafkaServer:
                 *endpoint,
                 client_id=f"broker-{self.broker_id}-alter-partition",
                 timeout_s=10.0,
-                tls=self.inter_broker_tls,
+                **self.inter_broker_security,
             )
             self._controller_connected_to = controller_id
         version = min(version, connection.version_for(ApiKey.ALTER_PARTITION))
@@ -591,7 +591,7 @@ class KafkaServer:
             *endpoint,
             client_id=f"broker-{self.broker_id}-controlled-shutdown",
             timeout_s=10.0,
-            tls=self.inter_broker_tls,
+            **self.inter_broker_security,
         )
         try:
             response = await connection.send(

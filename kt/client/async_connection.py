@@ -17,6 +17,7 @@ from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_requ
 from kt.protocol.messages import ApiVersionsRequest
 
 if TYPE_CHECKING:
+    from kt.security.sasl_client import ClientSasl
     from kt.security.ssl_factory import ClientTls
 
 _SIZE = struct.Struct(">i")
@@ -43,7 +44,7 @@ class AsyncBrokerConnection:
     @classmethod
     async def connect(
         cls, host: str, port: int, *, client_id: str = "kt", timeout_s: float = 30.0,
-        tls: ClientTls | None = None,
+        tls: ClientTls | None = None, sasl: ClientSasl | None = None,
     ) -> AsyncBrokerConnection:  # fmt: skip
         """Connect, over TLS with `tls`, and ask ApiVersions."""
         try:
@@ -73,7 +74,28 @@ class AsyncBrokerConnection:
         connection.api_versions = {
             k.api_key: (k.min_version, k.max_version) for k in response.api_keys
         }
+        if sasl is not None:
+            try:
+                await connection._authenticate(sasl)
+            except BaseException:
+                connection.close()
+                raise
         return connection
+
+    async def _authenticate(self, sasl: ClientSasl) -> None:
+        """SaslHandshake v1 then SaslAuthenticate with each token of the exchange."""
+        from kt.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+        from kt.security.sasl_client import check_handshake, next_token
+
+        handshake = SaslHandshakeRequest(mechanism=sasl.mechanism)
+        answer = await self.send_version(ApiKey.SASL_HANDSHAKE, 1, handshake)
+        check_handshake(answer, sasl.mechanism)
+        exchange = sasl.exchange()
+        token: bytes | None = next(exchange)
+        while token is not None:
+            answer = await self.send_version(ApiKey.SASL_AUTHENTICATE, 1,
+                                             SaslAuthenticateRequest(auth_bytes=token))  # fmt: skip
+            token = next_token(exchange, answer)
 
     def version_for(self, api_key: ApiKey) -> int:
         """The highest version of `api_key` that both sides speak."""

@@ -19,6 +19,7 @@ from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
+    from kt.security.sasl_client import ClientSasl
     from kt.security.ssl_factory import ClientTls
 
 CREATING = 5  # LEADER_NOT_AVAILABLE: the answer for a topic the broker is creating
@@ -69,11 +70,12 @@ class KafkaClient:
 
     def __init__(
         self, bootstrap_servers: str, *, client_id: str = "kt", timeout_s: float = 30.0,
-        tls: ClientTls | None = None,
+        tls: ClientTls | None = None, sasl: ClientSasl | None = None,
     ) -> None:  # fmt: skip
         self.client_id = client_id
         self.timeout_s = timeout_s
-        self.tls = tls  # security.protocol=SSL: every connection starts TLS
+        self.tls = tls  # security.protocol=SSL or SASL_SSL: every connection starts TLS
+        self.sasl = sasl  # SASL_PLAINTEXT or SASL_SSL: every connection authenticates
         self.brokers: dict[int, tuple[str, int, str | None]] = {}
         self.controller_id = -1
         self.cluster_id: str | None = None
@@ -185,7 +187,7 @@ class KafkaClient:
     def open_connection(self, host: str, port: int) -> BrokerConnection:
         """A new connection of this client's (its id, timeout and TLS) to one broker."""
         return BrokerConnection(host, port, client_id=self.client_id, timeout_s=self.timeout_s,
-                                tls=self.tls)  # fmt: skip
+                                tls=self.tls, sasl=self.sasl)  # fmt: skip
 
     def retrying(self, call: Callable[[], T], timeout_s: float = API_TIMEOUT_S) -> T:
         """`call()`, again after each retriable KafkaError (no broker answered, a moved

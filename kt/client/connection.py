@@ -18,6 +18,7 @@ from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_requ
 from kt.protocol.messages import ApiVersionsRequest
 
 if TYPE_CHECKING:
+    from kt.security.sasl_client import ClientSasl
     from kt.security.ssl_factory import ClientTls
 
 _SIZE = struct.Struct(">i")
@@ -43,6 +44,7 @@ class BrokerConnection:
         client_id: str = "kt",
         timeout_s: float = 30.0,
         tls: ClientTls | None = None,
+        sasl: ClientSasl | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -68,6 +70,27 @@ class BrokerConnection:
         self._sock = sock
         self.api_versions: dict[int, tuple[int, int]] = {}
         self._negotiate()
+        if sasl is not None:
+            try:
+                self._authenticate(sasl)
+            except BaseException:
+                self.close()
+                raise
+
+    def _authenticate(self, sasl: ClientSasl) -> None:
+        """SaslHandshake v1 then SaslAuthenticate with each token of the exchange."""
+        from kt.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
+        from kt.security.sasl_client import check_handshake, next_token
+
+        answer = self.send_version(ApiKey.SASL_HANDSHAKE, 1,
+                                   SaslHandshakeRequest(mechanism=sasl.mechanism))  # fmt: skip
+        check_handshake(answer, sasl.mechanism)
+        exchange = sasl.exchange()
+        token: bytes | None = next(exchange)
+        while token is not None:
+            answer = self.send_version(ApiKey.SASL_AUTHENTICATE, 1,
+                                       SaslAuthenticateRequest(auth_bytes=token))  # fmt: skip
+            token = next_token(exchange, answer)
 
     def _negotiate(self) -> None:
         for version in (3, 0):

@@ -100,10 +100,10 @@ def admin_session(bootstrap_server: str, command_config: str | None = None) -> I
     from kt.errors import KafkaError
 
     props = load_client_config(command_config)
-    tls = client_tls(props)
+    security = client_security(props)
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "kt-admin"),
-                             tls=tls)  # fmt: skip
+                             **security)  # fmt: skip
     except KafkaError as e:
         fail(f"Error connecting to {bootstrap_server}: {e}")
     try:
@@ -129,14 +129,15 @@ def load_client_config(path: str | None) -> dict[str, str]:
         fail(f"Cannot read {path}: {e.strerror}")
 
 
-def client_tls(props: dict[str, str]) -> Any:
-    """The ClientTls of a tool whose properties ask for security.protocol=SSL, else None;
-    a key store or trust store that cannot be read ends the command in one line."""
+def client_security(props: dict[str, str]) -> dict[str, Any]:
+    """KafkaClient's `tls` and `sasl` for a tool's properties (security.protocol, ssl.*,
+    sasl.*); a key store that cannot be read or a JAAS line that cannot be parsed ends
+    the command in one line."""
     from kt.errors import InvalidConfigError
-    from kt.security.ssl_factory import client_tls_for
+    from kt.security.sasl_client import client_security as security_of
 
     try:
-        return client_tls_for(props)
+        return security_of(props)
     except InvalidConfigError as e:
         fail(str(e))
 

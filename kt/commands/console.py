@@ -12,7 +12,7 @@ from kt.commands.common import (
     INT,
     KafkaCommand,
     checked_client_props,
-    client_tls,
+    client_security,
     fail,
     given_options,
     load_client_config,
@@ -92,11 +92,12 @@ def console_producer(
         idempotent = idempotence(props)
     except ValueError as e:
         fail(str(e))
+    security = client_security(props)
     client = None
     failures = 0
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"),
-                             tls=client_tls(props))  # fmt: skip
+                             **security)  # fmt: skip
         producer = Producer(
             client,
             acks=acks_number(props["acks"]),
@@ -268,12 +269,13 @@ def console_consumer(
         pattern = include_list(include) if include is not None else None
     except (ValueError, InvalidRegex) as e:
         usage_error(str(e))
+    security = client_security(props)
     processed = 0
     member = None
     client = None
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-consumer"),
-                             tls=client_tls(props))  # fmt: skip
+                             **security)  # fmt: skip
         consumer = Consumer(client, isolation_level=1 if isolation_level == "read_committed" else 0)
         topics = [topic] if topic is not None else _matching_topics(client, pattern)
         if topic is not None and props.get("allow.auto.create.topics", "true") == "true":

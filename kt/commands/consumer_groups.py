@@ -9,7 +9,7 @@ import click
 from kt.commands.common import (
     INT,
     KafkaCommand,
-    client_tls,
+    client_security,
     fail,
     load_client_config,
     usage_error,
@@ -79,7 +79,7 @@ def _run(cg, o: dict) -> None:  # type: ignore[no-untyped-def]
     out, err = sys.stdout, sys.stderr
     try:
         client = KafkaClient(o["bootstrap_server"], client_id=props.get("client.id", "kt-admin"),
-                             tls=client_tls(props))  # fmt: skip
+                             **client_security(props))  # fmt: skip
     except KafkaError as e:
         fail(f"Error connecting to {o['bootstrap_server']}: {e}")
     admin = GroupAdmin(client, o["timeout_ms"])  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from kt.commands.common import (
     INT,
     KafkaCommand,
     checked_client_props,
-    client_tls,
+    client_security,
     fail,
     load_client_config,
     usage_error,
@@ -100,8 +100,8 @@ def producer_perf_test(**o: Any) -> None:
     checked_client_props(props)
     if "bootstrap.servers" not in props:
         fail('Missing required configuration "bootstrap.servers" which has no default value.')
-    tls = client_tls(props)
-    if tls is not None and o["pre_encoded_batches"]:
+    security = client_security(props)
+    if any(security.values()) and o["pre_encoded_batches"]:
         usage_error("--pre-encoded-batches speaks PLAINTEXT only")
     if o["payload_file"] is not None:
         payloads = _read_payloads(o["payload_file"], o["payload_delimiter"])
@@ -122,7 +122,7 @@ def producer_perf_test(**o: Any) -> None:
             transactional_id=o["transactional_id"] if transactional else None,
             transaction_duration_ms=o["transaction_duration_ms"],
             transaction_timeout_ms=int(props.get("transaction.timeout.ms", 60000)),
-            tls=tls,
+            security=security,
         )  # fmt: skip
         run = pp.run if o["pre_encoded_batches"] else pp.run_producer
         stats = run(props["bootstrap.servers"], config, sys.stdout)
@@ -189,6 +189,7 @@ def consumer_perf_test(**o: Any) -> None:
     from kt.errors import KafkaError
 
     props = load_client_config(o["consumer_config"])
+    client_security(props)  # a bad key store or JAAS line ends the command here, in one line
     try:
         config = cp.ConsumerPerfConfig(
             topic=o["topic"], messages=o["messages"], timeout_ms=o["timeout"],

@@ -24,7 +24,7 @@ from typing import TextIO
 from kt.client.client import KafkaClient
 from kt.client.consumer import EARLIEST, LATEST, Consumer, FetchedBatch
 from kt.errors import KafkaError
-from kt.security.ssl_factory import client_tls_for
+from kt.security.sasl_client import client_security
 from kt.storage.record_walk import KeyValueCounter
 from kt.storage.records import Batch
 from kt.tools.group_session import GroupSession
@@ -322,7 +322,7 @@ def _connect(
     goes on trying until the timeout."""
     client_id = config.props.get("client.id", "perf-consumer-client")
     try:
-        client = KafkaClient(bootstrap, client_id=client_id, tls=client_tls_for(config.props))
+        client = KafkaClient(bootstrap, client_id=client_id, **client_security(config.props))
     except KafkaError as e:
         if progress.unreachable is None:
             sys.stderr.write(f"WARN Connection to {bootstrap} could not be established. Broker "

@@ -236,7 +236,7 @@ class PerfConfig:
     transactional_id: str | None = None  # with it, transactions of transaction_duration_ms
     transaction_duration_ms: int = 0
     transaction_timeout_ms: int = 60000
-    tls: Any = None  # ClientTls, with security.protocol=SSL
+    security: dict[str, Any] = field(default_factory=dict)  # KafkaClient's tls and sasl
 
 
 POLL_EVERY = 64  # records between two polls of the producer (answers, lingered batches)
@@ -250,7 +250,7 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
     from kt.client.sender import PipelinedProducer
 
     codecs = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-    client = KafkaClient(bootstrap, client_id=config.client_id, tls=config.tls)
+    client = KafkaClient(bootstrap, client_id=config.client_id, **config.security)
     base = Producer(
         client, acks=config.acks, compression=codecs[config.compression],
         batch_size=config.batch_size, request_timeout_ms=config.request_timeout_ms,

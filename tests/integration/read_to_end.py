@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 
 def read_to_end(
@@ -41,3 +41,28 @@ def read_to_end(
     finally:
         consumer.close()
     return messages
+
+
+# What committed() may answer while a killed broker's groups move to a new coordinator.
+COORDINATOR_MOVING = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
+                      KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._TIMED_OUT)  # fmt: skip
+
+
+def committed_total(
+    bootstrap: str, group: str, topic: str, partitions: int, timeout_s: float = 60.0
+) -> int:
+    """The group's committed offsets of the topic, summed (a missing one counts 0): asked
+    again while the group's coordinator moves, as a consumer would."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                             "isolation.level": "read_uncommitted"})  # fmt: skip
+        try:
+            offsets = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], 30)
+            return sum(max(tp.offset, 0) for tp in offsets)
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+        finally:
+            consumer.close()
+        time.sleep(0.2)

@@ -18,11 +18,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.group.group_metadata_manager import partition_for
-from tests.integration.read_to_end import read_to_end
+from tests.integration.read_to_end import committed_total, read_to_end
 from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow
@@ -70,13 +70,7 @@ def consumed(bootstrap: str) -> int:
     """How much input the application has committed (the group's offsets, summed): its
     progress, read while the output still flows (a reader of the output would not see
     its end)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                         "isolation.level": "read_uncommitted"})  # fmt: skip
-    try:
-        offsets = consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], 30)
-        return sum(max(tp.offset, 0) for tp in offsets)
-    finally:
-        consumer.close()
+    return committed_total(bootstrap, GROUP, INPUT, PARTITIONS)
 
 
 def leader(cluster: ZkCluster, topic: str, partition: int) -> int:

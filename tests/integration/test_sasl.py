@@ -28,7 +28,10 @@ from kafka import KafkaConsumer, KafkaProducer
 from kt.protocol import ApiKey, decode_response, encode_request
 from kt.protocol import messages as m
 from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
+from tests.integration.conftest import kt_command, kt_ok
 from tests.integration.read_to_end import read_to_end
+from tests.integration.test_tls import replicate_through_a_kill
+from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +210,58 @@ def test_clients_reauthenticate_before_their_session_ends(broker_factory) -> Non
     consumer = Consumer({**client(sasl, "PLAIN", "alice", "alice-secret"), "group.id": "r"})
     consumer.close()
     assert sent > 100
+
+
+def test_brokers_replicate_over_sasl_ssl_and_lose_nothing_to_a_kill(tmp_path, zookeeper) -> None:
+    """Three brokers whose only listener is SASL_SSL: they authenticate to each other with
+    PLAIN (sasl.mechanism.inter.broker.protocol), the clients with SCRAM-SHA-512 created
+    through the admin API by a PLAIN admin."""
+    ca = make_ca()
+    files = write_party(tmp_path / "pki", "broker", ca, issue(ca, "broker"))
+    cluster = ZkCluster(tmp_path, zookeeper, overrides={
+        "listeners": "SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol": "SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
+        "ssl.keystore.type": "PKCS12", "ssl.keystore.location": str(files.keystore_p12),
+        "ssl.keystore.password": PASSWORD, "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(files.ca),
+        "min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
+    })  # fmt: skip
+    try:
+        tls = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(files.ca)}
+        admin = AdminClient(client(cluster.bootstrap, "PLAIN", "admin", "admin-secret", **tls))
+        futures = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"carol-secret"
+        )])  # fmt: skip
+        assert futures["carol"].result(30) is None
+        config = client(cluster.bootstrap, "SCRAM-SHA-512", "carol", "carol-secret", **tls)
+        replicate_through_a_kill(cluster, config)
+    finally:
+        cluster.close()
+
+
+def test_kt_tools_authenticate(broker_factory, tmp_path) -> None:
+    broker, sasl = sasl_broker(broker_factory)
+    add_scram_users(broker.bootstrap)
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="carol" password="carol-secret";\n'
+    )
+    assert kt_ok("topics", "--bootstrap-server", sasl, "--list", "--command-config",
+                 str(props)) == ["sasl"]  # fmt: skip
+    kt_ok("producer-perf-test", "--topic", "sasl", "--num-records", "300", "--record-size",
+          "10", "--throughput", "-1", "--producer.config", str(props), "--producer-props",
+          f"bootstrap.servers={sasl}")  # fmt: skip
+    consumed = kt_ok("console-consumer", "--bootstrap-server", sasl, "--topic", "sasl",
+                     "--from-beginning", "--max-messages", "300", "--consumer.config",
+                     str(props))  # fmt: skip
+    assert len(consumed) == 300
+    props.write_text(props.read_text().replace("carol-secret", "wrong"))
+    error = kt_command("topics", "--bootstrap-server", sasl, "--list", "--command-config",
+                       str(props))  # fmt: skip
+    assert error.returncode == 1
+    refused = "due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+    assert error.stderr.strip().endswith(f"Authentication failed during authentication {refused}")

@@ -162,32 +162,37 @@ def test_brokers_replicate_over_tls_and_lose_nothing_to_a_kill(
         **pem_broker(pki), "min.insync.replicas": "2", "replica.lag.time.max.ms": "4000",
     })  # fmt: skip
     try:
-        config = librdkafka(cluster.bootstrap, pki)
-        create(config, "replicated", 2, 3)
-        producer = Producer({**config, "acks": "all", "enable.idempotence": True})
-        acked = []
-
-        def delivered(error, message) -> None:  # type: ignore[no-untyped-def]
-            if error is None:
-                acked.append(message.value())
-
-        victim = cluster.state("replicated", 0)["leader"]
-        for i in range(6000):
-            producer.produce("replicated", f"v{i}".encode(), on_delivery=delivered)
-            producer.poll(0)
-            if i == 2000:
-                cluster.brokers[victim].kill()
-            if i == 4000:
-                cluster.brokers[victim].start()
-            if i % 500 == 0:
-                time.sleep(0.2)  # spread the load over the fault
-        assert producer.flush(60) == 0
-        assert len(acked) == 6000
-        cluster.wait_until(
-            lambda: all(len(cluster.state("replicated", p)["isr"]) == 3 for p in (0, 1)),
-            "the restarted broker back in every ISR", timeout_s=60,
-        )  # fmt: skip
-        read = read_to_end(cluster.bootstrap, "replicated", 2, "read_uncommitted", config=config)
-        assert sorted(m.value() for m in read) == sorted(acked)
+        replicate_through_a_kill(cluster, librdkafka(cluster.bootstrap, pki))
     finally:
         cluster.close()
+
+
+def replicate_through_a_kill(cluster: ZkCluster, config: dict) -> None:
+    """acks=all records into a topic of three replicas while the first partition's leader
+    is killed and started again: every acknowledged record is read back, once."""
+    create(config, "replicated", 2, 3)
+    producer = Producer({**config, "acks": "all", "enable.idempotence": True})
+    acked = []
+
+    def delivered(error, message) -> None:  # type: ignore[no-untyped-def]
+        if error is None:
+            acked.append(message.value())
+
+    victim = cluster.state("replicated", 0)["leader"]
+    for i in range(6000):
+        producer.produce("replicated", f"v{i}".encode(), on_delivery=delivered)
+        producer.poll(0)
+        if i == 2000:
+            cluster.brokers[victim].kill()
+        if i == 4000:
+            cluster.brokers[victim].start()
+        if i % 500 == 0:
+            time.sleep(0.2)  # spread the load over the fault
+    assert producer.flush(60) == 0
+    assert len(acked) == 6000
+    cluster.wait_until(
+        lambda: all(len(cluster.state("replicated", p)["isr"]) == 3 for p in (0, 1)),
+        "the restarted broker back in every ISR", timeout_s=60,
+    )  # fmt: skip
+    read = read_to_end(cluster.bootstrap, "replicated", 2, "read_uncommitted", config=config)
+    assert sorted(m.value() for m in read) == sorted(acked)

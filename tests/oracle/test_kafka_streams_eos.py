@@ -20,11 +20,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.reference_kafka import _tool_log4j, java_command
-from tests.integration.read_to_end import read_to_end
+from tests.integration.read_to_end import committed_total, read_to_end
 from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow
@@ -64,13 +64,7 @@ def feed(bootstrap: str) -> None:
 
 def consumed(bootstrap: str) -> int:
     """The input lines the application committed (its group's offsets, summed)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
-                         "isolation.level": "read_uncommitted"})  # fmt: skip
-    try:
-        offsets = consumer.committed([TopicPartition(INPUT, p) for p in range(PARTITIONS)], 30)
-        return sum(max(tp.offset, 0) for tp in offsets)
-    finally:
-        consumer.close()
+    return committed_total(bootstrap, GROUP, INPUT, PARTITIONS)
 
 
 def last_counts(bootstrap: str) -> dict[str, int]:
