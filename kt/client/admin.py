@@ -333,6 +333,56 @@ class AdminClient:
             if entry.error_code:
                 raise KafkaError(entry.error_code, entry.error_message)
 
+    def describe_user_scram_credentials(self, users: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """user -> [(mechanism name, iterations)]; users without a credential are left out,
+        as the Java admin client's DescribeUserScramCredentialsResult.all() leaves them."""
+        from kt.security.scram import BY_ID
+
+        R = m.DescribeUserScramCredentialsRequest
+        request = R(users=[R.UserName(name=u) for u in users] or None)
+        response = self.client.any_connection().send(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                                                     request)  # fmt: skip
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        out = {}
+        for result in response.results:
+            if result.error_code == 91:  # RESOURCE_NOT_FOUND: no credential
+                continue
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message)
+            out[result.user] = [(BY_ID[i.mechanism].name if i.mechanism in BY_ID else "UNKNOWN",
+                                 i.iterations) for i in result.credential_infos]  # fmt: skip
+        return out
+
+    def alter_user_scram_credentials(
+        self, user: str, upsert: dict[str, tuple[int, str]], delete: list[str]
+    ) -> None:
+        """Set (mechanism -> (iterations, password)) and delete (mechanisms) one user's
+        credentials: the salt and the salted password are made here, as the Java admin
+        client makes them, and only they travel."""
+        import secrets
+
+        from kt.security.scram import MECHANISMS
+
+        R = m.AlterUserScramCredentialsRequest
+        upsertions = []
+        for name, (iterations, password) in upsert.items():
+            mechanism = MECHANISMS[name]
+            salt = secrets.token_bytes(32)
+            upsertions.append(R.ScramCredentialUpsertion(
+                name=user, mechanism=mechanism.kafka_id, iterations=iterations, salt=salt,
+                salted_password=mechanism.salted_password(password, salt, iterations),
+            ))  # fmt: skip
+        request = R(
+            deletions=[R.ScramCredentialDeletion(name=user, mechanism=MECHANISMS[name].kafka_id)
+                       for name in delete],
+            upsertions=upsertions,
+        )  # fmt: skip
+        response = self.client.send_to_controller(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, request)
+        for result in response.results:
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message)
+
     def _config_connection(self, resource_type: int, name: str) -> Any:
         if resource_type == BROKER_RESOURCE and name and name.isdigit():
             return self.client.connection(int(name))

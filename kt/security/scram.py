@@ -110,9 +110,11 @@ class ScramServer:
     the client's proof checked."""
 
     def __init__(
-        self, mechanism: ScramMechanism, lookup: Callable[[str], ScramCredential | None]
-    ) -> None:
+        self, mechanism: ScramMechanism, lookup: Callable[[str], ScramCredential | None],
+        nonce: str | None = None,
+    ) -> None:  # fmt: skip
         self.mechanism = mechanism
+        self._our_nonce = nonce or secrets.token_urlsafe(24)  # given only by tests
         self.lookup = lookup
         self.state = "first"
         self.complete = False
@@ -163,7 +165,7 @@ class ScramServer:
                 f"{self.mechanism.min_iterations} for {self.mechanism.name}"
             )
         self._credential = credential
-        self._nonce = attributes["r"] + secrets.token_urlsafe(24)
+        self._nonce = attributes["r"] + self._our_nonce
         self._client_first_bare = bare
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
                               f"i={credential.iterations}")  # fmt: skip
@@ -197,11 +199,13 @@ class ScramServer:
 class ScramClient:
     """The client side, for kt's tools and brokers (ScramSaslClient)."""
 
-    def __init__(self, mechanism: ScramMechanism, username: str, password: str) -> None:
+    def __init__(
+        self, mechanism: ScramMechanism, username: str, password: str, nonce: str | None = None
+    ) -> None:
         self.mechanism = mechanism
         self.username = username
         self.password = password
-        self._nonce = secrets.token_urlsafe(24)
+        self._nonce = nonce or secrets.token_urlsafe(24)  # given only by tests
         self._client_first_bare = ""
         self._server_signature = b""
 

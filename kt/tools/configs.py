@@ -117,6 +117,8 @@ IP_QUOTA_KEYS = ("connection_creation_rate",)
 USER_CLIENT_QUOTA_KEYS = (
     "producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate",
 )  # fmt: skip
+SCRAM_KEYS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_SCRAM_ITERATIONS = 4096
 
 
 def _java_double(value: float) -> str:
@@ -139,6 +141,20 @@ def quota_components(
 def describe_quotas(admin: AdminClient, entities: list[tuple[str, str | None]]) -> list[str]:
     """ConfigCommand.describeQuotaConfigs: one line per entity the filter holds to."""
     found = admin.describe_client_quotas(quota_components(entities), strict=True)
+    lines = _quota_lines(found)
+    # ConfigCommand.describeClientQuotaAndUserScramCredentialConfigs: users' credentials
+    # too, unless clients or a default entity are asked for.
+    kinds = [kind for kind, _ in entities]
+    names = [name for _, name in entities]
+    if "users" in kinds and "clients" not in kinds and "" not in names:
+        wanted = [name for name in names if name]
+        for user, infos in admin.describe_user_scram_credentials(wanted).items():
+            shown = ", ".join(f"{mechanism}=iterations={n}" for mechanism, n in infos)
+            lines.append(f"SCRAM credential configs for user-principal '{user}' are {shown}")
+    return lines
+
+
+def _quota_lines(found: dict) -> list[str]:
     lines = []
     for entity, values in found.items():
         names = dict(entity)
@@ -173,6 +189,8 @@ def alter_quotas(
     kinds = [kind for kind, _ in entities]
     if kinds != ["ips"]:
         _check_user_client_keys("clients" if "clients" in kinds else "users", add, delete)
+    if any(k in SCRAM_KEYS for k in [*add, *delete]):
+        return alter_scram(admin, entities, add, delete)
     components = quota_components(entities)
     current = admin.describe_client_quotas(components, strict=True)
     old = next(iter(current.values()), {})
@@ -198,12 +216,51 @@ def alter_quotas(
     return [f"Completed updating default config for {kind} in the cluster."]
 
 
+def alter_scram(
+    admin: AdminClient, entities: list[tuple[str, str | None]], add: dict[str, str],
+    delete: list[str],
+) -> list[str]:  # fmt: skip
+    """ConfigCommand.alterUserScramCredentialConfigs: `SCRAM-SHA-256=[iterations=8192,
+    password=...]` sets a credential, `--delete-config SCRAM-SHA-256` removes one."""
+    user = entities[0][1]
+    if user == "":
+        raise ConfigCommandError(
+            "The use of --entity-default or --user-defaults is not allowed with User SCRAM "
+            "Credentials using --bootstrap-server."
+        )
+    if any(k in USER_CLIENT_QUOTA_KEYS for k in [*add, *delete]):
+        raise ConfigCommandError(
+            "Cannot alter both quota and SCRAM credential configs simultaneously for 'users' "
+            "using --bootstrap-server."
+        )
+    upsert = {}
+    for mechanism, text in add.items():
+        match = re.fullmatch(r"(?:iterations=(-?[0-9]*),)?password=(.*)", text)
+        if match is None:
+            raise ConfigCommandError(f"Invalid credential property {mechanism}={text}")
+        iterations = int(match.group(1)) if match.group(1) not in (None, "-1") else (
+            DEFAULT_SCRAM_ITERATIONS)  # fmt: skip
+        if iterations < DEFAULT_SCRAM_ITERATIONS:
+            raise ConfigCommandError(
+                f"Iterations {iterations} is less than the minimum {DEFAULT_SCRAM_ITERATIONS} "
+                f"required for {mechanism}"
+            )
+        upsert[mechanism] = (iterations, match.group(2))
+    try:
+        admin.alter_user_scram_credentials(str(user), upsert, delete)
+    except KafkaError as e:
+        raise ConfigBrokerError(str(e)) from None
+    return [f"Completed updating config for user {user}."]
+
+
 def _check_user_client_keys(kind: str, add: dict[str, str], delete: list[str]) -> None:
-    """ConfigCommand's own check of the keys given for users and clients (kt has no SCRAM
-    credentials, so for users only quota keys pass)."""
+    """ConfigCommand's own check of the keys given for users and clients: quota keys for
+    both, SCRAM credentials for users."""
     which = "quota configs" if kind == "clients" else "quota and SCRAM credential configs"
+    allowed = USER_CLIENT_QUOTA_KEYS if kind == "clients" else (*USER_CLIENT_QUOTA_KEYS,
+                                                                 *SCRAM_KEYS)  # fmt: skip
     for verb, keys, shown in (("added", list(add), "Set"), ("deleted", delete, "List")):
-        unknown = [k for k in keys if k not in USER_CLIENT_QUOTA_KEYS]
+        unknown = [k for k in keys if k not in allowed]
         if unknown:
             raise ConfigCommandError(
                 f"Only {which} can be {verb} for '{kind}' using --bootstrap-server. Unexpected "
