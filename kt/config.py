@@ -262,6 +262,10 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
     ("sasl.jaas.config", "string", None, None),
     ("connections.max.reauth.ms", "long", 0, at_least(0)),
+    # Authorization (kt/broker/authorizer.py: AclAuthorizer's keys).
+    ("authorizer.class.name", "string", "", None),
+    ("super.users", "string", None, None),
+    ("allow.everyone.if.no.acl.found", "bool", False, None),
     ("log.dirs", "string", None, None),
     ("log.dir", "string", DEFAULT_LOG_DIR, None),
     ("num.partitions", "int", 1, at_least(1)),

@@ -41,7 +41,18 @@ BROKER_NOT_YET = (
         "; run it on ZooKeeper (zookeeper.connect) or "
         "on its embedded store (neither process.roles nor zookeeper.connect)",
     ),  # fmt: skip
-    NotYet("authorizer.class.name", _set, "authorizers and ACLs"),
+    NotYet(
+        "authorizer.class.name",
+        lambda v: (
+            v.strip()
+            not in (
+                "",
+                "kafka.security.authorizer.AclAuthorizer",
+                "kafka.security.auth.SimpleAclAuthorizer",
+            )
+        ),
+        "other authorizers than kafka.security.authorizer.AclAuthorizer",
+    ),  # fmt: skip
     NotYet("zookeeper.set.acl", _true, "ACLs on ZooKeeper's znodes"),
     NotYet("zookeeper.ssl.client.enable", _true, "TLS to ZooKeeper"),
     NotYet("remote.log.storage.system.enable", _true, "tiered storage"),

@@ -38,6 +38,8 @@ CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
 SSL_FACTORY = "tests/security/test_ssl_factory.py"
 TLS = "tests/integration/test_tls.py"
 SASL = "tests/integration/test_sasl.py"
+ACLS = "tests/integration/test_acls.py"
+ACL_RULES = "tests/security/test_acl_rules.py"
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "sasl.mechanism.inter.broker.protocol": ShownBy(
         "tests/test_kafka_config.py::test_refused_with_the_message"
     ),
+    "authorizer.class.name": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
+    "super.users": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
+    "allow.everyone.if.no.acl.found": ShownBy(f"{ACL_RULES}::test_no_acl_at_all"),
     "ssl.protocol": NoEffect("the JSSE SSLContext's name; ssl.enabled.protocols decides"),
     "ssl.keymanager.algorithm": NoEffect("a JSSE KeyManagerFactory algorithm"),
     "ssl.trustmanager.algorithm": NoEffect("a JSSE TrustManagerFactory algorithm"),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kt.broker import request_authorization
 from kt.broker.handlers import (
+    acls,
     cluster,
     configs,
     controller,
@@ -72,6 +74,9 @@ HANDLERS = {
     ApiKey.ELECT_LEADERS: elections.elect_leaders,
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.alter_partition_reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.list_partition_reassignments,
+    ApiKey.DESCRIBE_ACLS: acls.describe_acls,
+    ApiKey.CREATE_ACLS: acls.create_acls,
+    ApiKey.DELETE_ACLS: acls.delete_acls,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: quotas.describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: quotas.alter_client_quotas,
     ApiKey.SASL_HANDSHAKE: scram.sasl_handshake,
@@ -116,6 +121,12 @@ class KafkaApis:
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")
+        authorizer = self.server.authorizer
+        if authorizer is not None:
+            code = request_authorization.refusal(authorizer, ctx, header.api_key, request)
+            if code is not None:
+                response = request_authorization.error_response(header.api_key, request, code)
+                return encode_response_parts(header, response)
         try:
             response = await handler(self.server, header, request, ctx)
         except CloseConnection as e:

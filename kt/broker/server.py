@@ -95,6 +95,7 @@ class KafkaServer:
         self.socket_servers: list[SocketServer] = []  # one per listener, in config order
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
+        self.authorizer: Any = None  # AclAuthorizer when authorizer.class.name says so
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
@@ -240,6 +241,7 @@ class KafkaServer:
         self.group_coordinator = create_group_coordinator(self)
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(self)
+        self.authorizer = await self._start_authorizer()
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
         await self.dynamic_config.startup()
@@ -378,6 +380,18 @@ class KafkaServer:
             raise KafkaError(
                 "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
             ) from None
+
+    async def _start_authorizer(self) -> Any:
+        """authorizer.class.name: Kafka's AclAuthorizer, its ACLs loaded, or None."""
+        cfg = self.config
+        if not cfg["authorizer.class.name"].strip():
+            return None
+        from kt.broker.authorizer import AclAuthorizer
+
+        supers = {u.strip() for u in (cfg["super.users"] or "").split(";") if u.strip()}
+        authorizer = AclAuthorizer(self, supers, cfg["allow.everyone.if.no.acl.found"])
+        await authorizer.startup()
+        return authorizer
 
     def _sasl_authenticator(self, listener_name: str) -> Callable[[], Any] | None:
         """A SASL listener's authenticator factory (one authenticator per connection)."""

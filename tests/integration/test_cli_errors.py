@@ -318,9 +318,9 @@ CASES = [
          "required for an SSL listener (or ssl.keystore.certificate.chain and "
          "ssl.keystore.key)"]),
     Case("server-authorizer", ["server-start", "--override", "authorizer.class.name="
-         "kafka.security.authorizer.AclAuthorizer", "--override", f"log.dirs={DIR}/acl"],
-         ["authorizer.class.name=kafka.security.authorizer.AclAuthorizer: kt does not support "
-          "authorizers and ACLs yet"]),
+         "com.example.Authorizer", "--override", f"log.dirs={DIR}/acl"],
+         ["authorizer.class.name=com.example.Authorizer: kt does not support other authorizers "
+          "than kafka.security.authorizer.AclAuthorizer yet"]),
     Case("server-negative-partitions", ["server-start", "--override", "num.partitions=-1",
          "--override", f"log.dirs={DIR}/partitions"], ["Invalid value -1 for configuration "
          "num.partitions: Value must be at least 1"]),

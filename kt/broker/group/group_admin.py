@@ -26,6 +26,7 @@ class OffsetFetchResult:
     error: str = "NONE"
     offsets: dict[TopicPartitionKey, OffsetAndMetadata | None] = field(default_factory=dict)
     unstable: set[TopicPartitionKey] = field(default_factory=set)  # UNSTABLE_OFFSET_COMMIT
+    denied: list[TopicPartitionKey] = field(default_factory=list)  # TOPIC_AUTHORIZATION_FAILED
 
 
 @dataclass

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin_manager import INTERNAL_TOPICS, NewTopic
+from kt.broker.handlers import authz
 from kt.errors import KafkaError
 from kt.protocol import messages as m
+from kt.security import acls as a
 from kt.storage.names import validate_topic_name
 
 if TYPE_CHECKING:
@@ -34,11 +36,27 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
         names = [t.name for t in requested]
         explicit = True
     allow_create = header.api_version < 4 or request.allow_auto_topic_creation
+    # Topics the principal may not describe: left out of a listing, and refused by name
+    # (TOPIC_AUTHORIZATION_FAILED, whether they exist or not: KafkaApis.handleTopicMetadata).
+    described = authz.topics_allowed(server, ctx, a.DESCRIBE, (n for n in names if n))
+    if explicit and allow_create and server.authorizer is not None:
+        may_create = authz.cluster_allowed(server, ctx, a.CREATE)
+    else:
+        may_create = True
     topics = []
     for name in names:
-        if name is None:
+        if name is None or (name not in described and not explicit):
             continue
-        topics.append(await _topic_metadata(server, name, explicit and allow_create, header, ctx))
+        create = explicit and allow_create and (
+            may_create or authz.topic_allowed(server, ctx, a.CREATE, name))  # fmt: skip
+        refused_creation = explicit and allow_create and not create and not cache.contains(name)
+        if name not in described or refused_creation:
+            topics.append(m.MetadataResponse.MetadataResponseTopic(
+                error_code=authz.TOPIC_AUTHORIZATION_FAILED, name=name,
+                is_internal=name in INTERNAL_TOPICS, partitions=[],
+            ))  # fmt: skip
+            continue
+        topics.append(await _topic_metadata(server, name, create, header, ctx))
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
             node_id=broker_id, host=e.host or "", port=e.port, rack=rack

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.handlers import authz
 from kt.broker.partition import TopicPartition
 from kt.broker.replica_manager import READ_COMMITTED, FetchRequestPartition, FetchResult
 from kt.errors import KafkaError
 from kt.protocol import messages as m
+from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
@@ -43,6 +45,11 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
     if request.isolation_level not in ISOLATION_LEVELS:  # Kafka fails the whole request
         return _fetch_failed(request, KafkaError("UNKNOWN_SERVER_ERROR").code)
     replica_id = request.replica_id
+    if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster, or nothing
+        readable = set() if not authz.cluster_allowed(server, ctx, a.CLUSTER_ACTION) else {
+            t.topic for t in request.topics}  # fmt: skip
+    else:
+        readable = authz.topics_allowed(server, ctx, a.READ, (t.topic for t in request.topics))
     wanted = [
         FetchRequestPartition(
             TopicPartition(topic.topic, p.partition),
@@ -52,6 +59,7 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
             log_start_offset=p.log_start_offset,
         )
         for topic in request.topics
+        if topic.topic in readable
         for p in topic.partitions
     ]
     max_bytes = request.max_bytes if header.api_version >= 3 else 2**31 - 1
@@ -63,10 +71,13 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         request.isolation_level,
         wanted,
     )
+    denied = FetchResult(authz.TOPIC_AUTHORIZATION_FAILED)
     topics = []
     for topic in request.topics:
         partitions = [
-            _partition_data(p.partition, results[TopicPartition(topic.topic, p.partition)])
+            _partition_data(
+                p.partition, results.get(TopicPartition(topic.topic, p.partition), denied)
+            )
             for p in topic.partitions
         ]
         topics.append(
@@ -110,11 +121,15 @@ def _partition_data(index: int, r: FetchResult) -> Any:
 
 async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     topics = []
+    described = authz.topics_allowed(server, ctx, a.DESCRIBE, (t.name for t in request.topics))
+    Response = m.ListOffsetsResponse.ListOffsetsPartitionResponse
     for topic in request.topics:
         partitions = [
             _list_offset(server, header.api_version, request, topic.name, p)
+            if topic.name in described else Response(partition_index=p.partition_index,
+                                                     error_code=authz.TOPIC_AUTHORIZATION_FAILED)
             for p in topic.partitions
-        ]
+        ]  # fmt: skip
         topics.append(
             m.ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
         )

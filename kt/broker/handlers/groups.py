@@ -19,9 +19,11 @@ from kt.broker.group.group_metadata_manager import (
     partition_for,
 )
 from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.broker.handlers import authz
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kt.errors import KafkaError
 from kt.protocol import messages as m
+from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
@@ -42,7 +44,11 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     version = header.api_version
     key_type = request.key_type if version >= 1 else GROUP_KEY
     keys = request.coordinator_keys if version >= 4 else [request.key]
-    found = [await _coordinator_for(server, key, key_type, ctx.listener) for key in keys]
+    found = [await _coordinator_for(server, key, key_type, ctx.listener)
+             if _may_describe_key(server, ctx, key, key_type) else (
+                 "GROUP_AUTHORIZATION_FAILED" if key_type == GROUP_KEY
+                 else "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1, "", -1)
+             for key in keys]  # fmt: skip
     if version >= 4:
         Coordinator = m.FindCoordinatorResponse.Coordinator
         return m.FindCoordinatorResponse(coordinators=[
@@ -56,6 +62,13 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
         error_message=None if error == "NONE" else KafkaError(error).args[0],
         node_id=node, host=host, port=port,
     )  # fmt: skip
+
+
+def _may_describe_key(server: KafkaServer, ctx: Any, key: str, key_type: int) -> bool:
+    """DESCRIBE on the group or transactional id whose coordinator is asked for."""
+    kind = a.GROUP if key_type == GROUP_KEY else a.TRANSACTIONAL_ID
+    return key_type not in (GROUP_KEY, TRANSACTION_KEY) or authz.allowed(
+        server, ctx, a.DESCRIBE, kind, key)  # fmt: skip
 
 
 async def _coordinator_for(
@@ -119,6 +132,9 @@ def _create_internal_topic(server: KafkaServer, topic: str) -> None:
 
 
 async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+        return m.JoinGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+                                   member_id=request.member_id, members=[])  # fmt: skip
     version = header.api_version
     session_timeout = request.session_timeout_ms
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else session_timeout
@@ -154,6 +170,8 @@ async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
 
 
 async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+        return m.SyncGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, assignment=b"")
     version = header.api_version
     result = await server.group_coordinator.sync_group(
         request.group_id,
@@ -174,6 +192,8 @@ async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
 
 
 async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+        return m.HeartbeatResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED)
     error = server.group_coordinator.heartbeat(
         request.group_id,
         request.member_id,
@@ -184,6 +204,8 @@ async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) ->
 
 
 async def leave_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+        return m.LeaveGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, members=[])
     version = header.api_version
     if version >= 3:
         leaving = [(x.member_id, x.group_instance_id) for x in request.members]
@@ -216,12 +238,18 @@ async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any
     results: dict[tuple[str, int], str] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     cache = server.metadata_cache
+    group_ok = authz.group_allowed(server, ctx, a.READ, request.group_id)
+    readable = authz.topics_allowed(server, ctx, a.READ, (t.name for t in request.topics))
     for topic in request.topics:
         known = cache.topic_partitions(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
-            if p.partition_index not in known:
+            if not group_ok:
+                results[tp] = "GROUP_AUTHORIZATION_FAILED"
+            elif topic.name not in readable:
+                results[tp] = "TOPIC_AUTHORIZATION_FAILED"
+            elif p.partition_index not in known:
                 results[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
             elif len(metadata.encode()) > max_metadata:
                 results[tp] = "OFFSET_METADATA_TOO_LARGE"
@@ -235,7 +263,9 @@ async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any
                     now + retention if retention != -1 else None,
                 )
     results.update(
-        await group_admin.commit_offsets(
+        {}
+        if not offsets
+        else await group_admin.commit_offsets(
             server.group_coordinator,
             request.group_id,
             request.member_id if version >= 1 else "",
@@ -258,14 +288,11 @@ async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any
 async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     R = m.OffsetFetchResponse
-    coordinator = server.group_coordinator
     if version >= 8:
         groups = []
         for g in request.groups:
             wanted = _wanted(g.topics)
-            result = group_admin.fetch_offsets(
-                coordinator, g.group_id, wanted, request.require_stable
-            )
+            result = _fetch_offsets(server, ctx, g.group_id, wanted, request.require_stable)
             groups.append(R.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code(result.error),
                 topics=_fetched_topics(result, R.OffsetFetchResponseTopics,
@@ -273,7 +300,7 @@ async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any)
         return R(throttle_time_ms=0, groups=groups)
     wanted = _wanted(request.topics)
     require_stable = version >= 7 and request.require_stable
-    result = group_admin.fetch_offsets(coordinator, request.group_id, wanted, require_stable)
+    result = _fetch_offsets(server, ctx, request.group_id, wanted, require_stable)
     if result.error != "NONE" and version < 2:
         # v0/v1 have no top-level error: every partition asked for carries it.
         result.offsets = dict.fromkeys(wanted or [])
@@ -282,6 +309,23 @@ async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any)
         return R(throttle_time_ms=0, topics=topics)
     topics = _fetched_topics(result, R.OffsetFetchResponseTopic, R.OffsetFetchResponsePartition)
     return R(throttle_time_ms=0, topics=topics, error_code=code(result.error))
+
+
+def _fetch_offsets(
+    server: KafkaServer, ctx: Any, group: str, wanted: Any, require_stable: bool
+) -> group_admin.OffsetFetchResult:
+    """The group's offsets, if the principal may DESCRIBE the group; of the topics it may
+    DESCRIBE (the others: TOPIC_AUTHORIZATION_FAILED when named, left out when not)."""
+    if not authz.group_allowed(server, ctx, a.DESCRIBE, group):
+        return group_admin.OffsetFetchResult(error="GROUP_AUTHORIZATION_FAILED")
+    result = group_admin.fetch_offsets(server.group_coordinator, group, wanted, require_stable)
+    if server.authorizer is not None:
+        described = authz.topics_allowed(server, ctx, a.DESCRIBE, (t for t, _ in result.offsets))
+        for tp in list(result.offsets):
+            if tp[0] not in described:
+                del result.offsets[tp]
+        result.denied = [tp for tp in wanted or [] if tp[0] not in described]
+    return result
 
 
 def _wanted(topics: Any) -> list[tuple[str, int]] | None:
@@ -294,6 +338,11 @@ def _fetched_topics(
     result: group_admin.OffsetFetchResult, Topic: Any, Partition: Any, error: str = "NONE"
 ) -> list[Any]:
     by_topic: dict[str, list[Any]] = {}
+    for topic, partition in result.denied:
+        by_topic.setdefault(topic, []).append(Partition(
+            partition_index=partition, committed_offset=-1, committed_leader_epoch=-1,
+            metadata="", error_code=authz.TOPIC_AUTHORIZATION_FAILED,
+        ))  # fmt: skip
     for (topic, partition), o in result.offsets.items():
         if (topic, partition) in result.unstable:
             o, partition_error = None, "UNSTABLE_OFFSET_COMMIT"
@@ -312,6 +361,8 @@ def _fetched_topics(
 
 
 async def offset_delete(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(server, ctx, a.DELETE, request.group_id):
+        return m.OffsetDeleteResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, topics=[])
     cache = server.metadata_cache
     results: dict[tuple[str, int], str] = {}
     partitions = []
@@ -347,6 +398,12 @@ async def describe_groups(server: KafkaServer, header: Any, request: Any, ctx: A
     R = m.DescribeGroupsResponse
     groups = []
     for group_id in request.groups:
+        if not authz.group_allowed(server, ctx, a.DESCRIBE, group_id):
+            groups.append(R.DescribedGroup(
+                error_code=authz.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                group_state="", protocol_type="", protocol_data="", members=[],
+            ))  # fmt: skip
+            continue
         d = group_admin.describe_group(server.group_coordinator, group_id)
         groups.append(R.DescribedGroup(
             error_code=code(d.error), group_id=group_id, group_state=d.state,
@@ -364,6 +421,8 @@ async def list_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) 
     states = request.states_filter if version >= 4 else []
     types = request.types_filter if version >= 5 else []
     error, listed = group_admin.list_groups(server.group_coordinator, states or [], types or [])
+    if not authz.cluster_allowed(server, ctx, a.DESCRIBE):  # else the groups it may describe
+        listed = [g for g in listed if authz.group_allowed(server, ctx, a.DESCRIBE, g[0])]
     Listed = m.ListGroupsResponse.ListedGroup
     return m.ListGroupsResponse(
         throttle_time_ms=0,
@@ -376,7 +435,10 @@ async def list_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) 
 
 
 async def delete_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    results = await group_admin.delete_groups(server.group_coordinator, request.groups_names)
+    allowed = [g for g in request.groups_names if authz.group_allowed(server, ctx, a.DELETE, g)]
+    results = await group_admin.delete_groups(server.group_coordinator, allowed)
+    results.update({g: "GROUP_AUTHORIZATION_FAILED" for g in request.groups_names
+                    if g not in allowed})  # fmt: skip
     Result = m.DeleteGroupsResponse.DeletableGroupResult
     return m.DeleteGroupsResponse(
         throttle_time_ms=0,

@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin_manager import NewTopic, TopicResult
+from kt.broker.handlers import authz
 from kt.broker.handlers.configs import describe_topic_configs
 from kt.broker.partition import TopicPartition
 from kt.errors import KafkaError
 from kt.protocol import messages as m
+from kt.security import acls
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
@@ -72,7 +74,12 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
     if _partitions_requested(server, request) > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
     else:
-        results = await server.store_call(_create_each, server, request)
+        if server.authorizer is None or authz.cluster_allowed(server, ctx, acls.CREATE):
+            creatable = {t.name for t in request.topics}
+        else:
+            creatable = authz.topics_allowed(server, ctx, acls.CREATE,
+                                             (t.name for t in request.topics))  # fmt: skip
+        results = await server.store_call(_create_each, server, request, creatable)
     if not request.validate_only:
         await _wait_or_time_out(
             server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
@@ -83,8 +90,9 @@ async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
     )
 
 
-def _create_each(server: KafkaServer, request: Any) -> list[TopicResult]:
-    """Validate and write each new topic (on the broker's store threads)."""
+def _create_each(server: KafkaServer, request: Any, creatable: set[str]) -> list[TopicResult]:
+    """Validate and write each new topic the principal may create (on the broker's store
+    threads)."""
     results: list[TopicResult] = []
     seen: set[str] = set()
     for topic in request.topics:
@@ -96,6 +104,10 @@ def _create_each(server: KafkaServer, request: Any) -> list[TopicResult]:
             )
             continue
         seen.add(topic.name)
+        if topic.name not in creatable:
+            denied = KafkaError("TOPIC_AUTHORIZATION_FAILED", "Authorization failed.")
+            results.append(TopicResult.failed(topic.name, denied))
+            continue
         if _not_controller(server):
             results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
             continue
@@ -145,9 +157,13 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
     else:
         names = list(request.topic_names)
     results = []
+    deletable = authz.topics_allowed(server, ctx, acls.DELETE, (n for n in names if n))
     for name in names:
         if name is None:
             results.append(TopicResult.failed("", KafkaError("UNKNOWN_TOPIC_ID")))
+        elif name not in deletable:
+            denied = KafkaError("TOPIC_AUTHORIZATION_FAILED", "Authorization failed.")
+            results.append(TopicResult.failed(name, denied))
         elif _not_controller(server):
             results.append(TopicResult.failed(name, KafkaError("NOT_CONTROLLER")))
         else:

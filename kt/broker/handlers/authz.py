@@ -1,0 +1,40 @@
+"""What the handlers ask of the authorizer (KafkaApis' authHelper): every check passes
+when no authorizer is configured. The operations and error codes are Kafka's, per API."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.security import acls as a
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+CLUSTER_AUTHORIZATION_FAILED = 31
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def allowed(server: KafkaServer, ctx: Any, operation: int, resource_type: int, name: str) -> bool:
+    authorizer = server.authorizer
+    return authorizer is None or authorizer.authorize(ctx, operation, resource_type, name)
+
+
+def topic_allowed(server: KafkaServer, ctx: Any, operation: int, topic: str) -> bool:
+    return allowed(server, ctx, operation, a.TOPIC, topic)
+
+
+def group_allowed(server: KafkaServer, ctx: Any, operation: int, group: str) -> bool:
+    return allowed(server, ctx, operation, a.GROUP, group)
+
+
+def cluster_allowed(server: KafkaServer, ctx: Any, operation: int) -> bool:
+    return allowed(server, ctx, operation, a.CLUSTER, a.CLUSTER_NAME)
+
+
+def topics_allowed(server: KafkaServer, ctx: Any, operation: int, topics: Any) -> set[str]:
+    """The topics among `topics` the principal may `operation` (each asked once)."""
+    if server.authorizer is None:
+        return set(topics)
+    return {t for t in set(topics) if topic_allowed(server, ctx, operation, t)}
