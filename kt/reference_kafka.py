@@ -36,6 +36,7 @@ KAFKA_VERSION = "3.9.1"  # interop/pom.xml's kafka.version
 # bin/<script>.sh -> the class it runs (Kafka 3.9).
 TOOL_CLASSES = {
     "kafka-topics": "org.apache.kafka.tools.TopicCommand",
+    "kafka-acls": "kafka.admin.AclCommand",
     "kafka-configs": "kafka.admin.ConfigCommand",
     "kafka-consumer-groups": "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
     "kafka-get-offsets": "org.apache.kafka.tools.GetOffsetShell",

@@ -113,6 +113,12 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
             Call((*b, "--list")),
             Call((*b, "--describe", "--group", "smoke-group")),
         ],
+        "acls": [
+            Call(
+                (*b, "--list"),
+                says="Error while executing ACL command: No Authorizer is configured on the broker",
+            ),
+        ],  # fmt: skip
         "transactions": [
             Call((*b, "list")),
             Call((*b, "describe-producers", "--topic", TOPIC, "--partition", "0")),

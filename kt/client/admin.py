@@ -383,6 +383,48 @@ class AdminClient:
             if result.error_code:
                 raise KafkaError(result.error_code, result.error_message)
 
+    # -- ACLs ------------------------------------------------------------------------------
+
+    def create_acls(self, bindings: list[tuple[Any, Any]]) -> None:
+        """(ResourcePattern, AccessControlEntry) bindings of kt.security.acls."""
+        R = m.CreateAclsRequest
+        request = R(creations=[R.AclCreation(
+            resource_type=p.resource_type, resource_name=p.name,
+            resource_pattern_type=p.pattern_type, principal=e.principal, host=e.host,
+            operation=e.operation, permission_type=e.permission) for p, e in bindings])  # fmt: skip
+        response = self.client.any_connection().send(ApiKey.CREATE_ACLS, request)
+        for result in response.results:
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message)
+
+    def describe_acls(self, binding_filter: Any) -> list[tuple[Any, Any]]:
+        from kt.security import acls as a
+
+        f = binding_filter
+        request = m.DescribeAclsRequest(
+            resource_type_filter=f.resource_type, resource_name_filter=f.name,
+            pattern_type_filter=f.pattern_type, principal_filter=f.principal,
+            host_filter=f.host, operation=f.operation, permission_type=f.permission,
+        )  # fmt: skip
+        response = self.client.any_connection().send(ApiKey.DESCRIBE_ACLS, request)
+        if response.error_code:
+            raise KafkaError(response.error_code, response.error_message)
+        return [(a.ResourcePattern(r.resource_type, r.resource_name, r.pattern_type),
+                 a.AccessControlEntry(x.principal, x.host, x.operation, x.permission_type))
+                for r in response.resources for x in r.acls]  # fmt: skip
+
+    def delete_acls(self, filters: list[Any]) -> None:
+        R = m.DeleteAclsRequest
+        request = R(filters=[R.DeleteAclsFilter(
+            resource_type_filter=f.resource_type, resource_name_filter=f.name,
+            pattern_type_filter=f.pattern_type, principal_filter=f.principal,
+            host_filter=f.host, operation=f.operation, permission_type=f.permission,
+        ) for f in filters])  # fmt: skip
+        response = self.client.any_connection().send(ApiKey.DELETE_ACLS, request)
+        for result in response.filter_results:
+            if result.error_code:
+                raise KafkaError(result.error_code, result.error_message)
+
     def _config_connection(self, resource_type: int, name: str) -> Any:
         if resource_type == BROKER_RESOURCE and name and name.isdigit():
             return self.client.connection(int(name))

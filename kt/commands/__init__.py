@@ -6,6 +6,7 @@ types to "module:attribute"; kt/cli.py builds the root group from it.
 """
 
 COMMANDS: dict[str, str] = {
+    "acls": "kt.commands.acls:acls",
     "configs": "kt.commands.configs:configs",
     "console-consumer": "kt.commands.console:console_consumer",
     "console-producer": "kt.commands.console:console_producer",

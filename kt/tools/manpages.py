@@ -73,6 +73,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group audit "
          "--topic orders --to-earliest --execute"),
     ],
+    "kt acls": [
+        ("Let alice produce to orders (Write, Describe and Create on the topic):",
+         "kt acls --bootstrap-server 127.0.0.1:9092 --add --allow-principal User:alice "
+         "--producer --topic orders"),
+        ("Let bob read every topic whose name starts with logs- in group audit:",
+         "kt acls --bootstrap-server 127.0.0.1:9092 --add --allow-principal User:bob "
+         "--consumer --topic logs- --resource-pattern-type PREFIXED --group audit"),
+        ("List every ACL:", "kt acls --bootstrap-server 127.0.0.1:9092 --list"),
+    ],
     "kt transactions": [
         ("List the transactions of every coordinator:",
          "kt transactions --bootstrap-server 127.0.0.1:9092 list"),

@@ -248,6 +248,15 @@ CASES = [
          ["No such field exists: `partition`"], stdout=[
              "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: "
              "KAFKA-8405"]),
+    # -- acls (kafka-acls.sh's messages) -----------------------------------------------
+    Case("acls-no-authorizer", ["acls", "--bootstrap-server", B, "--list"],
+         stdout=["Error while executing ACL command: No Authorizer is configured on the "
+                 "broker"]),
+    Case("acls-two-actions", ["acls", "--bootstrap-server", B, "--list", "--add"],
+         ["Command must include exactly one action: --list, --add, --remove. "], usage=True),
+    Case("acls-add-without-principal", ["acls", "--bootstrap-server", B, "--add", "--topic",
+         "t"], ["You must specify one of: --allow-principal, --deny-principal when trying to "
+         "add ACLs."], usage=True),
     # -- transactions (kafka-transactions.sh's messages) -------------------------------
     Case("transactions-describe-unknown", ["transactions", "--bootstrap-server", B, "describe",
          "--transactional-id", "nobody"], ["Failed to describe transaction state of "
