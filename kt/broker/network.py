@@ -225,6 +225,8 @@ class SocketServer:
         try:
             while (frame := await channel.next_request()) is not None:
                 channel.busy = True
+                if channel.peer_principal is not None and auth is None:
+                    ctx.principal = channel.peer_principal
                 if auth is not None and (not auth.complete or auth.starts_reauthentication(frame)):
                     if not await self._authenticate(auth, channel, frame, ctx):
                         break
@@ -249,6 +251,25 @@ class SocketServer:
             log.exception("unexpected error on connection from %s", ctx.client_host)
         finally:
             channel.close()
+
+
+def ssl_principal(certificate: dict | None) -> str:
+    """DefaultKafkaPrincipalBuilder on an SSL channel (ssl.principal.mapping.rules=DEFAULT):
+    `User:` and the client certificate's subject as X500Principal.getName() writes it
+    (RFC 2253: most specific attribute first, no spaces), or User:ANONYMOUS without one."""
+    if not certificate or not certificate.get("subject"):
+        return "User:ANONYMOUS"
+    names = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
+             "countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
+             "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}  # fmt: skip
+    rdns = []
+    for rdn in reversed(certificate["subject"]):
+        parts = []
+        for key, value in rdn:
+            escaped = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
+            parts.append(f"{names.get(key, key)}={escaped}")
+        rdns.append("+".join(parts))
+    return "User:" + ",".join(rdns)
 
 
 def bind_listeners(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
@@ -299,6 +320,7 @@ class KafkaChannel:
         self._loop = loop
         self._tls = tls is not None
         self._handshaking = self._tls
+        self.peer_principal: str | None = None  # User:<certificate subject>, after TLS
         if tls is not None:
             sock = tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
         self._pool = pool if pool is not None and pool.bounded else None
@@ -338,6 +360,7 @@ class KafkaChannel:
             return self._stop_reading(e if isinstance(e, ssl.SSLError) else ConnectionError(e))
         self._handshaking = False
         self._loop.remove_writer(self._fd)
+        self.peer_principal = ssl_principal(sock.getpeercert())
         self._on_readable()
 
     def _recv_tls(self) -> bytes:

@@ -27,6 +27,7 @@ from kt.client.connection import BrokerConnection
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.security.sasl_client import ClientSasl
+from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
 from tests.integration.read_to_end import read_to_end
 
 pytestmark = pytest.mark.slow
@@ -159,3 +160,36 @@ def test_acls_are_described_and_deleted_by_a_super_user_only(secured) -> None:
     deadline = time.monotonic() + 10
     while produce_error(as_user(sasl, "alice"), "orders") != KafkaError.TOPIC_AUTHORIZATION_FAILED:
         assert time.monotonic() < deadline
+
+
+def test_a_client_certificates_subject_is_its_principal(broker_factory, tmp_path) -> None:
+    """On an SSL listener with client authentication, the principal is `User:` and the
+    certificate's subject (RFC 2253), as Kafka's DefaultKafkaPrincipalBuilder names it."""
+    ca = make_ca()
+    parties = {name: write_party(tmp_path, name, ca, issue(ca, name))
+               for name in ("broker", "admin", "writer", "other")}  # fmt: skip
+    broker = broker_factory(**{
+        "listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+        "ssl.client.auth": "required", "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(parties["broker"].keystore_p12),
+        "ssl.keystore.password": PASSWORD, "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(parties["broker"].ca),
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        # the broker's own certificate too: its controller talks to it over SSL
+        "super.users": "User:CN=admin,O=kt tests;User:CN=broker,O=kt tests",
+    })  # fmt: skip
+
+    def config(name: str) -> dict:
+        return {"bootstrap.servers": broker.bootstrap, "security.protocol": "SSL",
+                "ssl.ca.location": str(parties[name].ca),
+                "ssl.certificate.location": str(parties[name].cert),
+                "ssl.key.location": str(parties[name].key)}  # fmt: skip
+
+    admin = AdminClient(config("admin"))
+    admin.create_topics([NewTopic("certified", 1, 1)])["certified"].result(30)
+    writer = acl(TOPIC, "certified", "CN=writer,O=kt tests", AclOperation.WRITE)
+    assert admin.create_acls([writer])[writer].result(30) is None
+    deadline = time.monotonic() + 10
+    while produce_error(config("writer"), "certified") is not None:
+        assert time.monotonic() < deadline
+    assert produce_error(config("other"), "certified") == KafkaError.TOPIC_AUTHORIZATION_FAILED
