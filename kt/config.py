@@ -262,6 +262,9 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
     ("sasl.jaas.config", "string", None, None),
     ("connections.max.reauth.ms", "long", 0, at_least(0)),
+    # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).
+    ("quota.window.num", "int", 11, at_least(1)),
+    ("quota.window.size.seconds", "int", 1, at_least(1)),
     # Authorization (kt/broker/authorizer.py: AclAuthorizer's keys).
     ("authorizer.class.name", "string", "", None),
     ("super.users", "string", None, None),

@@ -243,6 +243,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "sasl.mechanism.inter.broker.protocol": ShownBy(
         "tests/test_kafka_config.py::test_refused_with_the_message"
     ),
+    "quota.window.num": ShownBy("tests/broker/test_quota_manager.py::test_the_rate_window"),
+    "quota.window.size.seconds": ShownBy(
+        "tests/broker/test_quota_manager.py::test_the_rate_window"
+    ),
     "authorizer.class.name": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "super.users": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "allow.everyone.if.no.acl.found": ShownBy(f"{ACL_RULES}::test_no_acl_at_all"),

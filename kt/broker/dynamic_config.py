@@ -94,7 +94,9 @@ class DynamicConfigManager:
 
     def apply(self, entity_path: str, value: Any) -> None:
         entity_type, _, name = entity_path.partition("/")
-        if entity_type == "topics":
+        if entity_type in ("users", "clients"):  # a quota (or a SCRAM credential) changed
+            asyncio.ensure_future(self.server.reload_quotas())
+        elif entity_type == "topics":
             self.server.log_manager.update_topic_config(name, value)
             for tp, partition in self.server.replica_manager.partitions.items():
                 if tp.topic == name:

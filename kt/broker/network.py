@@ -73,6 +73,12 @@ class RequestContext:
     listener: str = "PLAINTEXT"
     security_protocol: str = "PLAINTEXT"
     principal: str = "User:ANONYMOUS"
+    throttle_ms: int = 0  # set by a handler whose answer is throttled (a quota)
+
+    @property
+    def user(self) -> str:
+        """The principal's name, as user quotas name it."""
+        return self.principal.partition(":")[2]
 
 
 # A handler takes a frame and the context and returns the response parts, or None when
@@ -235,9 +241,12 @@ class SocketServer:
                     log.info("Closing connection from /%s: its SASL session expired "
                              "(connections.max.reauth.ms)", ctx.client_host)  # fmt: skip
                     break
+                ctx.throttle_ms = 0
                 parts = await self.handler(frame, ctx)
                 if parts and (sent := channel.send(parts)) is not None:
                     await sent
+                if ctx.throttle_ms > 0:  # muted: the next request waits (Kafka's throttling)
+                    await asyncio.sleep(ctx.throttle_ms / 1000)
                 channel.busy = False
                 channel.release(frame)
         except ProtocolError as e:

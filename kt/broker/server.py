@@ -32,6 +32,7 @@ from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
+from kt.broker.quota_manager import FETCH, PRODUCE, ClientQuotaManager, quotas_from_store
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.client.async_connection import AsyncBrokerConnection
@@ -96,6 +97,10 @@ class KafkaServer:
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
         self.authorizer: Any = None  # AclAuthorizer when authorizer.class.name says so
+        window_ms = self.config["quota.window.size.seconds"] * 1000
+        samples = self.config["quota.window.num"]
+        self.produce_quota = ClientQuotaManager(PRODUCE, window_ms, samples)
+        self.fetch_quota = ClientQuotaManager(FETCH, window_ms, samples)
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
@@ -242,6 +247,7 @@ class KafkaServer:
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(self)
         self.authorizer = await self._start_authorizer()
+        await self.reload_quotas()
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
         await self.dynamic_config.startup()
@@ -380,6 +386,14 @@ class KafkaServer:
             raise KafkaError(
                 "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
             ) from None
+
+    async def reload_quotas(self) -> None:
+        """Every client quota from the store (at start-up, and when one changes)."""
+        for manager in (self.produce_quota, self.fetch_quota):
+            try:
+                manager.update(await self.store_call(quotas_from_store, self.zk, manager.kind))
+            except (KafkaError, MetadataStoreError) as e:  # the store is away or closing
+                log.warning("Client quotas not reloaded: %s", e)
 
     async def _start_authorizer(self) -> Any:
         """authorizer.class.name: Kafka's AclAuthorizer, its ACLs loaded, or None."""

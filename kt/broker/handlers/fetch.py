@@ -83,7 +83,11 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         topics.append(
             m.FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=partitions)
         )
-    return m.FetchResponse(error_code=0, session_id=0, responses=topics, throttle_time_ms=0)
+    if replica_id < 0:  # consumers' fetches count against their quota; followers' do not
+        size = sum(r.size for r in results.values())
+        ctx.throttle_ms = server.fetch_quota.record(ctx.user, header.client_id or "", size)
+    return m.FetchResponse(error_code=0, session_id=0, responses=topics,
+                           throttle_time_ms=ctx.throttle_ms)  # fmt: skip
 
 
 def _fetch_failed(request: Any, error_code: int) -> Any:

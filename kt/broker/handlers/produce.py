@@ -52,11 +52,13 @@ async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
     if entries:
         appended = await server.replica_manager.append_records(request.timeout_ms, acks, entries)
         results.update(appended)
+        size = sum(len(records) for records in entries.values())
+        ctx.throttle_ms = server.produce_quota.record(ctx.user, header.client_id or "", size)
     if acks == 0:
         if any(r.error_code for r in results.values()):
             raise CloseConnection("acks=0 produce failed")
         return None
-    return _response(request, results)
+    return _response(request, results, ctx.throttle_ms)
 
 
 def _precheck(server: KafkaServer, version: int, tp: TopicPartition, records: Any) -> str | None:
@@ -73,7 +75,9 @@ def _precheck(server: KafkaServer, version: int, tp: TopicPartition, records: An
     return None
 
 
-def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any:
+def _response(
+    request: Any, results: dict[TopicPartition, ProduceResult], throttle_ms: int = 0
+) -> Any:
     Topic = m.ProduceResponse.TopicProduceResponse
     Partition = m.ProduceResponse.PartitionProduceResponse
     topics = []
@@ -98,4 +102,4 @@ def _response(request: Any, results: dict[TopicPartition, ProduceResult]) -> Any
                 )
             )
         topics.append(Topic(name=topic.name, partition_responses=partitions))
-    return m.ProduceResponse(responses=topics, throttle_time_ms=0)
+    return m.ProduceResponse(responses=topics, throttle_time_ms=throttle_ms)
