@@ -262,6 +262,14 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
     ("sasl.jaas.config", "string", None, None),
     ("connections.max.reauth.ms", "long", 0, at_least(0)),
+    # GSSAPI's (Kerberos) keys: accepted, as Kafka's files and tools set them; GSSAPI itself
+    # is refused in sasl.enabled.mechanisms.
+    ("sasl.kerberos.service.name", "string", None, None),
+    ("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", None),
+    ("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, None),
+    ("sasl.kerberos.ticket.renew.jitter", "double", 0.05, None),
+    ("sasl.kerberos.min.time.before.relogin", "long", 60000, None),
+    ("sasl.kerberos.principal.to.local.rules", "list", "DEFAULT", None),
     # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).
     ("quota.window.num", "int", 11, at_least(1)),
     ("quota.window.size.seconds", "int", 1, at_least(1)),

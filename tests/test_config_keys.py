@@ -250,6 +250,17 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "authorizer.class.name": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "super.users": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "allow.everyone.if.no.acl.found": ShownBy(f"{ACL_RULES}::test_no_acl_at_all"),
+    **{
+        key: NoEffect("GSSAPI (Kerberos), which kt refuses in sasl.enabled.mechanisms")
+        for key in (
+            "sasl.kerberos.service.name",
+            "sasl.kerberos.kinit.cmd",
+            "sasl.kerberos.ticket.renew.window.factor",
+            "sasl.kerberos.ticket.renew.jitter",
+            "sasl.kerberos.min.time.before.relogin",
+            "sasl.kerberos.principal.to.local.rules",
+        )
+    },  # fmt: skip
     "ssl.protocol": NoEffect("the JSSE SSLContext's name; ssl.enabled.protocols decides"),
     "ssl.keymanager.algorithm": NoEffect("a JSSE KeyManagerFactory algorithm"),
     "ssl.trustmanager.algorithm": NoEffect("a JSSE TrustManagerFactory algorithm"),

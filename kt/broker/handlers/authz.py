@@ -38,3 +38,23 @@ def topics_allowed(server: KafkaServer, ctx: Any, operation: int, topics: Any) -
     if server.authorizer is None:
         return set(topics)
     return {t for t in set(topics) if topic_allowed(server, ctx, operation, t)}
+
+
+# The operations each resource type supports (Kafka's AclEntry.supportedOperations).
+SUPPORTED_OPERATIONS = {
+    a.TOPIC: (a.READ, a.WRITE, a.CREATE, a.DESCRIBE, a.DELETE, a.ALTER, a.DESCRIBE_CONFIGS,
+              a.ALTER_CONFIGS),
+    a.GROUP: (a.READ, a.DESCRIBE, a.DELETE),
+    a.CLUSTER: (a.CREATE, a.CLUSTER_ACTION, a.DESCRIBE_CONFIGS, a.ALTER_CONFIGS,
+                a.IDEMPOTENT_WRITE, a.ALTER, a.DESCRIBE),
+}  # fmt: skip
+
+
+def authorized_operations(server: KafkaServer, ctx: Any, resource_type: int, name: str) -> int:
+    """The bit field of the operations the principal may do on the resource (KIP-430):
+    every supported one without an authorizer."""
+    bits = 0
+    for operation in SUPPORTED_OPERATIONS[resource_type]:
+        if allowed(server, ctx, operation, resource_type, name):
+            bits |= 1 << operation
+    return bits

@@ -56,20 +56,28 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
                 is_internal=name in INTERNAL_TOPICS, partitions=[],
             ))  # fmt: skip
             continue
-        topics.append(await _topic_metadata(server, name, create, header, ctx))
+        topic = await _topic_metadata(server, name, create, header, ctx)
+        if header.api_version >= 8 and request.include_topic_authorized_operations:
+            topic.topic_authorized_operations = authz.authorized_operations(
+                server, ctx, a.TOPIC, name)  # fmt: skip
+        topics.append(topic)
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
             node_id=broker_id, host=e.host or "", port=e.port, rack=rack
         )
         for broker_id, e, rack in _brokers_on(cache, ctx.listener)
     ]
-    return m.MetadataResponse(
+    response = m.MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers,
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
     )
+    if 8 <= header.api_version <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authz.authorized_operations(
+            server, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+    return response
 
 
 def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:
@@ -148,9 +156,13 @@ async def describe_cluster(server: KafkaServer, header: Any, request: Any, ctx: 
         )
         for broker_id, e, rack in _brokers_on(cache, ctx.listener)
     ]
-    return m.DescribeClusterResponse(
+    response = m.DescribeClusterResponse(
         error_code=0,
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id,
         brokers=brokers,
     )
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authz.authorized_operations(
+            server, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+    return response

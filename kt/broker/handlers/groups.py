@@ -405,7 +405,11 @@ async def describe_groups(server: KafkaServer, header: Any, request: Any, ctx: A
             ))  # fmt: skip
             continue
         d = group_admin.describe_group(server.group_coordinator, group_id)
+        operations = -2147483648  # not asked for
+        if header.api_version >= 3 and request.include_authorized_operations:
+            operations = authz.authorized_operations(server, ctx, a.GROUP, group_id)
         groups.append(R.DescribedGroup(
+            authorized_operations=operations,
             error_code=code(d.error), group_id=group_id, group_state=d.state,
             protocol_type=d.protocol_type, protocol_data=d.protocol,
             members=[R.DescribedGroupMember(
