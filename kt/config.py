@@ -572,11 +572,11 @@ class KafkaConfig:
 
         mechanism = str(self["sasl.mechanism.inter.broker.protocol"]).strip().upper()
         key = f"listener.name.{listener_name.lower()}.{mechanism.lower()}.sasl.jaas.config"
-        if mechanism not in sasl.mechanisms:
-            raise InvalidConfigError(
-                f"sasl.mechanism.inter.broker.protocol={mechanism}: not among the "
-                f"sasl.enabled.mechanisms of listener {listener_name}"
-            )
+        require(
+            mechanism in sasl.mechanisms,
+            "sasl.mechanism.inter.broker.protocol must be included in sasl.enabled.mechanisms "
+            "when SASL is used for inter-broker communication",
+        )
         jaas = sasl.jaas.get(mechanism)
         if jaas is None:
             raise InvalidConfigError(f"{key}: must name this broker's identity for {mechanism}")

@@ -60,7 +60,7 @@ class BrokerProcess:
         name = configured.split("://")[0]
         listener = configured if "," in configured else f"{name}://127.0.0.1:{self.port}"
         args = [sys.executable, "-m", "kt", "server-start", "--log-level", "INFO"]
-        props = {**self.overrides, "listeners": listener, "log.dirs": str(self.log_dir)}
+        props = {"log.dirs": str(self.log_dir), **self.overrides, "listeners": listener}
         for key, value in props.items():
             args += ["--override", f"{key}={value}"]
         self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
