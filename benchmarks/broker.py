@@ -234,10 +234,14 @@ def sink_metadata(port: int) -> MetadataResponse:
 # -- produce ------------------------------------------------------------------------------
 
 
-def librdkafka_produce(bootstrap: str, records: int, acks: str = "1") -> float:
-    """Seconds to produce and get `acks` for `records` 100-byte values."""
+def librdkafka_produce(
+    bootstrap: str, records: int, acks: str = "1", config: dict | None = None
+) -> float:
+    """Seconds to produce and get `acks` for `records` 100-byte values (`config`: more
+    client settings, security.protocol and the like)."""
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-                         "enable.idempotence": False, "compression.type": "none"})  # fmt: skip
+                         "enable.idempotence": False, "compression.type": "none",
+                         **(config or {})})  # fmt: skip
     producer.list_topics(TOPIC, timeout=30)  # connect and learn the leader before timing
     start = time.perf_counter()
     for _ in range(records):

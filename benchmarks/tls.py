@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from broker import TOPIC, VALUE, KtBroker, free_port  # noqa: E402
-from confluent_kafka import Consumer, KafkaError, Producer  # noqa: E402
+from broker import TOPIC, KtBroker, free_port, librdkafka_produce  # noqa: E402
+from confluent_kafka import Consumer, KafkaError  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from kt.reference_kafka import ReferenceKafka, unavailable_reason  # noqa: E402
@@ -43,20 +43,7 @@ def client_config(bootstrap: str, ca: Path | None) -> dict:
 
 def produce(config: dict, records: int) -> float:
     """Records per second of one librdkafka producer, acks=1."""
-    producer = Producer({**config, "acks": "1", "linger.ms": 5, "enable.idempotence": False,
-                         "compression.type": "none"})  # fmt: skip
-    producer.list_topics(TOPIC, timeout=30)  # connected (and TLS shaken hands) before timing
-    start = time.perf_counter()
-    for _ in range(records):
-        while True:
-            try:
-                producer.produce(TOPIC, VALUE)
-                break
-            except BufferError:
-                producer.poll(0.01)
-    if producer.flush(120) != 0:
-        raise RuntimeError("records left unsent")
-    return records / (time.perf_counter() - start)
+    return records / librdkafka_produce(config["bootstrap.servers"], records, "1", config)
 
 
 def consume(config: dict, records: int) -> float:
