@@ -94,7 +94,7 @@ class DynamicConfigManager:
 
     def apply(self, entity_path: str, value: Any) -> None:
         entity_type, _, name = entity_path.partition("/")
-        if entity_type in ("users", "clients"):  # a quota (or a SCRAM credential) changed
+        if entity_type in ("users", "clients", "ips"):  # a quota (or a credential) changed
             asyncio.ensure_future(self.server.reload_quotas())
         elif entity_type == "topics":
             self.server.log_manager.update_topic_config(name, value)

@@ -106,6 +106,9 @@ class SocketServer:
     tls: ssl.SSLContext | None = None  # the listener's context (SSL, SASL_SSL)
     # A SASL listener's: a new SaslServerAuthenticator for each connection.
     authenticator: Callable[[], Any] | None = None
+    # ConnectionQuotas.record: how long to hold a new connection from an IP before closing
+    # it unserved (0: serve it).
+    connection_quota: Callable[[str], int] | None = None
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -161,6 +164,11 @@ class SocketServer:
                     loop.call_later(ACCEPT_PAUSE_S, self._resume_accepting, listener)
                     break
         for sock, peer in accepted:
+            if self.connection_quota is not None and (held := self.connection_quota(peer[0])):
+                log.info("Throttling connection from /%s for %d ms (connection_creation_rate)",
+                         peer[0], held)  # fmt: skip
+                loop.call_later(held / 1000, sock.close)
+                continue
             sock.setblocking(False)
             self._next_id += 1
             ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]), self.listener_name,

@@ -122,3 +122,58 @@ def quotas_from_store(zk: object, kind: str) -> dict[tuple[str | None, str | Non
     for client in zk.entity_names("clients"):  # type: ignore[attr-defined]
         add((None, name(client)), zk.get_entity_config("clients", client))  # type: ignore[attr-defined]
     return found
+
+
+CONNECTION_RATE = "connection_creation_rate"
+
+
+class ConnectionQuotas:
+    """The connection-creation rate quota per client IP (KIP-612's ConnectionQuotas):
+    `/config/ips/<ip>` or `/config/ips/<default>`. A connection over the rate is held for
+    the throttle time and then closed, unserved, as Kafka's acceptor does."""
+
+    def __init__(self, window_ms: int = 1000, samples: int = 11) -> None:
+        self.window_ms = window_ms
+        self.samples = samples
+        self.quotas: dict[str, float] = {}
+        self.rates: dict[str, Rate] = {}
+
+    def update(self, quotas: dict[str, float]) -> None:
+        self.quotas = quotas
+        self.rates = {ip: r for ip, r in self.rates.items() if ip in quotas or DEFAULT in quotas}
+
+    def record(self, ip: str, now_ms: float | None = None) -> int:
+        """Count a new connection from `ip`; how long to hold it before closing it (ms),
+        or 0 to serve it."""
+        quota = self.quotas.get(ip, self.quotas.get(DEFAULT))
+        if quota is None:
+            return 0
+        now = time.monotonic() * 1000 if now_ms is None else now_ms
+        rate = self.rates.get(ip)
+        if rate is None:
+            rate = self.rates[ip] = Rate(self.window_ms, self.samples)
+        rate.record(1, now)
+        observed = rate.rate(now)
+        if observed <= quota:
+            return 0
+        if quota <= 0:
+            return self.window_ms
+        return int(
+            min((observed - quota) / quota * rate.window(now), self.window_ms * self.samples)
+        )
+
+
+def ip_quotas_from_store(zk: object) -> dict[str, float]:
+    """Every IP's connection_creation_rate in the store (read on a store thread)."""
+    from kt.broker.handlers.quotas import desanitize
+
+    found = {}
+    for ip in zk.entity_names("ips"):  # type: ignore[attr-defined]
+        config = zk.get_entity_config("ips", ip)  # type: ignore[attr-defined]
+        if CONNECTION_RATE in config:
+            try:
+                found[DEFAULT if ip == DEFAULT else str(desanitize(ip))] = float(
+                    config[CONNECTION_RATE])  # fmt: skip
+            except ValueError:
+                pass
+    return found

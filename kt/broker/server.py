@@ -32,7 +32,14 @@ from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
-from kt.broker.quota_manager import FETCH, PRODUCE, ClientQuotaManager, quotas_from_store
+from kt.broker.quota_manager import (
+    FETCH,
+    PRODUCE,
+    ClientQuotaManager,
+    ConnectionQuotas,
+    ip_quotas_from_store,
+    quotas_from_store,
+)
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.client.async_connection import AsyncBrokerConnection
@@ -101,6 +108,7 @@ class KafkaServer:
         samples = self.config["quota.window.num"]
         self.produce_quota = ClientQuotaManager(PRODUCE, window_ms, samples)
         self.fetch_quota = ClientQuotaManager(FETCH, window_ms, samples)
+        self.connection_quotas = ConnectionQuotas(window_ms, samples)
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
@@ -272,6 +280,7 @@ class KafkaServer:
                 security_protocol=listener.security_protocol,
                 tls=tls,
                 authenticator=self._sasl_authenticator(listener.listener_name),
+                connection_quota=self.connection_quotas.record,
             )
             try:
                 await server.start()
@@ -389,11 +398,12 @@ class KafkaServer:
 
     async def reload_quotas(self) -> None:
         """Every client quota from the store (at start-up, and when one changes)."""
-        for manager in (self.produce_quota, self.fetch_quota):
-            try:
+        try:
+            for manager in (self.produce_quota, self.fetch_quota):
                 manager.update(await self.store_call(quotas_from_store, self.zk, manager.kind))
-            except (KafkaError, MetadataStoreError) as e:  # the store is away or closing
-                log.warning("Client quotas not reloaded: %s", e)
+            self.connection_quotas.update(await self.store_call(ip_quotas_from_store, self.zk))
+        except (KafkaError, MetadataStoreError) as e:  # the store is away or closing
+            log.warning("Client quotas not reloaded: %s", e)
 
     async def _start_authorizer(self) -> Any:
         """authorizer.class.name: Kafka's AclAuthorizer, its ACLs loaded, or None."""

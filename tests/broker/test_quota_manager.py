@@ -4,7 +4,7 @@ rate over quota.window.num windows of quota.window.size.seconds, and the throttl
 
 from __future__ import annotations
 
-from kt.broker.quota_manager import DEFAULT, PRODUCE, ClientQuotaManager, Rate
+from kt.broker.quota_manager import DEFAULT, PRODUCE, ClientQuotaManager, ConnectionQuotas, Rate
 
 
 def test_the_most_specific_quota_applies() -> None:
@@ -39,3 +39,13 @@ def test_the_throttle_time_is_the_excess_over_the_window() -> None:
     other = ClientQuotaManager(PRODUCE, window_ms=1000, samples=2)
     other.update({(None, "c"): 1000.0})
     assert other.record("u", "c", 100_000, now_ms=0) == 2000  # capped at the full window
+
+
+def test_connections_over_an_ips_creation_rate_are_held_then_closed() -> None:
+    quotas = ConnectionQuotas(window_ms=1000, samples=11)
+    quotas.update({"10.0.0.1": 1.0})
+    held = [quotas.record("10.0.0.1", now_ms=i) for i in range(12)]
+    assert held[:10] == [0] * 10 and all(h > 0 for h in held[10:])  # ten in the window
+    assert quotas.record("10.0.0.2", now_ms=0) == 0  # no quota for that IP
+    quotas.update({DEFAULT: 0.0})
+    assert quotas.record("10.0.0.2", now_ms=0) == 1000  # none allowed at all

@@ -8,6 +8,7 @@ benchmark."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -15,6 +16,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kt.protocol import ApiKey, encode_request
+from kt.protocol import messages as m
 from tests.integration.conftest import kt_ok
 
 pytestmark = pytest.mark.slow
@@ -84,3 +87,25 @@ def test_producer_and_consumer_byte_rates_throttle_only_their_client(broker) -> 
         assert time.monotonic() < deadline, "no fetch was throttled"
         consumer.poll(0.2)
     consumer.close()
+
+
+def test_an_ips_connection_creation_rate_closes_the_excess_unserved(broker) -> None:
+    kt_ok("configs", "--bootstrap-server", broker.bootstrap, "--alter", "--add-config",
+          "connection_creation_rate=1", "--entity-type", "ips",
+          "--entity-name", "127.0.0.1")  # fmt: skip
+    request = encode_request(ApiKey.API_VERSIONS, 0, 1, "rate", m.ApiVersionsRequest())
+    answered = 0
+    deadline = time.monotonic() + 60
+    while True:  # the rate is measured over ten seconds at least: ten get through first
+        assert time.monotonic() < deadline, f"{answered} connections, none refused"
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=30) as sock:
+            sock.sendall(request)
+            try:
+                answer = sock.recv(4)
+            except ConnectionResetError:
+                answer = b""
+        if len(answer) < 4:
+            break  # held, then closed unserved
+        answered += 1
+    assert answered >= 1
+    assert "Throttling connection from /127.0.0.1" in broker.run_log()
