@@ -32,16 +32,10 @@ from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
-from kt.broker.quota_manager import (
-    FETCH,
-    PRODUCE,
-    ClientQuotaManager,
-    ConnectionQuotas,
-    ip_quotas_from_store,
-    quotas_from_store,
-)
+from kt.broker.quota_manager import FETCH, PRODUCE, ClientQuotaManager, ConnectionQuotas
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
+from kt.broker.server_security import ServerSecurity
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
 from kt.errors import KafkaError, store_error
@@ -87,7 +81,7 @@ class BackgroundTask:
 
 
 @dataclass
-class KafkaServer:
+class KafkaServer(ServerSecurity):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
 
     config: KafkaConfig
@@ -395,52 +389,6 @@ class KafkaServer:
             raise KafkaError(
                 "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
             ) from None
-
-    async def reload_quotas(self) -> None:
-        """Every client quota from the store (at start-up, and when one changes)."""
-        try:
-            for manager in (self.produce_quota, self.fetch_quota):
-                manager.update(await self.store_call(quotas_from_store, self.zk, manager.kind))
-            self.connection_quotas.update(await self.store_call(ip_quotas_from_store, self.zk))
-        except (KafkaError, MetadataStoreError) as e:  # the store is away or closing
-            log.warning("Client quotas not reloaded: %s", e)
-
-    async def _start_authorizer(self) -> Any:
-        """authorizer.class.name: Kafka's AclAuthorizer, its ACLs loaded, or None."""
-        cfg = self.config
-        if not cfg["authorizer.class.name"].strip():
-            return None
-        from kt.broker.authorizer import AclAuthorizer
-
-        supers = {u.strip() for u in (cfg["super.users"] or "").split(";") if u.strip()}
-        authorizer = AclAuthorizer(self, supers, cfg["allow.everyone.if.no.acl.found"])
-        await authorizer.startup()
-        return authorizer
-
-    def _sasl_authenticator(self, listener_name: str) -> Callable[[], Any] | None:
-        """A SASL listener's authenticator factory (one authenticator per connection)."""
-        sasl = self.config.sasl_config(listener_name)
-        if sasl is None:
-            return None
-        from kt.security.sasl_authenticator import SaslServerAuthenticator
-
-        return functools.partial(SaslServerAuthenticator, sasl, self.apis.handle,
-                                 self.scram_credential)  # fmt: skip
-
-    async def scram_credential(self, user: str, mechanism: str) -> Any:
-        """A user's SCRAM credential for `mechanism` from `/config/users/<user>`, or None."""
-        from kt.broker.handlers.quotas import sanitize
-        from kt.security.scram import ScramCredential
-
-        config = await self.store_call(self.zk.get_entity_config, "users", sanitize(user))
-        text = config.get(mechanism)
-        if text is None:
-            return None
-        try:
-            return ScramCredential.from_text(text)
-        except ValueError as e:
-            log.warning("Ignoring the %s credential of %s: %s", mechanism, user, e)
-            return None
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where a live broker listens for other brokers (inter.broker.listener.name): the
