@@ -6,16 +6,32 @@ brokers) at random moments and starts it again.
 
 On an error inside a transaction it aborts and rewinds to the group's committed offsets;
 on a fatal error (fenced by a newer instance, as producer or as static group member) it
-exits 1. It runs until it is stopped.
+exits 1. A watchdog ends it (exit 2) when one pass of its loop has taken longer than
+STUCK_S: librdkafka 2.16 was seen to hang in abort_transaction after a TxnOffsetCommit
+failed with _DESTROY_BROKER (its handle of the killed coordinator's broker, gone from the
+metadata, destroyed under it), and an application supervisor restarts such an instance;
+the test does. It runs until it is stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+STUCK_S = 70.0  # longer than the calls of one pass of the loop can take (two 30 s timeouts)
+
+
+def watchdog(last_pass: list[float]) -> None:
+    while True:
+        time.sleep(1.0)
+        if time.monotonic() - last_pass[0] > STUCK_S:
+            print(f"stuck for {STUCK_S:.0f} s: exiting", file=sys.stderr, flush=True)
+            os._exit(2)
 
 
 def main() -> int:
@@ -41,7 +57,10 @@ def main() -> int:
     })  # fmt: skip
     producer.init_transactions(60)
     consumer.subscribe([o.input])
+    last_pass = [time.monotonic()]
+    threading.Thread(target=watchdog, args=(last_pass,), daemon=True).start()
     while True:
+        last_pass[0] = time.monotonic()
         messages = [m for m in consumer.consume(o.batch, 1.0) if m.error() is None]
         if not messages:
             continue
