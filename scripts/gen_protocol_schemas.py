@@ -25,8 +25,10 @@ FAMILIES = (
      (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)),
     ("transactions", "producer ids and the transaction coordinator",
      (22, 24, 25, 26, 27, 28, 61, 65, 66)),
-    ("admin", "topics, configs, log dirs, reassignment, elections, ACLs and SASL",
-     (17, 19, 20, 29, 30, 31, 32, 33, 34, 35, 36, 37, 43, 44, 45, 46, 48, 49, 50, 51)),
+    ("admin", "topics, configs, log dirs, reassignment, elections and quotas",
+     (19, 20, 32, 33, 34, 35, 37, 43, 44, 45, 46, 48, 49)),
+    ("security", "SASL, ACLs and SCRAM credentials",
+     (17, 29, 30, 31, 36, 50, 51)),
     ("controller", "between the controller and the brokers",
      (4, 5, 6, 7, 56)),
 )  # fmt: skip
@@ -179,7 +181,9 @@ def main(argv: list[str]) -> int:
         "definitions; do not edit by hand.",
         '"""',
         "",
-        f"from kt.protocol.schemas import {', '.join(sorted(modules))}",
+        "from kt.protocol.schemas import (\n"
+        + "".join(f"    {name},\n" for name in sorted(modules))
+        + ")",
         "",
         "SCHEMAS = tuple(",
         "    sorted(",
