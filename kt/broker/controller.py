@@ -127,7 +127,13 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         if won is None:
             if self.is_active:
                 self._resign()
-            log.info("broker %s: controller is %s", self.broker_id, self.zk.get_controller_id())
+            controller_id = self.zk.get_controller_id()
+            log.info("broker %s: controller is %s", self.broker_id, controller_id)
+            # Until the winner's UpdateMetadata comes, this broker's Metadata answers must
+            # not name a controller the store no longer does (itself, after a session
+            # expiry): librdkafka's admin client keeps the controller a Metadata answer
+            # named, and NOT_CONTROLLER does not make it look again.
+            await self.channel.name_controller(controller_id)
             return
         self.ctx = ControllerContext(epoch=won[0], epoch_zk_version=won[1])
         self.is_active = True

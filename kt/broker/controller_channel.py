@@ -150,6 +150,15 @@ class ControllerChannel:
             _update_metadata_request(controller, endpoints, states, topic_ids),
         )
 
+    async def name_controller(self, controller_id: int) -> None:
+        """The hosting broker's metadata cache names `controller_id` (read from the store)
+        as the controller, until the controller's own UpdateMetadata says more."""
+        server = self.server
+        if server.loop is not None:
+            await call_in_loop(
+                server.loop, lambda: server.metadata_cache.name_controller(controller_id)
+            )
+
     async def stop_replica(
         self,
         broker_id: int,

@@ -75,6 +75,12 @@ class MetadataCache:
         self.brokers = {b.broker_id: b for b in brokers}
         self.controller_id = controller_id
 
+    def name_controller(self, controller_id: int) -> None:
+        """The controller as this broker read it from the metadata store (-1: none)."""
+        if controller_id != self.controller_id:
+            self.controller_id = controller_id
+            self.notify_changed()
+
     def update_partition(self, state: PartitionState, topic_id: uuid.UUID | None = None) -> None:
         self.partitions.setdefault(state.topic, {})[state.partition] = state
         if topic_id is not None:

@@ -308,7 +308,7 @@ class KafkaServer(ServerSecurity):
         Metadata answer names no broker and no controller, and a client that bootstraps
         from this broker (librdkafka's admin client) may wait minutes for its next look."""
         deadline = time.monotonic() + timeout_s
-        while self.metadata_cache.controller_id < 0:
+        while not self.metadata_cache.brokers:  # the store may have named the controller
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 log.warning("[KafkaServer id=%s] no word from a controller after %.0f s; "

@@ -8,6 +8,7 @@ ends); its restart recovers its logs and rejoins the ISR.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from typing import Any
 
@@ -334,6 +335,40 @@ def test_a_controller_elected_again_in_its_new_session_keeps_the_role(kt_cluster
     cluster._run(hear_the_expiry())
     assert controller.is_active and controller.ctx.epoch == epoch
     create_topic(cluster, "still-led", replicas=1)  # a controller elects its leader
+
+
+def test_a_broker_that_lost_the_election_names_the_winner_before_its_update_metadata(
+    kt_cluster,
+) -> None:
+    """A controller that resigned must not name itself in Metadata answers until the new
+    controller's UpdateMetadata comes: librdkafka's admin client keeps the controller one
+    answer named and sends it CreateTopics, NOT_CONTROLLER after NOT_CONTROLLER (CI saw a
+    minute of them after a ZooKeeper session expiry). Both controllers' event threads are
+    held while broker 1 takes /controller, as its own election would; then only broker 0's
+    runs, so nothing but its own election can tell its cache."""
+    cluster = kt_cluster(2)
+    assert cluster.controller_id() == 0
+    old, new = cluster.brokers[0], cluster.brokers[1]
+    held = {0: threading.Event(), 1: threading.Event()}
+    try:
+        for broker_id, event in held.items():
+            cluster.brokers[broker_id].controller.post("Hold", lambda e=event: e.wait(60))
+        old.zk.resign_controller(0)
+        assert new.zk.register_controller_and_increment_epoch(1) is not None
+        held[0].set()
+        cluster._run(old.controller.barrier())
+        assert not old.controller.is_active
+        with BrokerConnection("127.0.0.1", cluster.ports[0]) as connection:  # broker 0's
+            response = connection.send(ApiKey.METADATA, m.MetadataRequest(topics=[]), 12)
+        assert response.controller_id == 1
+    finally:
+        held[0].set()
+        new.zk.resign_controller(1)  # a real election, for the brokers to stop cleanly
+        held[1].set()
+    cluster.wait_until(
+        lambda: any(b.controller.is_active for b in cluster.brokers.values()),
+        what="a controller elected",
+    )
 
 
 def test_a_controller_whose_epoch_moved_on_writes_no_partition_state(kt_cluster) -> None:

@@ -87,10 +87,17 @@ def test_kt_serves_through_a_session_expiry_and_comes_back_whole(tmp_path, capsy
 
 
 def _whole(cluster: KtCluster) -> bool:
-    """Every broker registered, and every partition of "t" with all three in its ISR (read
-    through a broker's session, which may be between its expiry and the next)."""
+    """Every broker registered, an active controller that every broker's Metadata answer
+    names (an admin client keeps the controller it is told, as librdkafka's does), and
+    every partition of "t" with all three in its ISR (read through a broker's session,
+    which may be between its expiry and the next)."""
     try:
         if cluster.registered_brokers() != [0, 1, 2]:
+            return False
+        controller = cluster.controller_id()
+        if controller < 0 or not cluster.brokers[controller].controller.is_active:
+            return False
+        if any(b.metadata_cache.controller_id != controller for b in cluster.brokers.values()):
             return False
         return all(sorted(cluster.partition_state("t", p).isr) == [0, 1, 2] for p in range(3))
     except SessionExpiredError:
