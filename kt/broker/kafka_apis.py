@@ -30,6 +30,7 @@ from kt.broker.handlers import (
 )
 from kt.broker.handlers.produce import CloseConnection
 from kt.broker.network import RequestContext
+from kt.broker.request_time import LoopTime
 from kt.errors import ProtocolError
 from kt.protocol import (
     SUPPORTED_VERSIONS,
@@ -127,10 +128,42 @@ class KafkaApis:
             if code is not None:
                 response = request_authorization.error_response(header.api_key, request, code)
                 return encode_response_parts(header, response)
+        quota = self.server.request_quota
         try:
-            response = await handler(self.server, header, request, ctx)
+            if not quota.quotas or _exempt(header.api_key, request):
+                response = await handler(self.server, header, request, ctx)
+            else:
+                timed = LoopTime(handler(self.server, header, request, ctx))
+                response = await timed
+                throttle = quota.record(ctx.user, header.client_id or "", timed.seconds * 100)
+                if throttle > 0:
+                    _throttle(response, ctx, throttle)
         except CloseConnection as e:
             raise ProtocolError(str(e)) from None
         if response is None:
             return None
         return encode_response_parts(header, response)
+
+
+# Not counted against request quotas (Kafka answers them with sendResponseExemptThrottle):
+# the controller's requests and the brokers' own, and SASL's, which come before a user.
+_EXEMPT = frozenset({
+    ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA,
+    ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.WRITE_TXN_MARKERS,
+    ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+})  # fmt: skip
+
+
+def _exempt(api_key: ApiKey, request: Any) -> bool:
+    """A controller's or broker's request, or a follower's Fetch."""
+    return api_key in _EXEMPT or (
+        api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0
+    )
+
+
+def _throttle(response: Any, ctx: RequestContext, throttle_ms: int) -> None:
+    """The request quota's throttle, where it is longer than a byte rate's: in the answer
+    and on the connection (muted that long), as Kafka throttles by the larger of both."""
+    ctx.throttle_ms = max(ctx.throttle_ms, throttle_ms)
+    if response is not None and hasattr(response, "throttle_time_ms"):
+        response.throttle_time_ms = max(response.throttle_time_ms or 0, throttle_ms)

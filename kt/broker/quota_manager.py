@@ -1,6 +1,8 @@
-"""Client byte-rate quotas, enforced (Kafka's ClientQuotaManager, KIP-13, KIP-55, KIP-219).
+"""Client quotas, enforced (Kafka's ClientQuotaManager, KIP-13, KIP-55, KIP-124, KIP-219).
 
-Quotas are the `producer_byte_rate` and `consumer_byte_rate` of the entity configs that
+Quotas are the `producer_byte_rate`, `consumer_byte_rate` and `request_percentage` (the
+share of one thread's time a client's requests may take, kt.broker.request_time) of the
+entity configs that
 AlterClientQuotas (or kafka-configs.sh) writes: `/config/users/<user>/clients/<client>`,
 `/config/users/<user>`, `/config/clients/<client>` and their `<default>`s. A request's
 quota is the most specific one that applies, in Kafka's order:
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 DEFAULT = "<default>"
 PRODUCE = "producer_byte_rate"
 FETCH = "consumer_byte_rate"
+REQUEST = "request_percentage"
 
 
 @dataclass
@@ -55,12 +58,18 @@ class Rate:
 
 
 class ClientQuotaManager:
-    """The quotas of one kind (produce or fetch) and each quota entity's rate."""
+    """The quotas of one kind (produce, fetch or request) and each quota entity's rate.
+    A throttle is at most the whole window (`max_throttle_ms`: one window for request
+    quotas, as Kafka's ClientRequestQuotaManager bounds it)."""
 
-    def __init__(self, kind: str, window_ms: int = 1000, samples: int = 11) -> None:
+    def __init__(
+        self, kind: str, window_ms: int = 1000, samples: int = 11,
+        max_throttle_ms: int | None = None,
+    ) -> None:  # fmt: skip
         self.kind = kind
         self.window_ms = window_ms
         self.samples = samples
+        self.max_throttle_ms = window_ms * samples if max_throttle_ms is None else max_throttle_ms
         # (user or DEFAULT or None, client or DEFAULT or None) -> bytes/s
         self.quotas: dict[tuple[str | None, str | None], float] = {}
         self.rates: dict[tuple[str | None, str | None], Rate] = {}
@@ -78,8 +87,10 @@ class ClientQuotaManager:
                 return candidate
         return None
 
-    def record(self, user: str, client: str, value: int, now_ms: float | None = None) -> int:
-        """Count `value` bytes; the throttle time (ms) the answer carries, 0 if none."""
+    def record(self, user: str, client: str, value: float, now_ms: float | None = None) -> int:
+        """Count `value` (bytes; for request quotas, seconds of request time times 100,
+        so that the rate is a percentage of one thread); the throttle time (ms) the
+        answer carries, 0 if none."""
         if not self.quotas:
             return 0
         entity = self.quota_entity(user, client)
@@ -95,7 +106,7 @@ class ClientQuotaManager:
         if quota <= 0 or observed <= quota:
             return 0
         throttle = (observed - quota) / quota * rate.window(now)
-        return int(min(throttle, self.window_ms * self.samples))
+        return int(min(throttle, self.max_throttle_ms))
 
 
 def quotas_from_store(zk: object, kind: str) -> dict[tuple[str | None, str | None], float]:

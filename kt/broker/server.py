@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
+from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import ControllerChannel
 from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
@@ -32,7 +33,7 @@ from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
-from kt.broker.quota_manager import FETCH, PRODUCE, ClientQuotaManager, ConnectionQuotas
+from kt.broker.quota_manager import FETCH, PRODUCE, REQUEST, ClientQuotaManager, ConnectionQuotas
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
@@ -42,7 +43,6 @@ from kt.errors import KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.protocol import ApiKey
-from kt.protocol.messages import ControlledShutdownRequest
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel
@@ -81,7 +81,7 @@ class BackgroundTask:
 
 
 @dataclass
-class KafkaServer(ServerSecurity):
+class KafkaServer(ServerSecurity, ControlledShutdown):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
 
     config: KafkaConfig
@@ -102,6 +102,7 @@ class KafkaServer(ServerSecurity):
         samples = self.config["quota.window.num"]
         self.produce_quota = ClientQuotaManager(PRODUCE, window_ms, samples)
         self.fetch_quota = ClientQuotaManager(FETCH, window_ms, samples)
+        self.request_quota = ClientQuotaManager(REQUEST, window_ms, samples, window_ms)
         self.connection_quotas = ConnectionQuotas(window_ms, samples)
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
@@ -519,75 +520,6 @@ class KafkaServer(ServerSecurity):
     async def _stop_listeners(self) -> None:
         for server in self.socket_servers:
             await server.stop()
-
-    async def _controlled_shutdown(self) -> None:
-        """Ask the controller to move this broker's leadership away before it stops
-        (controlled.shutdown.enable), retrying controlled.shutdown.max.retries times,
-        controlled.shutdown.retry.backoff.ms apart. A controller that did not answer may
-        have been stopping too (SIGTERM to every broker at once): the next try goes as
-        soon as /controller names another, instead of after the whole backoff (three
-        brokers stopped together took 10 s, two backoffs, to exit)."""
-        cfg = self.config
-        if not cfg["controlled.shutdown.enable"] or self.zk is None or self.controller is None:
-            return
-        backoff_s = cfg["controlled.shutdown.retry.backoff.ms"] / 1000
-        asked, failed = -1, False
-        for attempt in range(cfg["controlled.shutdown.max.retries"]):
-            if attempt:
-                await self._controlled_shutdown_backoff(asked if failed else None, backoff_s)
-            try:
-                asked = self.metadata_cache.controller_id
-                remaining = await self._ask_controller_to_shut_down(asked)
-                failed = False
-            except (KafkaError, MetadataStoreError) as e:
-                log.warning("[KafkaServer id=%s] controlled shutdown: %s", self.broker_id, e)
-                failed = True
-                continue
-            if remaining is not None and not remaining:
-                log.info("[KafkaServer id=%s] Controlled shutdown succeeded", self.broker_id)
-                return
-            log.info("[KafkaServer id=%s] controlled shutdown: still leading %s",
-                     self.broker_id, remaining)  # fmt: skip
-        log.warning("[KafkaServer id=%s] proceeding to do an unclean shutdown as all the "
-                    "controlled shutdown attempts failed", self.broker_id)  # fmt: skip
-
-    async def _controlled_shutdown_backoff(
-        self, failed_controller: int | None, wait_s: float
-    ) -> None:
-        """Wait out the backoff, or, after `failed_controller` did not answer, only until
-        the controller's UpdateMetadata names another (the metadata cache: no ZooKeeper
-        read on the event loop)."""
-        cache = self.metadata_cache
-        deadline = time.monotonic() + wait_s
-        while (remaining := deadline - time.monotonic()) > 0:
-            if failed_controller is not None and cache.controller_id not in (
-                failed_controller, -1,
-            ):  # fmt: skip
-                return
-            await cache.wait_changed(remaining)
-
-    async def _ask_controller_to_shut_down(self, controller_id: int) -> list[Any] | None:
-        local = ControllerChannel.local_broker(self.store, controller_id)
-        if local is not None and local.controller is not None:
-            return await local.controller.controlled_shutdown(self.broker_id)
-        endpoint = self._broker_endpoint(controller_id)
-        if endpoint is None:
-            return None
-        connection = await AsyncBrokerConnection.connect(
-            *endpoint,
-            client_id=f"broker-{self.broker_id}-controlled-shutdown",
-            timeout_s=10.0,
-            **self.inter_broker_security,
-        )
-        try:
-            response = await connection.send(
-                ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=self.broker_id)
-            )
-        finally:
-            connection.close()
-        if response.error_code:
-            raise KafkaError(response.error_code, "ControlledShutdown refused")
-        return list(response.remaining_partitions)
 
     async def crash(self) -> None:
         """Stop as a broker killed with SIGKILL stops, for tests of a cluster in one

@@ -24,13 +24,14 @@ class ServerSecurity:
     apis: Any
     produce_quota: Any
     fetch_quota: Any
+    request_quota: Any
     connection_quotas: Any
     store_call: Callable[..., Any]  # KafkaServer's: a store call on its store threads
 
     async def reload_quotas(self) -> None:
         """Every client quota from the store (at start-up, and when one changes)."""
         try:
-            for manager in (self.produce_quota, self.fetch_quota):
+            for manager in (self.produce_quota, self.fetch_quota, self.request_quota):
                 manager.update(await self.store_call(quotas_from_store, self.zk, manager.kind))
             self.connection_quotas.update(await self.store_call(ip_quotas_from_store, self.zk))
         except (KafkaError, MetadataStoreError) as e:  # the store is away or closing

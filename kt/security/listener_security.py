@@ -5,6 +5,7 @@ its SASL identity for sasl.mechanism.inter.broker.protocol)."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,8 @@ if TYPE_CHECKING:
     from kt.security.sasl import SaslListenerConfig
     from kt.security.sasl_client import ClientSasl
     from kt.security.ssl_factory import ClientTls
+
+log = logging.getLogger(__name__)
 
 
 class ListenerSecurity:
@@ -59,9 +62,17 @@ class ListenerSecurity:
         return listener_sasl_config(listener_lookup(self.originals, listener_name), listener_name)
 
     def _build_server_tls(self, listener_name: str) -> ssl.SSLContext:
-        from kt.security.ssl_factory import listener_lookup, server_context
+        from kt.security.ssl_factory import listener_lookup, sasl_ssl_lookup, server_context
 
-        return server_context(listener_lookup(self.originals, listener_name))
+        if self.listener_protocol(listener_name) != "SASL_SSL":
+            return server_context(listener_lookup(self.originals, listener_name))
+        prefixed = f"listener.name.{listener_name.lower()}.ssl.client.auth"
+        broker_wide = (self.originals.get("ssl.client.auth") or "none").strip().lower()
+        if prefixed not in self.originals and broker_wide != "none":
+            log.warning("Broker configuration 'ssl.client.auth' is applied only to SSL "
+                        "listeners. Listener-prefixed configuration can be used to enable "
+                        "SSL client authentication for SASL_SSL listeners.")  # fmt: skip
+        return server_context(sasl_ssl_lookup(self.originals, listener_name))
 
     def client_security(self, listener_name: str) -> dict[str, Any]:
         """How this broker connects to other brokers' `listener_name` listener:

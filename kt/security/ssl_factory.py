@@ -56,6 +56,19 @@ def listener_lookup(props: Mapping[str, str], listener_name: str) -> Lookup:
     return get
 
 
+def sasl_ssl_lookup(props: Mapping[str, str], listener_name: str) -> Lookup:
+    """A SASL_SSL listener's keys: as `listener_lookup`, but `ssl.client.auth` only from
+    the listener-prefixed key, else none (KIP-684, Kafka's ChannelBuilders: the
+    broker-wide key asks for certificates on SSL listeners only)."""
+    get = listener_lookup(props, listener_name)
+    prefixed = f"listener.name.{listener_name.lower()}.ssl.client.auth"
+
+    def sasl_ssl_get(key: str) -> str | None:
+        return props.get(prefixed, "none") if key == "ssl.client.auth" else get(key)
+
+    return sasl_ssl_get
+
+
 def plain_lookup(props: Mapping[str, str]) -> Lookup:
     return props.get
 

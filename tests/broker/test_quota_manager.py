@@ -4,7 +4,14 @@ rate over quota.window.num windows of quota.window.size.seconds, and the throttl
 
 from __future__ import annotations
 
-from kt.broker.quota_manager import DEFAULT, PRODUCE, ClientQuotaManager, ConnectionQuotas, Rate
+from kt.broker.quota_manager import (
+    DEFAULT,
+    PRODUCE,
+    REQUEST,
+    ClientQuotaManager,
+    ConnectionQuotas,
+    Rate,
+)
 
 
 def test_the_most_specific_quota_applies() -> None:
@@ -49,3 +56,13 @@ def test_connections_over_an_ips_creation_rate_are_held_then_closed() -> None:
     assert quotas.record("10.0.0.2", now_ms=0) == 0  # no quota for that IP
     quotas.update({DEFAULT: 0.0})
     assert quotas.record("10.0.0.2", now_ms=0) == 1000  # none allowed at all
+
+
+def test_a_request_quotas_throttle_is_at_most_one_window() -> None:
+    """request_percentage: 10 % of a thread; 2 s of request time in the first 10 s window
+    is 20 %, 100 % over, which a byte rate would throttle 10 s; Kafka's
+    ClientRequestQuotaManager bounds it to quota.window.size.seconds."""
+    manager = ClientQuotaManager(REQUEST, window_ms=1000, samples=11, max_throttle_ms=1000)
+    manager.update({(None, "c"): 10.0})
+    assert manager.record("u", "c", 1.0 * 100, now_ms=0) == 0  # 1 s of 10: 10 %
+    assert manager.record("u", "c", 1.0 * 100, now_ms=500) == 1000

@@ -22,24 +22,34 @@ from tests.integration.conftest import kt_ok
 
 pytestmark = pytest.mark.slow
 
-READY = re.compile(r"\[KafkaServer id=(\d+)\] started: PLAINTEXT://([\d.]+):(\d+)")
+READY = re.compile(r"\[KafkaServer id=(\d+)\] started: (\S+) log.dirs=")
 
 
 def start_cluster(
     base: Path, extra: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen, dict[int, str]]:
-    """Three brokers in one `kt server-start`, with `extra` in each one's properties."""
+    """Three brokers in one `kt server-start`, with `extra` in each one's properties;
+    each one's PLAINTEXT address."""
+    proc, listeners = start_cluster_listeners(base, extra)
+    return proc, {broker: named["PLAINTEXT"] for broker, named in listeners.items()}
+
+
+def start_cluster_listeners(
+    base: Path, extra: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, dict[int, dict[str, str]]]:
+    """Three brokers in one `kt server-start`, with `extra` in each one's properties (a
+    PLAINTEXT listener unless it names `listeners`); each one's address by listener."""
+    extra = {"listeners": "PLAINTEXT://127.0.0.1:0", **(extra or {})}
     files = []
     for broker_id in (1, 2, 3):
         path = base / f"b{broker_id}.properties"
         path.write_text(
             f"broker.id={broker_id}\n"
-            "listeners=PLAINTEXT://127.0.0.1:0\n"
             f"log.dirs={base}/logs-{broker_id}\n"
             "offsets.topic.replication.factor=3\n"
             "offsets.topic.num.partitions=5\n"
             "group.initial.rebalance.delay.ms=0\n"
-            + "".join(f"{key}={value}\n" for key, value in (extra or {}).items())
+            + "".join(f"{key}={value}\n" for key, value in extra.items())
         )
         files.append(str(path))
     with open(base / "cluster.log", "a") as stderr:
@@ -48,13 +58,14 @@ def start_cluster(
             stdout=subprocess.PIPE, stderr=stderr, text=True,
         )  # fmt: skip
     assert proc.stdout is not None
-    endpoints: dict[int, str] = {}
+    endpoints: dict[int, dict[str, str]] = {}
     while len(endpoints) < 3:
         line = proc.stdout.readline()
         assert line, f"the cluster exited with {proc.wait()}"
         match = READY.search(line)
         if match:
-            endpoints[int(match.group(1))] = f"{match.group(2)}:{match.group(3)}"
+            named = dict(e.split("://") for e in match.group(2).split(","))
+            endpoints[int(match.group(1))] = named
     return proc, endpoints
 
 

@@ -7,6 +7,12 @@ skip) and 0137 (a consumer's barrier over transactional batches and their marker
 librdkafka's quick mode (-Q). Their test runner is built from librdkafka's released
 sources by `interop/fetch-librdkafka.sh` (`.ci/run` does it); the tests that
 need Kafka's scripts or Java (0098) or librdkafka's mock cluster are not among them.
+
+Its re-authentication test, 0142, runs as its maintainers run it on a trivup cluster with
+SASL: producers, consumers and transactional producers on SASL_SSL with SCRAM-SHA-512
+re-authenticate every connections.max.reauth.ms (KIP-368) and lose nothing. (0097, its
+certificate verification test, expects the broker to name the CAs it trusts in its
+certificate request and Java's bad_certificate alert; Python's ssl can do neither.)
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
 from tests._environment import unavailable
-from tests.integration.test_embedded_cluster import start_cluster
+from tests.integration.test_embedded_cluster import start_cluster, start_cluster_listeners
 
 pytestmark = pytest.mark.slow
 
@@ -40,37 +47,100 @@ def librdkafka_home() -> Path:
     return Path(os.environ.get("KT_LIBRDKAFKA_HOME", cache / "kt" / f"librdkafka-{VERSION}"))
 
 
-def test_librdkafkas_admin_and_transactional_tests_pass(tmp_path: Path) -> None:
+def librdkafka_runner() -> tuple[Path, Path]:
+    """librdkafka's source tree and its built test runner."""
     source = librdkafka_home() / "librdkafka"
     runner = source / "tests" / "test-runner"
     if not runner.exists():
         unavailable(f"no {runner}: interop/fetch-librdkafka.sh builds it")
+    return source, runner
+
+
+def run_tests(tmp_path: Path, tests: str, conf: dict[str, str], quick: bool = True) -> list[str]:
+    """Run librdkafka's `tests` with `conf` as their test.conf; their summary lines.
+    `quick`: librdkafka's quick mode (-Q), which skips the sub-tests not marked quick."""
+    source, runner = librdkafka_runner()
+    conf_file = tmp_path / f"test-{tests.replace(',', '-')}.conf"
+    conf_file.write_text("".join(f"{key}={value}\n" for key, value in conf.items()))
+    env = {
+        **os.environ,
+        "RDKAFKA_TEST_CONF": str(conf_file),
+        "LD_LIBRARY_PATH": f"{source / 'src'}:{source / 'src-cpp'}",
+        "TEST_KAFKA_VERSION": "3.9.1",
+        "TESTS": tests,
+    }
+    # -L: the tests that need a broker only (their local twins run on no broker);
+    # -Q: quick mode, fewer iterations of the same checks.
+    run = subprocess.run(
+        [str(runner), "-L", *(["-Q"] if quick else [])], cwd=tmp_path, env=env,
+        capture_output=True, text=True, errors="replace", timeout=600,
+    )  # fmt: skip
+    summary = [line for line in run.stdout.splitlines()
+               if any(word in line for word in ("PASSED", "FAIL", "SKIP"))]  # fmt: skip
+    assert run.returncode == 0, "\n".join(summary) + "\n" + run.stdout[-6000:] + run.stderr[-3000:]
+    return summary
+
+
+def assert_passed(summary: list[str], *tests: str) -> None:
+    for test in tests:
+        assert any(test in line and "PASSED" in line for line in summary), test
+
+
+def test_librdkafkas_admin_and_transactional_tests_pass(tmp_path: Path) -> None:
+    librdkafka_runner()
     proc, endpoints = start_cluster(tmp_path, CLUSTER)
     try:
-        conf = tmp_path / "test.conf"
-        conf.write_text(f"bootstrap.servers={','.join(endpoints.values())}\n")
-        env = {
-            **os.environ,
-            "RDKAFKA_TEST_CONF": str(conf),
-            "LD_LIBRARY_PATH": f"{source / 'src'}:{source / 'src-cpp'}",
-            "TEST_KAFKA_VERSION": "3.9.1",
-            "TESTS": TESTS,
-        }
-        # -L: the tests that need a broker only (their local twins run on no broker);
-        # -Q: quick mode, fewer iterations of the same checks.
-        run = subprocess.run(
-            [str(runner), "-L", "-Q"], cwd=tmp_path, env=env, capture_output=True, text=True,
-            errors="replace", timeout=600,
-        )  # fmt: skip
+        summary = run_tests(tmp_path, TESTS, {"bootstrap.servers": ",".join(endpoints.values())})
     finally:
         proc.terminate()
         proc.wait(60)
-    summary = [line for line in run.stdout.splitlines() if "PASSED" in line or "FAIL" in line]
-    assert run.returncode == 0, "\n".join(summary) + "\n" + run.stdout[-6000:] + run.stderr[-3000:]
-    for test in (
-        "0081_admin",
-        "0103_transactions ",
-        "0129_fetch_aborted_msgs",
+    assert_passed(
+        summary, "0081_admin", "0103_transactions ", "0129_fetch_aborted_msgs",
         "0137_barrier_batch_consume",
-    ):
-        assert any(test in line and "PASSED" in line for line in summary), test
+    )  # fmt: skip
+
+
+def test_librdkafkas_sasl_reauthentication_test_passes(tmp_path: Path) -> None:
+    librdkafka_runner()
+    ca = make_ca()
+    broker = write_party(tmp_path / "broker", "broker", ca, issue(ca, "broker"))
+    proc, listeners = start_cluster_listeners(tmp_path, {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker.keystore_pem),
+        "ssl.key.password": PASSWORD, "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(broker.ca),
+        # for SSL listeners only: SASL_SSL clients give no certificate (KIP-684)
+        "ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512", "connections.max.reauth.ms": "5000",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.min.isr": "2", "transaction.state.log.num.partitions": "5",
+    })  # fmt: skip
+    try:
+        add_scram_user(",".join(named["PLAINTEXT"] for named in listeners.values()))
+        summary = run_tests(tmp_path, "0142", {
+            "bootstrap.servers": ",".join(named["SASL_SSL"] for named in listeners.values()),
+            "security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.ca),
+            "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "tester",
+            "sasl.password": "tester-secret",
+        }, quick=False)  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert_passed(summary, "0142_reauthentication")
+    assert not any("SKIPPED" in line for line in summary), summary
+
+
+def add_scram_user(bootstrap: str) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    upsert = UserScramCredentialUpsertion(
+        "tester", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"tester-secret"
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        assert future.result(30) is None

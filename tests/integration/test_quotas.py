@@ -2,9 +2,9 @@
 on a client id throttles that client's producer (its answers carry throttle_time_ms, as
 librdkafka's throttle callback reports, and its connection waits), while a producer with
 another client id on the same broker is not throttled; consumer_byte_rate does the same
-to a consumer's fetches. The bound checked on the bytes is an upper one only (a slow
-machine moves fewer bytes, never more); the rates themselves are measured by the
-benchmark."""
+to a consumer's fetches, and request_percentage to a client's requests of any kind.
+The bound checked on the bytes is an upper one only (a slow machine moves fewer bytes,
+never more); the rates themselves are measured by the benchmark."""
 
 from __future__ import annotations
 
@@ -87,6 +87,31 @@ def test_producer_and_consumer_byte_rates_throttle_only_their_client(broker) -> 
         assert time.monotonic() < deadline, "no fetch was throttled"
         consumer.poll(0.2)
     consumer.close()
+
+
+def test_a_request_percentage_throttles_only_its_client(broker) -> None:
+    """request_percentage=0.01: the client's requests may take 0.01 % of a thread's time
+    (Kafka's request quota, KIP-124), which a producer's first requests exceed; its
+    answers carry throttle_time_ms, at most one quota window (1 s) each, while a client
+    without the quota is never throttled."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("quota", 1, 1)])["quota"].result(30)
+    kt_ok("configs", "--bootstrap-server", broker.bootstrap, "--alter", "--add-config",
+          "request_percentage=0.01", "--entity-type", "clients",
+          "--entity-name", "busy")  # fmt: skip
+    results: dict = {}
+    threads = [threading.Thread(target=produce_for, args=(broker.bootstrap, c, 4, results))
+               for c in ("busy", "idle")]  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    busy_bytes, busy_throttles, _ = results["busy"]
+    idle_bytes, idle_throttles, _ = results["idle"]
+    assert any(t > 0 for t in busy_throttles), busy_throttles
+    assert max(busy_throttles) <= 1.0  # seconds: one window at most
+    assert not any(t > 0 for t in idle_throttles)
+    assert busy_bytes > 0 and idle_bytes > busy_bytes
 
 
 def test_an_ips_connection_creation_rate_closes_the_excess_unserved(broker) -> None:

@@ -208,3 +208,27 @@ def test_listener_keys_win_over_the_plain_ones() -> None:
 def test_plaintext_clients_get_no_tls(tmp_path: Path) -> None:
     assert client_tls_for({}) is None
     assert client_tls_for({"security.protocol": "PLAINTEXT"}) is None
+
+
+def test_only_a_listener_prefixed_client_auth_asks_sasl_ssl_clients_for_certificates(
+    pki, caplog
+) -> None:
+    """Kafka's ChannelBuilders (KIP-684): the broker-wide ssl.client.auth applies to SSL
+    listeners; a SASL_SSL listener asks for client certificates only when its own
+    listener.name.<l>.ssl.client.auth says so (librdkafka's 0097 relies on it)."""
+    from kt.config import KafkaConfig
+
+    base = {
+        "listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "ssl.keystore.type": "PEM", "ssl.key.password": PASSWORD,
+        "ssl.keystore.location": str(pki["broker"].keystore_pem),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(pki["broker"].ca),
+        "ssl.client.auth": "required", "security.inter.broker.protocol": "SSL",
+    }  # fmt: skip
+    config = KafkaConfig(base)
+    modes = config.server_tls("SSL").verify_mode, config.server_tls("SASL_SSL").verify_mode
+    assert modes == (ssl.CERT_REQUIRED, ssl.CERT_NONE)
+    assert "is applied only to SSL listeners" in caplog.text
+    prefixed = KafkaConfig({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested"})
+    assert prefixed.server_tls("SASL_SSL").verify_mode == ssl.CERT_OPTIONAL
