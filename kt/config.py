@@ -359,6 +359,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("zookeeper.connect", "string", None, None),
     ("zookeeper.session.timeout.ms", "int", 18000, None),
     ("zookeeper.connection.timeout.ms", "int", None, None),
+    ("zookeeper.set.acl", "bool", False, None),
     ("controlled.shutdown.enable", "bool", True, None),
     ("controlled.shutdown.max.retries", "int", 3, None),
     ("controlled.shutdown.retry.backoff.ms", "long", 5000, None),

@@ -53,7 +53,6 @@ BROKER_NOT_YET = (
         ),
         "other authorizers than kafka.security.authorizer.AclAuthorizer",
     ),  # fmt: skip
-    NotYet("zookeeper.set.acl", _true, "ACLs on ZooKeeper's znodes"),
     NotYet("zookeeper.ssl.client.enable", _true, "TLS to ZooKeeper"),
     NotYet("remote.log.storage.system.enable", _true, "tiered storage"),
     NotYet("metric.reporters", _set, "metrics reporters"),

@@ -448,6 +448,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
         "tests/integration/test_zookeeper_cluster.py::test_controller_failover_and_kafkas_znodes"
     ),
     "zookeeper.connection.timeout.ms": Built("2500", store_connection_timeout, 2.5),
+    "zookeeper.set.acl": ShownBy(
+        "tests/integration/test_zookeeper_security.py::"
+        "test_zookeeper_set_acl_guards_the_znodes_of_a_sasl_broker"
+    ),
 }
 
 

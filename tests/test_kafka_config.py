@@ -160,8 +160,8 @@ KT_REFUSES: list[tuple[dict[str, str], str]] = [
     ({"process.roles": "broker,controller"}, "process.roles=broker,controller: kt does not "
      "support KRaft mode yet; run it on ZooKeeper (zookeeper.connect) or on its embedded "
      "store (neither process.roles nor zookeeper.connect)"),
-    ({"zookeeper.set.acl": "true"},
-     "zookeeper.set.acl=true: kt does not support ACLs on ZooKeeper's znodes yet"),
+    ({"zookeeper.ssl.client.enable": "true"},
+     "zookeeper.ssl.client.enable=true: kt does not support TLS to ZooKeeper yet"),
     ({"metric.reporters": "com.example.Reporter"},
      "metric.reporters=com.example.Reporter: kt does not support metrics reporters yet"),
 ]  # fmt: skip
@@ -175,9 +175,11 @@ def test_refused_with_the_message(props: dict[str, str], message: str) -> None:
 
 
 def test_what_kt_does_not_do_yet_is_accepted_when_off() -> None:
-    config = KafkaConfig({"authorizer.class.name": "", "zookeeper.set.acl": "false",
+    config = KafkaConfig({"authorizer.class.name": "", "zookeeper.ssl.client.enable": "false",
                           "process.roles": "", "metric.reporters": ""})  # fmt: skip
-    assert config.unknown_keys == ["metric.reporters", "process.roles", "zookeeper.set.acl"]
+    assert config.unknown_keys == [
+        "metric.reporters", "process.roles", "zookeeper.ssl.client.enable"
+    ]  # fmt: skip
 
 
 def test_listener_names_and_protocols() -> None:

@@ -49,6 +49,12 @@ def open_store(configs: list[KafkaConfig]) -> MetadataStore:
             connect,
             session_timeout_ms=session_timeout,
             connection_timeout_ms=cfg["zookeeper.connection.timeout.ms"] or session_timeout,
+            set_acl=cfg["zookeeper.set.acl"],
+        )
+    if any(c["zookeeper.set.acl"] for c in configs):
+        raise InvalidConfigError(
+            "zookeeper.set.acl=true sets ACLs on ZooKeeper's znodes: it needs zookeeper.connect "
+            "(the embedded store has no ACLs)"
         )
     first_dir = Path(configs[0].log_dirs[0])
     first_dir.mkdir(parents=True, exist_ok=True)

@@ -10,13 +10,15 @@ kazoo reconnects on its own after a connection loss; after a session expiry it o
 new session, and the listeners hear LOST then CONNECTED: the broker re-registers. Its
 reconnect delay is capped at a second (kazoo's default grows to 60 s, and a broker came
 back minutes after its ZooKeeper had), as Kafka's ZooKeeper client tries the next server
-within a second; each change of state is one log line.
+within a second; each change of state is one log line. SASL to ZooKeeper and the ACLs
+of zookeeper.set.acl are Kafka's (kt.metadata.zookeeper_security).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -26,8 +28,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from kt.metadata import store as s
+from kt.metadata.zookeeper_security import default_acls, require_sasl_for_acls, zookeeper_sasl
 
 log = logging.getLogger(__name__)
+Acls = Callable[[str], "list[Any] | None"]
 
 # kazoo's exceptions, most specific first (ConnectionClosedError is a SessionExpiredError).
 _ERRORS: tuple[tuple[type[Exception], type[s.MetadataStoreError]], ...] = (
@@ -60,6 +64,11 @@ def _translate(error: Exception, path: str | None = None) -> s.MetadataStoreErro
 def _kazoo_errors(path: str | None = None) -> Iterator[None]:
     try:
         yield
+    except kx.AuthFailedError:  # the session's SASL login was refused (after CONNECTED)
+        raise s.MetadataStoreError(
+            "ZooKeeper refused the SASL login (AuthFailedError): check the username and "
+            "password of the JAAS Client login"
+        ) from None
     except kx.KazooException as e:
         raise _translate(e, path) from e
 
@@ -105,13 +114,20 @@ def split_connect(connect: str) -> tuple[str, str]:
 
 
 class ZooKeeperSession(s.Session):
-    """One ZooKeeper session (a started KazooClient), chroot applied by kazoo."""
+    """One ZooKeeper session (a started KazooClient), chroot applied by kazoo. `acls`
+    gives the ACLs of a znode it creates (zookeeper.set.acl), None: kazoo's default."""
 
-    def __init__(self, client: KazooClient, name: str, connect: str) -> None:
+    def __init__(
+        self, client: KazooClient, name: str, connect: str, acls: Acls | None = None
+    ) -> None:
         self._client = client
         self.name = name
         self.connect = connect  # hosts and chroot
+        self._acls = acls
         self._listeners: dict[s.StateListener, Callable[[Any], Any]] = {}
+
+    def _acl(self, path: str) -> list[Any] | None:
+        return None if self._acls is None else self._acls(path)
 
     @property
     def session_id(self) -> int:
@@ -131,10 +147,13 @@ class ZooKeeperSession(s.Session):
         make_parents: bool = False,
     ) -> str:
         s.validate_path(path, sequential)
+        if make_parents and self._acls is not None:  # each parent its own ACLs
+            self.ensure_path(path.rsplit("/", 1)[0] or "/")
+            make_parents = False
         with _kazoo_errors(path):
             return self._client.create(
-                path, s.check_data(data), ephemeral=ephemeral, sequence=sequential,
-                makepath=make_parents,
+                path, s.check_data(data), acl=self._acl(path), ephemeral=ephemeral,
+                sequence=sequential, makepath=make_parents,
             )  # fmt: skip
 
     def get(self, path: str, watch: s.WatchCallback | None = None) -> tuple[bytes, s.Stat]:
@@ -164,13 +183,24 @@ class ZooKeeperSession(s.Session):
     def ensure_path(self, path: str) -> None:
         s.validate_path(path)
         with _kazoo_errors(path):
-            self._client.ensure_path(path)
+            if self._acls is None:
+                self._client.ensure_path(path)
+                return
+            partial = ""
+            for part in path.strip("/").split("/"):  # Kafka's createRecursive
+                partial += "/" + part
+                if self._client.exists(partial) is None:
+                    try:
+                        self._client.create(partial, b"", acl=self._acl(partial))
+                    except kx.NodeExistsError:
+                        pass
 
     def multi(self, ops: Sequence[s.Op]) -> list[Any]:
         transaction = self._client.transaction()
         for op in ops:
             if isinstance(op, s.CreateOp):
-                transaction.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+                transaction.create(op.path, op.data, acl=self._acl(op.path),
+                                   ephemeral=op.ephemeral, sequence=op.sequential)  # fmt: skip
             elif isinstance(op, s.SetDataOp):
                 transaction.set_data(op.path, op.data, op.version)
             elif isinstance(op, s.DeleteOp):
@@ -225,14 +255,21 @@ class ZooKeeperStore(s.MetadataStore):
     """Sessions on one ZooKeeper ensemble, given Kafka's `zookeeper.connect` string."""
 
     def __init__(
-        self, connect: str, *, session_timeout_ms: int = 18_000, connection_timeout_ms: int = 18_000
-    ) -> None:
+        self, connect: str, *, session_timeout_ms: int = 18_000,
+        connection_timeout_ms: int = 18_000, set_acl: bool = False,
+        env: Mapping[str, str] = os.environ,
+    ) -> None:  # fmt: skip
+        """`set_acl`: zookeeper.set.acl; `env`: where KAFKA_OPTS names the JAAS file that
+        holds the SASL login (kt.metadata.zookeeper_security)."""
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_s = session_timeout_ms / 1000
         self.connection_timeout_s = connection_timeout_ms / 1000
+        self.sasl = zookeeper_sasl(env)
+        require_sasl_for_acls(set_acl, self.sasl, env)
+        self.acls = default_acls if set_acl else None
         if self.chroot:
             with self._client(self.hosts) as root:
-                root.ensure_path(self.chroot)
+                ZooKeeperSession(root, "", self.hosts, self.acls).ensure_path(self.chroot)
         self._sessions: list[ZooKeeperSession] = []
 
     @contextmanager
@@ -246,20 +283,22 @@ class ZooKeeperStore(s.MetadataStore):
 
     def _start(self, hosts: str, name: str = "") -> KazooClient:
         client = KazooClient(hosts=hosts, timeout=self.session_timeout_s,
-                             connection_retry=RECONNECT)  # fmt: skip
+                             connection_retry=RECONNECT, sasl_options=self.sasl)  # fmt: skip
         client.add_listener(lambda state: _log_state(name or hosts, state))
         try:
             client.start(timeout=self.connection_timeout_s)
-        except KazooTimeoutError as e:
+        except (KazooTimeoutError, kx.AuthFailedError) as e:
+            client.stop()
             client.close()
+            what = "authenticate to" if isinstance(e, kx.AuthFailedError) else "connect to"
             raise s.MetadataStoreError(
-                f"cannot connect to ZooKeeper at {hosts}: {type(e).__name__} {e}"
+                f"cannot {what} ZooKeeper at {hosts}: {type(e).__name__} {e}"
             ) from None
         return client
 
     def session(self, name: str = "") -> ZooKeeperSession:
         connect = self.hosts + self.chroot
-        session = ZooKeeperSession(self._start(connect, name), name, connect)
+        session = ZooKeeperSession(self._start(connect, name), name, connect, self.acls)
         self._sessions.append(session)
         return session
 

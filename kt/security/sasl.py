@@ -51,6 +51,8 @@ class JaasConfig:
         if not text.endswith(";"):
             raise InvalidConfigError(f"{key}: a JAAS configuration must end with ';'")
         body = text[:-1].strip()
+        if ";" in re.sub(r'"(?:[^"\\]|\\.)*"', '""', body):  # a ';' outside the quotes
+            raise InvalidConfigError(f"{key}: kt reads one login module per JAAS configuration")
         parts = body.split(None, 2)
         if len(parts) < 2 or parts[1] not in ("required", "requisite", "sufficient", "optional"):
             raise InvalidConfigError(
@@ -71,8 +73,6 @@ class JaasConfig:
                 value = re.sub(r"\\(.)", r"\1", value[1:-1])
             options[match.group(1)] = value
             position = match.end()
-        if ";" in body:
-            raise InvalidConfigError(f"{key}: kt reads one login module per JAAS configuration")
         return cls(parts[0], parts[1], options)
 
 

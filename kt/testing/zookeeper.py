@@ -42,11 +42,18 @@ def free_port() -> int:
 class ZooKeeperServer:
     """`zkServer.sh start-foreground` with a config of its own; `connect` is host:port."""
 
-    def __init__(self, base: Path, max_session_timeout_ms: int | None = None) -> None:
+    def __init__(
+        self, base: Path, max_session_timeout_ms: int | None = None,
+        sasl_users: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
         """`max_session_timeout_ms`: ZooKeeper's maxSessionTimeout (20 ticks, 10 s, if
-        None): a broker's zookeeper.session.timeout.ms above it is cut to it."""
+        None): a broker's zookeeper.session.timeout.ms above it is cut to it.
+        `sasl_users`: SASL (DIGEST-MD5) users and passwords the server accepts, with its
+        SASLAuthenticationProvider, as a secured ensemble runs it (clients may still
+        connect unauthenticated, as `world`)."""
         self.base = base
         self.max_session_timeout_ms = max_session_timeout_ms
+        self.sasl_users = sasl_users
         self.port = free_port()
         self.connect = f"127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
@@ -61,8 +68,19 @@ class ZooKeeperServer:
             "maxClientCnxns=0\nforceSync=no\n"
             + (f"maxSessionTimeout={self.max_session_timeout_ms}\n"
                if self.max_session_timeout_ms else "")
+            + ("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
+               if self.sasl_users else "")
         )  # fmt: skip
-        env = {**os.environ, "ZOO_LOG_DIR": str(self.base), "JVMFLAGS": "-Xmx256m"}
+        jvm_flags = "-Xmx256m"
+        if self.sasl_users:
+            jaas = self.base / "zookeeper_jaas.conf"
+            users = "".join(f'\n  user_{u}="{p}"' for u, p in self.sasl_users.items())
+            jaas.write_text(
+                "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required"
+                f"{users};\n}};\n"
+            )
+            jvm_flags += f" -Djava.security.auth.login.config={jaas}"
+        env = {**os.environ, "ZOO_LOG_DIR": str(self.base), "JVMFLAGS": jvm_flags}
         with open(self.base / "zookeeper.out", "w") as out:
             self.proc = subprocess.Popen(
                 [str(ZK_SERVER), "start-foreground", str(config)],
