@@ -12,6 +12,10 @@
   then throttles for), measured after the first span, divided by the quota (target within
   10 %); meanwhile a producer with another client id produces alongside, and its rate is
   compared with its rate alone (never stalled).
+- What request quotas cost the others: the same producer (client.id free) alone with no
+  quota in the broker, then with a request_percentage quota on another client id (every
+  request's handler is then timed step by step, kt/broker/request_time.py): the ratio of
+  its acknowledged bytes a second.
 """
 
 from __future__ import annotations
@@ -87,6 +91,21 @@ def produce(bootstrap: str, client: str, seconds: float, marks: dict) -> None:
     marks[client] = samples
 
 
+def produce_alone(bootstrap: str, seconds: float) -> float:
+    """The bytes a second client `free` has acknowledged, after its first second."""
+    marks: dict = {}
+    produce(bootstrap, "free", seconds, marks)
+    began = marks["free"][0][0]
+    return acked_between(marks["free"], began + 1, began + seconds) / (seconds - 1)
+
+
+def set_client_quota(bootstrap: str, config: str, client: str) -> None:
+    subprocess.run([sys.executable, "-m", "kt", "configs", "--bootstrap-server", bootstrap,
+                    "--alter", "--add-config", config, "--entity-type", "clients",
+                    "--entity-name", client], check=True, capture_output=True)  # fmt: skip
+    time.sleep(1)  # the notification reaches the broker
+
+
 def acked_between(samples: list[tuple[float, int]], start: float, end: float) -> int:
     before = max((b for t, b in samples if t <= start), default=0)
     after = max((b for t, b in samples if t <= end), default=0)
@@ -112,15 +131,10 @@ def main() -> None:
         bootstrap = f"127.0.0.1:{plain}"
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("quota", 1, 1)])["quota"].result(30)
-        alone: dict = {}
-        produce(bootstrap, "free", 5, alone)
-        free_alone = acked_between(alone["free"], alone["free"][0][0] + 1,
-                                   alone["free"][0][0] + 5) / 4  # fmt: skip
-        subprocess.run([sys.executable, "-m", "kt", "configs", "--bootstrap-server", bootstrap,
-                        "--alter", "--add-config", f"producer_byte_rate={QUOTA}",
-                        "--entity-type", "clients", "--entity-name", "limited"],
-                       check=True, capture_output=True)  # fmt: skip
-        time.sleep(1)  # the notification reaches the broker
+        free_alone = produce_alone(bootstrap, 8)
+        set_client_quota(bootstrap, "request_percentage=50", "other")
+        free_timed = produce_alone(bootstrap, 8)
+        set_client_quota(bootstrap, f"producer_byte_rate={QUOTA}", "limited")
         total = 12 + args.quota_seconds + 1
         marks: dict = {}
         threads = [
@@ -153,6 +167,10 @@ def main() -> None:
     print(
         f"| another producer meanwhile / alone | {free:,.0f} / {free_alone:,.0f} B/s = "
         f"{free / free_alone:.2f}x | never stalled |"
+    )
+    print(
+        f"| a producer with a request quota on another client / with none | "
+        f"{free_timed:,.0f} / {free_alone:,.0f} B/s = {free_timed / free_alone:.3f}x | |"
     )
 
 

@@ -88,7 +88,7 @@ class ControllerChannel:
             b: (e.host or "", e.port) for b in sorted({s.leader for s in states})
             if (e := self.listener_endpoint(b, listener)) is not None
         }  # fmt: skip
-        local = self._local.get(broker_id)
+        local = self._local_broker(broker_id)
         if local is not None:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
                 requests.apply_leader_and_isr(local, controller.broker_id, controller.ctx.epoch,
@@ -138,7 +138,7 @@ class ControllerChannel:
     ) -> None:
         live = [self.endpoint(b) for b in sorted(controller.ctx.live_brokers)]
         endpoints = [e for e in live if e is not None]
-        local = self._local.get(broker_id)
+        local = self._local_broker(broker_id)
         if local is not None:
             await call_in_loop(local.loop, lambda: requests.apply_update_metadata(
                 local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
@@ -166,7 +166,7 @@ class ControllerChannel:
         partitions: list[TopicPartition],
         delete: bool,
     ) -> None:
-        local = self._local.get(broker_id)
+        local = self._local_broker(broker_id)
         if local is not None:
             await call_in_loop(local.loop, lambda: requests.apply_stop_replica(
                 local, controller.ctx.epoch, partitions, delete
@@ -213,6 +213,16 @@ class ControllerChannel:
             await self.update_metadata(broker_id, controller, gone, {})
 
     # -- connections -------------------------------------------------------------------
+
+    def _local_broker(self, broker_id: int) -> KafkaServer | None:
+        """The broker of this process with that id, if any. Requests queued for the wire
+        while it was not one (it had crashed and not yet restarted) are dropped: they were
+        for the process that crashed, and the one that came back hears the whole state
+        when it joins; delivered later, they would undo newer ones."""
+        local = self._local.get(broker_id)
+        if local is not None and (sender := self._senders.pop(broker_id, None)) is not None:
+            sender.stop()
+        return local
 
     def endpoint(self, broker_id: int) -> Broker | None:
         """A registered broker's endpoints (every listener) and rack, read from its

@@ -283,6 +283,10 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                 raise OSError(e.errno, f"Socket server failed to bind to {listener.host}:"
                               f"{listener.port}: {e.strerror}.") from None  # fmt: skip
             self.socket_servers.append(server)
+        # Reached directly by its process's controller from now on, before the store names
+        # it: a request queued for it over the wire meanwhile could arrive after a later,
+        # direct one and undo it (a restarted broker kept a partition's old leader).
+        channel = ControllerChannel(self)
         registration = await self.store_call(functools.partial(
             self.zk.register_broker, self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
             wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
@@ -290,7 +294,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         ))  # fmt: skip
         self.broker_epoch = registration.epoch
         self.controller = KafkaController(
-            self.broker_id, self.zk, ControllerChannel(self),
+            self.broker_id, self.zk, channel,
             auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
             imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
             imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],

@@ -55,17 +55,23 @@ def produce_for(bootstrap: str, client: str, seconds: float, out: dict) -> None:
     out[client] = (acked[0], throttles, time.monotonic() - began)
 
 
-def test_producer_and_consumer_byte_rates_throttle_only_their_client(broker) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic("quota", 1, 1)])["quota"].result(30)
-    set_quota(broker.bootstrap, "producer_byte_rate", "limited")
+def produce_side_by_side(bootstrap: str, clients: tuple[str, ...], seconds: float) -> dict:
+    """A producer per client id, all at once for `seconds`: produce_for's results."""
     results: dict = {}
-    threads = [threading.Thread(target=produce_for, args=(broker.bootstrap, c, SECONDS, results))
-               for c in ("limited", "free")]  # fmt: skip
+    threads = [threading.Thread(target=produce_for, args=(bootstrap, c, seconds, results))
+               for c in clients]  # fmt: skip
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(120)
+    return results
+
+
+def test_producer_and_consumer_byte_rates_throttle_only_their_client(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("quota", 1, 1)])["quota"].result(30)
+    set_quota(broker.bootstrap, "producer_byte_rate", "limited")
+    results = produce_side_by_side(broker.bootstrap, ("limited", "free"), SECONDS)
     limited_bytes, limited_throttles, elapsed = results["limited"]
     free_bytes, free_throttles, _ = results["free"]
     assert any(t > 0 for t in limited_throttles)  # seconds; a last 0 says it ended
@@ -99,13 +105,7 @@ def test_a_request_percentage_throttles_only_its_client(broker) -> None:
     kt_ok("configs", "--bootstrap-server", broker.bootstrap, "--alter", "--add-config",
           "request_percentage=0.01", "--entity-type", "clients",
           "--entity-name", "busy")  # fmt: skip
-    results: dict = {}
-    threads = [threading.Thread(target=produce_for, args=(broker.bootstrap, c, 4, results))
-               for c in ("busy", "idle")]  # fmt: skip
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
+    results = produce_side_by_side(broker.bootstrap, ("busy", "idle"), 4)
     busy_bytes, busy_throttles, _ = results["busy"]
     idle_bytes, idle_throttles, _ = results["idle"]
     assert any(t > 0 for t in busy_throttles), busy_throttles

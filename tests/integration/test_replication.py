@@ -16,9 +16,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
+from kt.broker.controller_channel import ControllerChannel
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.broker.partition import TopicPartition as KtPartition
 from kt.client.connection import BrokerConnection
+from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import ControllerMovedError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -369,6 +371,30 @@ def test_a_broker_that_lost_the_election_names_the_winner_before_its_update_meta
         lambda: any(b.controller.is_active for b in cluster.brokers.values()),
         what="a controller elected",
     )
+
+
+def test_a_restarting_broker_is_reached_directly_before_the_store_names_it(
+    kt_cluster, monkeypatch
+) -> None:
+    """The controller reaches a broker of its own process by direct calls, any other over
+    the wire. A restarting broker that registered in the store first was sent the state
+    of its joining over the wire (its listener was open) and later changes directly: the
+    queued request could land after a newer one and undo it (CI saw a restarted leader
+    keep its partition led by -1 in its metadata, and read_committed clients wait a
+    minute). It must be a broker of the process before the store names it."""
+    cluster = kt_cluster(2)
+    store = cluster.brokers[0].store
+    cluster.kill_broker(1)
+    direct_when_registered: list[bool] = []
+    register = KafkaZkClient.register_broker
+
+    def observed(self, broker_id, *args, **kwargs):  # type: ignore[no-untyped-def]
+        direct_when_registered.append(ControllerChannel.local_broker(store, broker_id) is not None)
+        return register(self, broker_id, *args, **kwargs)
+
+    monkeypatch.setattr(KafkaZkClient, "register_broker", observed)
+    cluster.start_broker(1)
+    assert direct_when_registered == [True]
 
 
 def test_a_controller_whose_epoch_moved_on_writes_no_partition_state(kt_cluster) -> None:
