@@ -129,13 +129,14 @@ class KafkaApis:
                 response = request_authorization.error_response(header.api_key, request, code)
                 return encode_response_parts(header, response)
         quota = self.server.request_quota
+        client = header.client_id or ""
         try:
-            if not quota.quotas or _exempt(header.api_key, request):
+            if not _has_request_quota(quota, header.api_key, request, ctx.user, client):
                 response = await handler(self.server, header, request, ctx)
-            else:
+            else:  # timed step by step: a cost only the clients with a quota pay
                 timed = LoopTime(handler(self.server, header, request, ctx))
                 response = await timed
-                throttle = quota.record(ctx.user, header.client_id or "", timed.seconds * 100)
+                throttle = quota.record(ctx.user, client, timed.seconds * 100)
                 if throttle > 0:
                     _throttle(response, ctx, throttle)
         except CloseConnection as e:
@@ -154,11 +155,14 @@ _EXEMPT = frozenset({
 })  # fmt: skip
 
 
-def _exempt(api_key: ApiKey, request: Any) -> bool:
-    """A controller's or broker's request, or a follower's Fetch."""
-    return api_key in _EXEMPT or (
-        api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0
-    )
+def _has_request_quota(quota: Any, api_key: ApiKey, request: Any, user: str, client: str) -> bool:
+    """Whether a request_percentage quota applies to this request: its client has one,
+    and it is not a controller's or broker's request, or a follower's Fetch."""
+    if not quota.quotas or api_key in _EXEMPT:
+        return False
+    if api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0:
+        return False
+    return quota.quota_entity(user, client) is not None
 
 
 def _throttle(response: Any, ctx: RequestContext, throttle_ms: int) -> None:
