@@ -51,10 +51,31 @@ def start_app(bootstrap: str, state_dir: Path, log: Path) -> subprocess.Popen:
 fed: list[int] = []
 
 
-def feed(bootstrap: str) -> None:
+class Gate:
+    """How many input lines the feeder may have written: the test opens it step by step,
+    so the faults come while there is work left whatever the machine's speed."""
+
+    def __init__(self, opened: int) -> None:
+        self.opened = opened
+        self.changed = threading.Condition()
+
+    def open(self, lines: int) -> None:
+        with self.changed:
+            self.opened = min(LINES, self.opened + lines)
+            self.changed.notify_all()
+
+    def wait_past(self, i: int, source: Producer) -> None:
+        with self.changed:
+            while i >= self.opened:
+                source.poll(0)
+                self.changed.wait(0.1)
+
+
+def feed(bootstrap: str, gate: Gate) -> None:
     source = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20,
                        "enable.idempotence": True})  # fmt: skip
     for i in range(LINES):
+        gate.wait_past(i, source)
         source.produce(INPUT, line(i).encode(), key=f"{i}".encode())
         if i % 30 == 29:
             source.poll(0)
@@ -108,13 +129,16 @@ def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         for topic in (INPUT, OUTPUT):
             admin.create_topics([NewTopic(topic, PARTITIONS, 3)])[topic].result(30)
-        feeder = threading.Thread(target=feed, args=(cluster.bootstrap,), daemon=True)
+        faults = ("app", "app", "output-leader", "app", "coordinator", "app")
+        step = 600  # lines let in per fault: 150 to consume before each, more than enough
+        gate = Gate(LINES - step * len(faults))
+        feeder = threading.Thread(target=feed, args=(cluster.bootstrap, gate), daemon=True)
         feeder.start()
         expected = Counter(word for i in range(LINES) for word in line(i).split())
         app = start_app(cluster.bootstrap, state_dir, log)
 
         progress = 0
-        for fault in ("app", "app", "output-leader", "app", "coordinator", "app"):
+        for fault in faults:
             floor = progress + 150
 
             def progressed(floor: int = floor) -> bool:
@@ -139,6 +163,7 @@ def test_a_word_count_with_exactly_once_v2_counts_every_word_once(
                 cluster.brokers[victim].kill()
                 time.sleep(rng.uniform(1.0, 2.5))
                 cluster.brokers[victim].start()
+            gate.open(step)
 
         feeder.join(120)
         assert fed == [LINES]
