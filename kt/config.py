@@ -265,6 +265,8 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.kerberos.ticket.renew.jitter", "double", 0.05, None),
     ("sasl.kerberos.min.time.before.relogin", "long", 60000, None),
     ("sasl.kerberos.principal.to.local.rules", "list", "DEFAULT", None),
+    # Prometheus metrics (kt/metrics/http_server.py): http://host:port endpoints, or none.
+    ("metrics.listeners", "string", "", None),
     # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).
     ("quota.window.num", "int", 11, at_least(1)),
     ("quota.window.size.seconds", "int", 1, at_least(1)),

@@ -12,7 +12,18 @@ from pathlib import Path
 
 KT = Path(__file__).resolve().parent.parent / "kt"
 # pyproject.toml's [project] dependencies, by the name they are imported under.
-BASE = {"click", "rich", "crc32c_rs", "lz4", "zstandard", "snappy", "kazoo", "cryptography", "kt"}
+BASE = {
+    "click",
+    "rich",
+    "crc32c_rs",
+    "lz4",
+    "zstandard",
+    "snappy",
+    "kazoo",
+    "cryptography",
+    "prometheus_client",
+    "kt",
+}
 # Modules that run only with an extra installed (the Spark ones check for it first; the
 # pytest fixtures of kt.testing run under pytest).
 EXTRA_ONLY = ("spark/", "tools/spark_export.py", "tools/spark_import.py", "testing/")

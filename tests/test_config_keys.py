@@ -243,6 +243,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "sasl.mechanism.inter.broker.protocol": ShownBy(
         "tests/test_kafka_config.py::test_refused_with_the_message"
     ),
+    "metrics.listeners": ShownBy(
+        "tests/integration/test_metrics.py::test_the_counts_agree_with_what_was_produced_and_read"
+    ),
     "quota.window.num": ShownBy("tests/broker/test_quota_manager.py::test_the_rate_window"),
     "quota.window.size.seconds": ShownBy(
         "tests/broker/test_quota_manager.py::test_the_rate_window"

@@ -34,6 +34,7 @@ from kt.broker.controller_reassignment import PartitionReassignment
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import TopicPartition
 from kt.broker.reassignment import ReplicaAssignment
+from kt.metrics.meters import Meter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,6 +62,7 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         self.ctx = ControllerContext()
         self.is_active = False
         self.events = ControllerEventManager(broker_id)
+        self.unclean_leader_elections = Meter()  # ControllerStats' UncleanLeaderElectionsPerSec
 
     # -- events ---------------------------------------------------------------------
 
@@ -478,6 +480,8 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
             )
             if leader == state.leader and isr == state.isr:
                 return None
+            if leader != NO_LEADER and leader not in state.isr:
+                self.unclean_leader_elections.mark()
             return leader, isr if leader != NO_LEADER else state.isr
 
         return self._update_leader_and_isr(tp, change)

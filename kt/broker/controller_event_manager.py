@@ -22,10 +22,11 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kt.metadata.store import MetadataStoreError
+from kt.metrics.meters import Histogram
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -33,21 +34,38 @@ T = TypeVar("T")
 STOP_TIMEOUT_S = 10.0  # how long stopping waits for an event that is blocked in the store
 
 
+# Kafka's ControllerState of each event (ControllerState.scala): the value of the
+# ControllerState gauge while the event runs, and the ControllerStats timer of its kind.
+CONTROLLER_STATES = {
+    "ControllerChange": (1, "ControllerChangeRateAndTimeMs"),
+    "Startup": (1, "ControllerChangeRateAndTimeMs"),
+    "Expire": (1, "ControllerChangeRateAndTimeMs"),
+    "BrokerChange": (2, "LeaderElectionRateAndTimeMs"),
+    "TopicChange": (3, "TopicChangeRateAndTimeMs"),
+    "PartitionModifications": (3, "TopicChangeRateAndTimeMs"),
+    "TopicDeletion": (4, "TopicDeletionRateAndTimeMs"),
+    "PartitionReassignment": (5, "PartitionReassignmentRateAndTimeMs"),
+    "ApiPartitionReassignment": (5, "PartitionReassignmentRateAndTimeMs"),
+    "AutoPreferredReplicaLeaderElection": (6, "AutoLeaderBalanceRateAndTimeMs"),
+    "PreferredReplicaElection": (7, "ManualLeaderBalanceRateAndTimeMs"),
+    "ReplicaLeaderElection": (7, "ManualLeaderBalanceRateAndTimeMs"),
+    "ControlledShutdown": (8, "ControlledShutdownRateAndTimeMs"),
+    "IsrChangeNotification": (9, "IsrChangeRateAndTimeMs"),
+    "ListPartitionReassignments": (15, "ListPartitionReassignmentRateAndTimeMs"),
+}
+IDLE = 0
+
+
 @dataclass
 class EventQueueStats:
-    """Kafka's EventQueueSize gauge and EventQueueTimeMs histogram, kept as sums: the
-    metrics issue turns them into series."""
+    """Kafka's ControllerEventManager and ControllerStats metrics: EventQueueTimeMs,
+    the ControllerState gauge (the kind of the event running, 0 when idle) and each
+    kind's RateAndTimeMs timer."""
 
-    processed: int = 0
-    queue_time_ms_total: float = 0.0
-    queue_time_ms_max: float = 0.0
-    last_event: str = ""
-
-    def record(self, name: str, queued_ms: float) -> None:
-        self.processed += 1
-        self.queue_time_ms_total += queued_ms
-        self.queue_time_ms_max = max(self.queue_time_ms_max, queued_ms)
-        self.last_event = name
+    queue_time_ms: Histogram = field(default_factory=Histogram)
+    rate_and_time_ms: dict[str, Histogram] = field(default_factory=lambda: {
+        timer: Histogram() for _, timer in CONTROLLER_STATES.values()})  # fmt: skip
+    state: int = IDLE
 
 
 class ControllerEventManager:
@@ -168,7 +186,10 @@ class ControllerEventManager:
             name, action, queued_at = await self._events.get()
             with self._queued_lock:
                 self._queued -= 1
-            self.stats.record(name, (time.monotonic() - queued_at) * 1000)
+            started = time.monotonic()
+            self.stats.queue_time_ms.update((started - queued_at) * 1000)
+            state, timer = CONTROLLER_STATES.get(name, (IDLE, None))
+            self.stats.state = state
             try:
                 result = action()
                 if asyncio.iscoroutine(result):
@@ -177,6 +198,11 @@ class ControllerEventManager:
                 log.warning("controller event %s failed: %s: %s", name, type(e).__name__, e)
             except Exception:
                 log.exception("controller event %s failed", name)
+            finally:
+                self.stats.state = IDLE
+                if timer is not None:
+                    elapsed_ms = (time.monotonic() - started) * 1000
+                    self.stats.rate_and_time_ms[timer].update(elapsed_ms)
 
 
 async def call_in_loop(loop: asyncio.AbstractEventLoop, function: Callable[[], T]) -> T:

@@ -122,6 +122,8 @@ class KafkaApis:
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")
+        ctx.api_key, ctx.api_version = header.api_key, header.api_version
+        ctx.from_follower = header.api_key == ApiKey.FETCH and request.replica_id >= 0
         authorizer = self.server.authorizer
         if authorizer is not None:
             code = request_authorization.refusal(authorizer, ctx, header.api_key, request)

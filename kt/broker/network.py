@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import os
 import socket
@@ -50,7 +51,8 @@ from typing import Any
 
 from kt.broker.memory_pool import MemoryPool
 from kt.errors import ProtocolError
-from kt.protocol import FrameReader
+from kt.metrics.request_metrics import REMOTE_WAIT, RemoteWait, RequestMetrics, request_name
+from kt.protocol import ApiKey, FrameReader
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,10 @@ class RequestContext:
     security_protocol: str = "PLAINTEXT"
     principal: str = "User:ANONYMOUS"
     throttle_ms: int = 0  # set by a handler whose answer is throttled (a quota)
+    # The request being handled, as KafkaApis decoded it (for its RequestMetrics).
+    api_key: int = -1
+    api_version: int = 0
+    from_follower: bool = False  # a Fetch with a replica id (FetchFollower)
 
     @property
     def user(self) -> str:
@@ -109,6 +115,7 @@ class SocketServer:
     # ConnectionQuotas.record: how long to hold a new connection from an IP before closing
     # it unserved (0: serve it).
     connection_quota: Callable[[str], int] | None = None
+    request_metrics: RequestMetrics | None = None  # when metrics.listeners serves them
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -128,6 +135,10 @@ class SocketServer:
     @property
     def bound_port(self) -> int:
         return self.port
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
 
     async def stop(self) -> None:
         """Stop accepting, then end every connection (a request being handled is cancelled)."""
@@ -236,6 +247,10 @@ class SocketServer:
 
     async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
         auth = self.authenticator() if self.authenticator is not None else None
+        remote = None
+        if self.request_metrics is not None:  # this task's requests count their waits
+            remote = RemoteWait()
+            REMOTE_WAIT.set(remote)
         try:
             while (frame := await channel.next_request()) is not None:
                 channel.busy = True
@@ -250,9 +265,12 @@ class SocketServer:
                              "(connections.max.reauth.ms)", ctx.client_host)  # fmt: skip
                     break
                 ctx.throttle_ms = 0
-                parts = await self.handler(frame, ctx)
-                if parts and (sent := channel.send(parts)) is not None:
-                    await sent
+                if remote is None:
+                    parts = await self.handler(frame, ctx)
+                    if parts and (sent := channel.send(parts)) is not None:
+                        await sent
+                else:
+                    await self._handle_timed(channel, frame, ctx, remote)
                 if ctx.throttle_ms > 0:  # muted: the next request waits (Kafka's throttling)
                     await asyncio.sleep(ctx.throttle_ms / 1000)
                 channel.busy = False
@@ -268,6 +286,35 @@ class SocketServer:
             log.exception("unexpected error on connection from %s", ctx.client_host)
         finally:
             channel.close()
+
+    async def _handle_timed(
+        self, channel: KafkaChannel, frame: memoryview, ctx: RequestContext, remote: RemoteWait
+    ) -> None:
+        """Handle and answer one request, recording its RequestMetrics."""
+        remote.seconds = 0.0
+        ctx.api_key = -1
+        start = time.monotonic()
+        parts = await self.handler(frame, ctx)
+        handled = time.monotonic()
+        if parts and (sent := channel.send(parts)) is not None:
+            await sent
+        done = time.monotonic()
+        if ctx.api_key < 0 or self.request_metrics is None:
+            return  # not decoded (an unsupported version)
+        received = channel.received_at
+        times = (start - received, handled - start - remote.seconds, remote.seconds,
+                 ctx.throttle_ms / 1000, 0.0, done - handled, done - received)  # fmt: skip
+        names = _metric_names(ctx.api_key, ctx.from_follower)
+        self.request_metrics.record(names, ctx.api_version, len(frame), times)
+
+
+@functools.cache
+def _metric_names(api_key: int, from_follower: bool) -> tuple[str, ...]:
+    """The RequestMetrics a request counts in: Kafka's API name, and for a Fetch the
+    FetchFollower or FetchConsumer metrics besides."""
+    if api_key == ApiKey.FETCH:
+        return ("FetchFollower" if from_follower else "FetchConsumer", "Fetch")
+    return (request_name(api_key),)
 
 
 def ssl_principal(certificate: dict | None) -> str:
@@ -347,6 +394,8 @@ class KafkaChannel:
         self._fd = sock.fileno()
         self._frames = FrameReader(max_bytes)
         self._requests: deque[memoryview] = deque()
+        self._received: deque[float] = deque()  # when each of _requests was read whole
+        self.received_at = 0.0  # when the request next_request returned was read whole
         self._queued_bytes = 0
         self._reading = True
         self._end: BaseException | None = None  # why reading ended, once it has
@@ -416,6 +465,7 @@ class KafkaChannel:
             finally:
                 self._waiter = None
         frame = self._requests.popleft()
+        self.received_at = self._received.popleft()
         self._queued_bytes -= len(frame)
         if not self._reading and self._end is None and self._queued_bytes <= READ_CHUNK:
             self._reading = True
@@ -454,6 +504,7 @@ class KafkaChannel:
             return self._stop_reading(e)
         for frame in frames:
             self._requests.append(frame)
+            self._received.append(self.last_active)
             self._queued_bytes += len(frame)
         try:
             self._frames.raise_pending()

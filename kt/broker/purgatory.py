@@ -12,7 +12,10 @@ All calls happen on the broker's event loop thread.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Hashable, Iterable
+
+from kt.metrics.request_metrics import REMOTE_WAIT
 
 
 class DelayedOperationPurgatory:
@@ -35,7 +38,15 @@ class DelayedOperationPurgatory:
             # asyncio.wait, not wait_for: on Python 3.11 wait_for drops a cancellation that
             # arrives as the future completes, and a cancelled request (a broker stopping)
             # then waited out its whole timeout.
-            done, _ = await asyncio.wait((future,), timeout=timeout_s)
+            remote = REMOTE_WAIT.get()
+            if remote is None:
+                done, _ = await asyncio.wait((future,), timeout=timeout_s)
+            else:  # the request's RemoteTimeMs
+                start = time.monotonic()
+                try:
+                    done, _ = await asyncio.wait((future,), timeout=timeout_s)
+                finally:
+                    remote.seconds += time.monotonic() - start
             return bool(done)
         finally:
             for key in keys:

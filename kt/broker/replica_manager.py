@@ -22,6 +22,8 @@ from kt.broker.partition import Partition, PendingIsrChange, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
 from kt.broker.replication_quota import ReplicationQuotaManager, is_throttled
 from kt.errors import KafkaError, KafkaStorageError, RecordValidationError
+from kt.metrics.broker_topic_stats import BrokerTopicStats
+from kt.metrics.meters import Meter
 from kt.storage.producer_state import ORIGIN_CLIENT
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,10 @@ class ReplicaManager:
     log_dir_mover: Any = None  # kt.broker.log_dir_mover.ReplicaAlterLogDirsManager
     leader_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
     follower_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
+    topic_stats: BrokerTopicStats | None = None  # the broker's BrokerTopicMetrics
+    isr_expands: Meter = field(default_factory=Meter)  # ReplicaManager's IsrExpandsPerSec
+    isr_shrinks: Meter = field(default_factory=Meter)  # ... IsrShrinksPerSec
+    failed_isr_updates: Meter = field(default_factory=Meter)  # ... FailedIsrUpdatesPerSec
 
     # -- partitions ---------------------------------------------------------------
 
@@ -234,12 +240,17 @@ class ReplicaManager:
             error = future.exception()
             if error is not None:
                 name = error.name if isinstance(error, KafkaError) else "UNKNOWN_SERVER_ERROR"
+                self.failed_isr_updates.mark()
                 partition.complete_isr_change(pending, None, -1, error=name)
                 return
             committed = future.result()
-            if partition.complete_isr_change(
+            before = len(partition.isr)
+            moved = partition.complete_isr_change(
                 pending, committed.isr, committed.partition_epoch, committed.leader_epoch
-            ):
+            )
+            if partition.pending_isr is None and len(partition.isr) != before:
+                (self.isr_expands if len(partition.isr) > before else self.isr_shrinks).mark()
+            if moved:
                 self.wake(partition.tp)
 
         future.add_done_callback(answered)
@@ -276,9 +287,12 @@ class ReplicaManager:
             partition = self.get_partition(tp)
             info = partition.append_records_to_leader(records, required_acks, origin)
         except RecordValidationError as e:
+            self._count_produce(tp, e.code, records, 0)
             return ProduceResult(e.code, str(e), record_errors=e.record_errors)
         except KafkaError as e:
+            self._count_produce(tp, e.code, records, 0)
             return ProduceResult(e.code, str(e) or None)
+        self._count_produce(tp, 0, records, info.num_records)
         self.fetch_purgatory.check_and_complete(tp)
         return ProduceResult(
             base_offset=info.first_offset,
@@ -286,6 +300,10 @@ class ReplicaManager:
             log_append_time_ms=info.log_append_time,
             log_start_offset=partition.log.log_start_offset,
         )
+
+    def _count_produce(self, tp: TopicPartition, error_code: int, records: Any, n: int) -> None:
+        if self.topic_stats is not None:
+            self.topic_stats.produced(tp.topic, error_code, len(records or b""), n)
 
     async def _wait_for_acks(
         self, timeout_ms: int, results: dict[TopicPartition, ProduceResult]

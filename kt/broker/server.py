@@ -42,6 +42,12 @@ from kt.config import KafkaConfig, LogConfig
 from kt.errors import KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
+from kt.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
+from kt.metrics.broker_topic_stats import BrokerTopicStats
+from kt.metrics.exposition import render
+from kt.metrics.http_server import MetricsHttpServer, parse_metrics_listeners
+from kt.metrics.registry import MetricsRegistry
+from kt.metrics.request_metrics import RequestMetrics
 from kt.protocol import ApiKey
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
@@ -80,6 +86,13 @@ class BackgroundTask:
                 log.exception("background task %s failed", self.name)
 
 
+_SESSION_METERS = {
+    SessionState.LOST: "ZooKeeperExpiresPerSec",
+    SessionState.SUSPENDED: "ZooKeeperDisconnectsPerSec",
+    SessionState.CONNECTED: "ZooKeeperSyncConnectsPerSec",
+}
+
+
 @dataclass
 class KafkaServer(ServerSecurity, ControlledShutdown):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
@@ -104,6 +117,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.fetch_quota = ClientQuotaManager(FETCH, window_ms, samples)
         self.request_quota = ClientQuotaManager(REQUEST, window_ms, samples, window_ms)
         self.connection_quotas = ConnectionQuotas(window_ms, samples)
+        self.metrics = MetricsRegistry()
+        self.topic_stats = BrokerTopicStats(self.metrics)
+        self.metrics_servers: list[MetricsHttpServer] = []
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
@@ -208,7 +224,12 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
 
     def _open_store(self) -> tuple[str, dict[str, LogConfig]]:
         """The store session, its top-level paths, the cluster id, every topic's config."""
-        self.zk = KafkaZkClient(self.store.session(f"broker-{self.broker_id}"))
+        session = self.store.session(f"broker-{self.broker_id}")
+        if hasattr(session, "request_latency"):  # ZooKeeper's (not the embedded store's)
+            session.request_latency = self.metrics.histogram(
+                "kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs"
+            )
+        self.zk = KafkaZkClient(session)
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
         return cluster_id, {t: self.read_topic_config(t) for t in self.zk.get_all_topics()}
@@ -241,6 +262,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             FetcherConfig.from_broker_config(self.broker_id, cfg),
             self._broker_endpoint,
         )
+        self.replica_manager.topic_stats = self.topic_stats
+        register_broker_metrics(self, self.metrics)
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
@@ -256,6 +279,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         await self.dynamic_config.startup()
         self.apply_dynamic_broker_config(*await self.store_call(self.read_dynamic_broker_config))
         pool = MemoryPool(cfg["queued.max.request.bytes"])
+        request_metrics = await self._start_metrics_servers()
         # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
         self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
@@ -276,6 +300,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                 tls=tls,
                 authenticator=self._sasl_authenticator(listener.listener_name),
                 connection_quota=self.connection_quotas.record,
+                request_metrics=request_metrics,
             )
             try:
                 await server.start()
@@ -299,6 +324,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
             imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],
         )  # fmt: skip
+        register_controller_metrics(self.controller, self.metrics)
         await self.controller.startup()
         loop = asyncio.get_running_loop()
         self.zk.session.add_listener(
@@ -307,6 +333,28 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._start_background_tasks()
         await self._wait_for_cluster_metadata()
         log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    async def _start_metrics_servers(self) -> RequestMetrics | None:
+        """/metrics on each metrics.listeners endpoint; the request metrics with them
+        (their timing is a cost only a broker that serves them pays)."""
+        endpoints = parse_metrics_listeners(self.config["metrics.listeners"])
+        for host, port in endpoints:
+            try:
+                server = await asyncio.to_thread(
+                    MetricsHttpServer, host, port, lambda: render(self.metrics)
+                )
+            except OSError as e:
+                raise OSError(e.errno, f"metrics.listeners: failed to bind to {host}:{port}: "
+                              f"{e.strerror}.") from None  # fmt: skip
+            self.metrics_servers.append(server)
+            log.info("[KafkaServer id=%s] serving metrics on http://%s:%s/metrics",
+                     self.broker_id, host, server.port)  # fmt: skip
+        return RequestMetrics(self.metrics) if endpoints else None
+
+    @property
+    def broker_state(self) -> int:
+        """Kafka's BrokerState: RUNNING (3), or SHUTTING_DOWN (7) once stopping."""
+        return 7 if self._shutting_down else 3
 
     async def _wait_for_cluster_metadata(self, timeout_s: float = 10.0) -> None:
         """Say "started" once the controller's first UpdateMetadata has come: before it, a
@@ -325,6 +373,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         """The metadata session expired (LOST) and a new one began (CONNECTED): the broker
         registers again and the controller re-elects (Kafka's SessionExpirationHandler);
         its ephemeral znodes went with the old session."""
+        meter = _SESSION_METERS.get(state)
+        if meter is not None:  # SessionExpireListener's
+            self.metrics.meter("kafka.server", "SessionExpireListener", meter).mark()
         if state is SessionState.LOST:
             self._session_lost = True
         elif state is SessionState.CONNECTED and self._session_lost and not self._shutting_down:
@@ -506,6 +557,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         if self.replica_manager is not None and self.replica_manager.log_dir_mover:
             await self.replica_manager.log_dir_mover.shutdown()
         await self._stop_listeners()
+        for metrics_server in self.metrics_servers:
+            await asyncio.to_thread(metrics_server.close)
+        self.metrics_servers = []
         if self.apis is not None:
             self.group_coordinator.shutdown()
             self.txn_coordinator.shutdown()

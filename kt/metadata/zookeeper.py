@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +30,7 @@ from kazoo.protocol.states import KazooState
 
 from kt.metadata import store as s
 from kt.metadata.zookeeper_security import default_acls, require_sasl_for_acls, zookeeper_sasl
+from kt.metrics.meters import Histogram
 
 log = logging.getLogger(__name__)
 Acls = Callable[[str], "list[Any] | None"]
@@ -125,6 +127,19 @@ class ZooKeeperSession(s.Session):
         self.connect = connect  # hosts and chroot
         self._acls = acls
         self._listeners: dict[s.StateListener, Callable[[Any], Any]] = {}
+        # The broker's ZooKeeperClientMetrics ZooKeeperRequestLatencyMs, once it has one.
+        self.request_latency: Histogram | None = None
+
+    @contextmanager
+    def _request(self, path: str | None = None) -> Iterator[None]:
+        """One request to ZooKeeper: its errors as the store's, its latency recorded."""
+        start = time.monotonic()
+        try:
+            with _kazoo_errors(path):
+                yield
+        finally:
+            if self.request_latency is not None:
+                self.request_latency.update((time.monotonic() - start) * 1000)
 
     def _acl(self, path: str) -> list[Any] | None:
         return None if self._acls is None else self._acls(path)
@@ -150,39 +165,39 @@ class ZooKeeperSession(s.Session):
         if make_parents and self._acls is not None:  # each parent its own ACLs
             self.ensure_path(path.rsplit("/", 1)[0] or "/")
             make_parents = False
-        with _kazoo_errors(path):
+        with self._request(path):
             return self._client.create(
                 path, s.check_data(data), acl=self._acl(path), ephemeral=ephemeral,
                 sequence=sequential, makepath=make_parents,
             )  # fmt: skip
 
     def get(self, path: str, watch: s.WatchCallback | None = None) -> tuple[bytes, s.Stat]:
-        with _kazoo_errors(path):
+        with self._request(path):
             data, stat = self._client.get(path, watch=_watch(watch))
         return data or b"", _stat(stat)
 
     def set(self, path: str, data: bytes, version: int = s.ANY_VERSION) -> s.Stat:
-        with _kazoo_errors(path):
+        with self._request(path):
             return _stat(self._client.set(path, s.check_data(data), version))
 
     def delete(self, path: str, version: int = s.ANY_VERSION, recursive: bool = False) -> None:
         if recursive and version != s.ANY_VERSION:
             raise ValueError("a recursive delete takes no version")
-        with _kazoo_errors(path):
+        with self._request(path):
             self._client.delete(path, version=version, recursive=recursive)
 
     def get_children(self, path: str, watch: s.WatchCallback | None = None) -> list[str]:
-        with _kazoo_errors(path):
+        with self._request(path):
             return sorted(self._client.get_children(path, watch=_watch(watch)))
 
     def exists(self, path: str, watch: s.WatchCallback | None = None) -> s.Stat | None:
-        with _kazoo_errors(path):
+        with self._request(path):
             stat = self._client.exists(path, watch=_watch(watch))
         return None if stat is None else _stat(stat)
 
     def ensure_path(self, path: str) -> None:
         s.validate_path(path)
-        with _kazoo_errors(path):
+        with self._request(path):
             if self._acls is None:
                 self._client.ensure_path(path)
                 return
@@ -209,7 +224,7 @@ class ZooKeeperSession(s.Session):
                 transaction.check(op.path, op.version)
             else:
                 raise TypeError(f"not a metadata operation: {op!r}")
-        with _kazoo_errors():
+        with self._request():
             results = transaction.commit()
         if not any(isinstance(r, Exception) for r in results):
             return [_stat(r) if hasattr(r, "czxid") else r for r in results]

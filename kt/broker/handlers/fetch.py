@@ -71,6 +71,9 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         request.isolation_level,
         wanted,
     )
+    stats = server.topic_stats
+    for tp, result in results.items():
+        stats.fetched(tp.topic, result.error_code, result.size, replica_id >= 0)
     denied = FetchResult(authz.TOPIC_AUTHORIZATION_FAILED)
     topics = []
     for topic in request.topics:

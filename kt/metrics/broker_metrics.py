@@ -1,0 +1,217 @@
+"""The gauges of one broker, read when a scrape asks: Kafka's ReplicaManager,
+Partition, Log, LogManager, KafkaController, SocketServer, KafkaRequestHandlerPool and
+KafkaServer beans, each computed from the broker's own state in one pass.
+
+Values as Kafka's gauges give them: a Partition's UnderReplicated, InSyncReplicasCount,
+ReplicasCount, UnderMinIsr and AtMinIsr are those of the partition's leader and 0 on
+its followers, so summing a cluster counts each partition once; the KafkaController's
+are the active controller's and 0 on the other brokers.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from kt.metrics.registry import MetricName, MetricsRegistry
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+Row = tuple[tuple[str, ...], float]
+
+
+def register_broker_metrics(server: KafkaServer, registry: MetricsRegistry) -> None:
+    _replica_manager(server, registry)
+    _partitions_and_logs(server, registry)
+    _controller(server, registry)
+    _network(server, registry)
+    _kafka_server(server, registry)
+
+
+def _leaders(server: KafkaServer) -> list[Any]:
+    rm = server.replica_manager
+    return [] if rm is None else [p for p in list(rm.partitions.values()) if p.is_leader]
+
+
+def _replica_manager(server: KafkaServer, registry: MetricsRegistry) -> None:
+    def gauge(name: str, value: Any) -> None:
+        registry.gauge("kafka.server", "ReplicaManager", name, value)
+
+    def partitions() -> list[Any]:
+        rm = server.replica_manager
+        return [] if rm is None else list(rm.partitions.values())
+
+    rm = server.replica_manager
+    assert rm is not None
+    for name, meter in (("IsrExpandsPerSec", rm.isr_expands), ("IsrShrinksPerSec", rm.isr_shrinks),
+                        ("FailedIsrUpdatesPerSec", rm.failed_isr_updates)):  # fmt: skip
+        registry.meters[MetricName("kafka.server", "ReplicaManager", name)] = meter
+    gauge("LeaderCount", lambda: len(_leaders(server)))
+    gauge("PartitionCount", lambda: len(partitions()))
+    gauge("OfflineReplicaCount", lambda: len(server.replica_manager.offline_partitions)
+          if server.replica_manager is not None else 0)  # fmt: skip
+    gauge("UnderReplicatedPartitions",
+          lambda: sum(len(p.isr) < len(p.replicas) for p in _leaders(server)))  # fmt: skip
+    gauge("UnderMinIsrPartitionCount",
+          lambda: sum(len(p.isr) < p.min_insync_replicas for p in _leaders(server)))  # fmt: skip
+    gauge("AtMinIsrPartitionCount",
+          lambda: sum(len(p.isr) == p.min_insync_replicas for p in _leaders(server)))  # fmt: skip
+
+
+def _partitions_and_logs(server: KafkaServer, registry: MetricsRegistry) -> None:
+    def hosted() -> list[Any]:
+        rm = server.replica_manager
+        return [] if rm is None else list(rm.partitions.values())
+
+    def partition_rows(value: Any) -> Any:
+        def rows() -> Iterator[Row]:
+            for p in hosted():
+                yield (p.tp.topic, str(p.tp.partition)), (value(p) if p.is_leader else 0)
+
+        return rows
+
+    def log_rows(value: Any) -> Any:
+        def rows() -> Iterator[Row]:
+            for p in hosted():
+                yield (p.tp.topic, str(p.tp.partition)), value(p.log)
+
+        return rows
+
+    tags = ("topic", "partition")
+    for name, value in (
+        ("UnderReplicated", lambda p: int(len(p.isr) < len(p.replicas))),
+        ("InSyncReplicasCount", lambda p: len(p.isr)),
+        ("ReplicasCount", lambda p: len(p.replicas)),
+        ("UnderMinIsr", lambda p: int(len(p.isr) < p.min_insync_replicas)),
+        ("AtMinIsr", lambda p: int(len(p.isr) == p.min_insync_replicas)),
+        ("LastStableOffsetLag", lambda p: p.log.high_watermark - p.log.last_stable_offset),
+    ):
+        registry.gauge_family("kafka.cluster", "Partition", name, tags, partition_rows(value))
+    for name, value in (
+        ("Size", lambda log_: log_.size),
+        ("LogStartOffset", lambda log_: log_.log_start_offset),
+        ("LogEndOffset", lambda log_: log_.log_end_offset),
+        ("NumLogSegments", lambda log_: len(log_.segments)),
+    ):
+        registry.gauge_family("kafka.log", "Log", name, tags, log_rows(value))
+
+    def offline_dirs() -> int:
+        lm = server.log_manager
+        return 0 if lm is None else len(lm.log_dirs) - len(lm.live_log_dirs)
+
+    registry.gauge("kafka.log", "LogManager", "OfflineLogDirectoryCount", offline_dirs)
+
+
+def _controller(server: KafkaServer, registry: MetricsRegistry) -> None:
+    def active() -> Any:
+        controller = server.controller
+        return controller if controller is not None and controller.is_active else None
+
+    def on_active(compute: Any) -> Any:
+        def value() -> float:
+            controller = active()
+            return 0 if controller is None else compute(controller.ctx)
+
+        return value
+
+    def gauge(name: str, value: Any) -> None:
+        registry.gauge("kafka.controller", "KafkaController", name, value)
+
+    gauge("ActiveControllerCount", lambda: int(active() is not None))
+    gauge("OfflinePartitionsCount", on_active(lambda ctx: sum(
+        s.leader == -1 for tp, s in list(ctx.states.items())
+        if tp.topic not in ctx.topics_to_delete)))  # fmt: skip
+    gauge(
+        "PreferredReplicaImbalanceCount",
+        on_active(
+            lambda ctx: sum(
+                bool(s.replicas) and s.leader != s.replicas[0] for s in list(ctx.states.values())
+            )
+        ),
+    )
+    gauge("GlobalTopicCount", on_active(lambda ctx: len(ctx.assignments)))
+    gauge("GlobalPartitionCount", on_active(lambda ctx: sum(
+        len(parts) for parts in list(ctx.assignments.values()))))  # fmt: skip
+    gauge("ActiveBrokerCount", on_active(lambda ctx: len(ctx.live_brokers)))
+    gauge("FencedBrokerCount", lambda: 0)  # ZooKeeper mode fences no broker (KRaft's)
+    gauge("TopicsToDeleteCount", on_active(lambda ctx: len(ctx.topics_to_delete)))
+    gauge("ControllerState", lambda: server.controller.events.stats.state
+          if server.controller is not None else 0)  # fmt: skip
+
+
+def register_controller_metrics(controller: Any, registry: MetricsRegistry) -> None:
+    """The controller's own: its event queue and ControllerStats (created with it)."""
+    stats = controller.events.stats
+    registry.histograms[MetricName("kafka.controller", "ControllerEventManager",
+                                   "EventQueueTimeMs")] = stats.queue_time_ms  # fmt: skip
+    registry.gauge("kafka.controller", "ControllerEventManager", "EventQueueSize",
+                   lambda: controller.events.queue_size)  # fmt: skip
+    for timer, histogram in stats.rate_and_time_ms.items():
+        registry.histograms[MetricName("kafka.controller", "ControllerStats", timer)] = histogram
+    unclean = MetricName("kafka.controller", "ControllerStats", "UncleanLeaderElectionsPerSec")
+    registry.meters[unclean] = controller.unclean_leader_elections
+
+
+class LoopIdle:
+    """The share of the time the broker's event loop thread did not run, between one
+    read and the next (its CPU time from /proc): kt's one loop is both Kafka's network
+    processors and its request handlers, so both idle gauges read it."""
+
+    def __init__(self) -> None:
+        self.thread_id = threading.get_native_id()  # created on the loop's thread
+        self._last = (time.monotonic(), self._cpu())
+        self._idle = 1.0
+        self._lock = threading.Lock()
+
+    def _cpu(self) -> float:
+        try:
+            with open(f"/proc/self/task/{self.thread_id}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def ratio(self) -> float:
+        with self._lock:
+            now, cpu = time.monotonic(), self._cpu()
+            wall = now - self._last[0]
+            if wall >= 0.5:  # shorter windows say little at the clock's 10 ms ticks
+                busy = (cpu - self._last[1]) / wall
+                self._idle = min(1.0, max(0.0, 1.0 - busy))
+                self._last = (now, cpu)
+            return self._idle
+
+
+def _network(server: KafkaServer, registry: MetricsRegistry) -> None:
+    idle = LoopIdle()
+    registry.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent", idle.ratio)
+    registry.gauge("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
+                   idle.ratio)  # fmt: skip
+
+    def connections() -> Iterator[Row]:
+        for listener in list(server.socket_servers):
+            yield (listener.listener_name, "0"), listener.connection_count
+
+    registry.kafka_metric("socket-server-metrics", "connection-count",
+                          ("listener", "networkProcessor"), connections)  # fmt: skip
+
+
+def _kafka_server(server: KafkaServer, registry: MetricsRegistry) -> None:
+    def io(field: bytes) -> Any:
+        def value() -> float:
+            try:
+                with open("/proc/self/io", "rb") as f:
+                    lines = f.readlines()
+            except OSError:  # not Linux, or not allowed: Kafka's gauge reads 0 then too
+                return 0
+            return next((int(line.split()[1]) for line in lines if line.startswith(field)), 0)
+
+        return value
+
+    registry.gauge("kafka.server", "KafkaServer", "linux-disk-read-bytes", io(b"read_bytes:"))
+    registry.gauge("kafka.server", "KafkaServer", "linux-disk-write-bytes", io(b"write_bytes:"))
+    registry.gauge("kafka.server", "KafkaServer", "BrokerState", lambda: server.broker_state)

@@ -1,0 +1,131 @@
+"""/metrics on `metrics.listeners` (kt/metrics): scraped over HTTP, parsed by
+prometheus-client's parser, while real clients produce and consume; the counts agree
+with what was produced, the partition gauges with the cluster's state, and every series
+Strimzi's Kafka dashboard and alert rules query from the JMX exporter is there."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from prometheus_client.parser import text_string_to_metric_families
+
+from kt.testing import KtCluster
+
+pytestmark = pytest.mark.slow
+
+QUERIES = Path(__file__).resolve().parents[1] / "metrics" / "strimzi_kafka_queries.txt"
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+METRICS = {"metrics.listeners": "http://127.0.0.1:0"}
+# Series that come from elsewhere than a broker's JMX exporter: Kubernetes (cAdvisor,
+# kubelet, Prometheus's own `up`), the JVM (kt has none), and kafka_exporter's
+# (kafka_topic_*, kafka_consumergroup_*; not yet served by kt).
+NOT_THE_BROKERS = re.compile(r"^(container_|kubelet_|up$|jvm_|kafka_topic_|kafka_consumergroup_)")
+
+
+def scrape(cluster: KtCluster, broker_id: int) -> dict[str, dict[tuple, float]]:
+    """name -> {sorted labels: value} of one broker's /metrics."""
+    port = cluster.brokers[broker_id].metrics_servers[0].port
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
+        assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+        text = answer.read().decode()
+    list(text_string_to_metric_families(text))  # well-formed, as Prometheus reads it
+    # The names as written (prometheus-client's parser adds _total to a counter's samples).
+    series: dict[str, dict[tuple, float]] = defaultdict(dict)
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            sample, _, number = line.rpartition(" ")
+            name, _, label_text = sample.partition("{")
+            labels = tuple(sorted(LABEL.findall(label_text)))
+            series[name][labels] = float(number)
+    return series
+
+
+def value(series: dict, name: str, **labels: str) -> float:
+    return series[name][tuple(sorted(labels.items()))]
+
+
+def total(cluster: KtCluster, name: str) -> float:
+    """A series summed over every running broker (as a dashboard's sum() does)."""
+    return sum(sum(scrape(cluster, b).get(name, {}).values()) for b in cluster.brokers)
+
+
+def test_the_counts_agree_with_what_was_produced_and_read(tmp_path: Path) -> None:
+    with KtCluster(1, base_dir=tmp_path, overrides=METRICS) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("metered", 1, 1)])["metered"].result(30)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
+        for i in range(1000):
+            producer.produce("metered", b"v" * 100, key=b"%d" % i)
+        assert producer.flush(30) == 0
+        series = scrape(cluster, 0)
+        topic = {"topic": "metered"}
+        log_size = value(series, "kafka_log_log_size", topic="metered", partition="0")
+        assert value(series, "kafka_server_brokertopicmetrics_messagesin_total", **topic) == 1000
+        assert value(series, "kafka_server_brokertopicmetrics_bytesin_total", **topic) == log_size
+        assert value(series, "kafka_log_log_logendoffset", topic="metered", partition="0") == 1000
+        produces = series["kafka_network_requestmetrics_requests_total"]
+        sent = sum(v for labels, v in produces.items() if ("request", "Produce") in labels)
+        assert value(series, "kafka_network_requestmetrics_totaltimems_count",
+                     request="Produce") == sent  # fmt: skip
+        assert value(series, "kafka_server_brokertopicmetrics_totalproducerequests_total",
+                     **topic) == sent  # one partition per request  # fmt: skip
+
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g",
+                             "auto.offset.reset": "earliest"})  # fmt: skip
+        consumer.subscribe(["metered"])
+        read = 0
+        while read < 1000:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None, message
+            read += 1
+        consumer.close()
+        series = scrape(cluster, 0)
+        assert value(series, "kafka_server_brokertopicmetrics_bytesout_total", **topic) >= log_size
+        fetches = series["kafka_network_requestmetrics_requests_total"]
+        assert sum(v for labels, v in fetches.items() if ("request", "FetchConsumer") in labels)
+
+
+def test_strimzis_dashboard_and_alerts_find_every_broker_series(
+    tmp_path: Path, zookeeper: str
+) -> None:
+    queries = [q for q in QUERIES.read_text().splitlines() if q and not q.startswith("#")]
+    wanted = {name for query in queries for name in re.findall(r"[a-z_:][a-z0-9_:]*(?=[{\[ )]|$)",
+              query) if "_" in name and not NOT_THE_BROKERS.match(name)}  # fmt: skip
+    wanted -= {"by", "strimzi_io_name", "kubernetes_pod_name", "count_over_time", "query_result"}
+    assert len(wanted) == 26, sorted(wanted)  # the file's broker series, read whole
+    with KtCluster(3, base_dir=tmp_path, zookeeper_connect=zookeeper, overrides=METRICS) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("watched", 3, 3)])["watched"].result(30)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        producer.produce("watched", b"x")
+        assert producer.flush(30) == 0
+        served = set().union(*(scrape(cluster, b) for b in cluster.brokers))
+        assert sorted(wanted - served) == []
+
+
+def test_a_killed_broker_shows_in_the_under_replicated_counts(tmp_path: Path) -> None:
+    overrides = {**METRICS, "replica.lag.time.max.ms": "2000", "min.insync.replicas": "2"}
+    with KtCluster(3, base_dir=tmp_path, overrides=overrides) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("fragile", 3, 3)])["fragile"].result(30)
+        cluster.wait_until(lambda: total(cluster, "kafka_cluster_partition_insyncreplicascount")
+                           == 9, what="every ISR full")  # fmt: skip
+        assert total(cluster, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+        assert total(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+        assert total(cluster, "kafka_server_replicamanager_partitioncount") == 9
+        assert total(cluster, "kafka_server_replicamanager_leadercount") == 3
+        assert total(cluster, "kafka_controller_kafkacontroller_globalpartitioncount") == 3
+        cluster.kill_broker(2)
+        under = "kafka_server_replicamanager_underreplicatedpartitions"
+        cluster.wait_until(lambda: total(cluster, under) == 3, what="all under-replicated")
+        assert total(cluster, "kafka_cluster_partition_underreplicated") == 3
+        assert total(cluster, "kafka_cluster_partition_atminisr") == 3
+        assert total(cluster, "kafka_server_replicamanager_atminisrpartitioncount") == 3
+        assert total(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+        assert total(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
