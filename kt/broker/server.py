@@ -46,6 +46,8 @@ from kt.metrics.broker_metrics import register_broker_metrics, register_controll
 from kt.metrics.broker_topic_stats import BrokerTopicStats
 from kt.metrics.exposition import render
 from kt.metrics.http_server import MetricsHttpServer, parse_metrics_listeners
+from kt.metrics.kafka_exporter import KafkaExporterSeries
+from kt.metrics.kafka_exporter import rows as kafka_exporter_rows
 from kt.metrics.registry import MetricsRegistry
 from kt.metrics.request_metrics import RequestMetrics
 from kt.protocol import ApiKey
@@ -264,6 +266,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         )
         self.replica_manager.topic_stats = self.topic_stats
         register_broker_metrics(self, self.metrics)
+        self.kafka_exporter_series = KafkaExporterSeries(self)
+        self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
@@ -560,6 +564,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         for metrics_server in self.metrics_servers:
             await asyncio.to_thread(metrics_server.close)
         self.metrics_servers = []
+        if self.replica_manager is not None:
+            self.kafka_exporter_series.close()
         if self.apis is not None:
             self.group_coordinator.shutdown()
             self.txn_coordinator.shutdown()

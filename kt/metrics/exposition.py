@@ -86,6 +86,12 @@ class _Output:
         self.samples: dict[str, list[str]] = {}
         self.types: dict[str, tuple[str, str]] = {}
 
+    def declare(self, name: str, kind: str, help_: str) -> None:
+        """A name shown (with # TYPE) even when it has no sample now."""
+        if name not in self.samples:
+            self.samples[name] = []
+            self.types[name] = (kind, help_)
+
     def add(self, name: str, kind: str, help_: str, label_text: str, value: float) -> None:
         lines = self.samples.get(name)
         if lines is None:
@@ -116,6 +122,11 @@ def render(registry: MetricsRegistry) -> str:
             out.add(base, "gauge", str(key), label, value)
     for family in list(registry.families):
         _render_family(out, family)
+    for named in list(registry.named_gauges):
+        for name, label_names, rows in named():
+            out.declare(name, "gauge", name)
+            for values, value in rows:
+                out.add(name, "gauge", name, labels(label_names, values), value)
     return "".join(out.text())
 
 

@@ -17,6 +17,10 @@ from kt.metrics.meters import Histogram, Meter
 Tags = tuple[tuple[str, str], ...]
 # A family's rows: the values of its label names, and the value.
 Rows = Callable[[], Iterable[tuple[tuple[str, ...], float]]]
+# Gauges named as they are served (kafka_exporter's): (name, label names, rows) each.
+NamedGauges = Callable[
+    [], Iterable[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], float]]]]
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class MetricsRegistry:
     histograms: dict[MetricName, Histogram] = field(default_factory=dict)
     gauges: dict[MetricName, Callable[[], float]] = field(default_factory=dict)
     families: list[GaugeFamily | KafkaMetricFamily] = field(default_factory=list)
+    named_gauges: list[NamedGauges] = field(default_factory=list)
 
     def meter(self, domain: str, type_: str, name: str, tags: Tags = ()) -> Meter:
         key = MetricName(domain, type_, name, tags)

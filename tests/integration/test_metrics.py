@@ -1,7 +1,8 @@
 """/metrics on `metrics.listeners` (kt/metrics): scraped over HTTP, parsed by
 prometheus-client's parser, while real clients produce and consume; the counts agree
-with what was produced, the partition gauges with the cluster's state, and every series
-Strimzi's Kafka dashboard and alert rules query from the JMX exporter is there."""
+with what was produced, the partition gauges with the cluster's state, the consumer lag
+with the logs and the commits, and every series Strimzi's Kafka dashboard and alert
+rules query from the JMX exporter and kafka_exporter is there."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,10 +24,9 @@ pytestmark = pytest.mark.slow
 QUERIES = Path(__file__).resolve().parents[1] / "metrics" / "strimzi_kafka_queries.txt"
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 METRICS = {"metrics.listeners": "http://127.0.0.1:0"}
-# Series that come from elsewhere than a broker's JMX exporter: Kubernetes (cAdvisor,
-# kubelet, Prometheus's own `up`), the JVM (kt has none), and kafka_exporter's
-# (kafka_topic_*, kafka_consumergroup_*; not yet served by kt).
-NOT_THE_BROKERS = re.compile(r"^(container_|kubelet_|up$|jvm_|kafka_topic_|kafka_consumergroup_)")
+# Series that come from elsewhere than a Kafka broker and its exporters: Kubernetes
+# (cAdvisor, kubelet, Prometheus's own `up`) and the JVM (kt has none).
+NOT_THE_BROKERS = re.compile(r"^(container_|kubelet_|up$|jvm_)")
 
 
 def scrape(cluster: KtCluster, broker_id: int) -> dict[str, dict[tuple, float]]:
@@ -98,13 +99,16 @@ def test_strimzis_dashboard_and_alerts_find_every_broker_series(
     wanted = {name for query in queries for name in re.findall(r"[a-z_:][a-z0-9_:]*(?=[{\[ )]|$)",
               query) if "_" in name and not NOT_THE_BROKERS.match(name)}  # fmt: skip
     wanted -= {"by", "strimzi_io_name", "kubernetes_pod_name", "count_over_time", "query_result"}
-    assert len(wanted) == 26, sorted(wanted)  # the file's broker series, read whole
+    assert len(wanted) == 29, sorted(wanted)  # the file's broker series, read whole
     with KtCluster(3, base_dir=tmp_path, zookeeper_connect=zookeeper, overrides=METRICS) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("watched", 3, 3)])["watched"].result(30)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
         producer.produce("watched", b"x")
         assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "w"})
+        consumer.commit(offsets=[KafkaPartition("watched", 0, 1)], asynchronous=False)
+        consumer.close()
         served = set().union(*(scrape(cluster, b) for b in cluster.brokers))
         assert sorted(wanted - served) == []
 
@@ -129,3 +133,54 @@ def test_a_killed_broker_shows_in_the_under_replicated_counts(tmp_path: Path) ->
         assert total(cluster, "kafka_server_replicamanager_atminisrpartitioncount") == 3
         assert total(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
         assert total(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+
+
+def series_of(cluster: KtCluster, name: str) -> dict[tuple, float]:
+    """One series' samples over every running broker; a sample on two brokers fails."""
+    found: dict[tuple, float] = {}
+    for b in cluster.brokers:
+        for labels, v in scrape(cluster, b).get(name, {}).items():
+            assert labels not in found, f"{name}{labels} served twice"
+            found[labels] = v
+    return found
+
+
+def test_consumer_lag_is_the_log_end_minus_the_commit_as_kafka_exporter_says(
+    tmp_path: Path,
+) -> None:
+    with KtCluster(3, base_dir=tmp_path, overrides=METRICS) as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("lagging", 3, 1)])["lagging"].result(30)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+        ends = {0: 30, 1: 20, 2: 10}
+        for partition, n in ends.items():
+            for _ in range(n):
+                producer.produce("lagging", b"r", partition=partition)
+        assert producer.flush(30) == 0
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
+                             "group.id": "laggards", "enable.auto.commit": False})  # fmt: skip
+        commits = {0: 25, 1: 3}  # nothing committed on partition 2
+        consumer.commit(offsets=[KafkaPartition("lagging", p, o) for p, o in commits.items()],
+                        asynchronous=False)  # fmt: skip
+        consumer.close()
+
+        def labels(*values: str, names: tuple = ("consumergroup", "partition", "topic")) -> tuple:
+            return tuple(sorted(zip(names, values, strict=True)))
+
+        lag = series_of(cluster, "kafka_consumergroup_lag")
+        assert lag == {labels("laggards", "0", "lagging"): 5,
+                       labels("laggards", "1", "lagging"): 17,
+                       labels("laggards", "2", "lagging"): -1}  # fmt: skip
+        current = series_of(cluster, "kafka_consumergroup_current_offset")
+        assert current == {labels("laggards", str(p), "lagging"): o
+                           for p, o in {0: 25, 1: 3, 2: -1}.items()}  # fmt: skip
+        lag_sum = series_of(cluster, "kafka_consumergroup_lag_sum")
+        assert lag_sum == {labels("laggards", "lagging", names=("consumergroup", "topic")): 22}
+        assert series_of(cluster, "kafka_consumergroup_members") == {
+            (("consumergroup", "laggards"),): 0}  # fmt: skip
+        ends_served = series_of(cluster, "kafka_topic_partition_current_offset")
+        assert {k: v for k, v in ends_served.items() if ("topic", "lagging") in k} == {
+            (("partition", str(p)), ("topic", "lagging")): n for p, n in ends.items()
+        }
+        assert series_of(cluster, "kafka_brokers") == {(): 3}
+        assert series_of(cluster, "kafka_topic_partitions")[(("topic", "lagging"),)] == 3

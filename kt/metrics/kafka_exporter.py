@@ -1,0 +1,215 @@
+"""The series of kafka_exporter (danielqsj/kafka_exporter: kafka_consumergroup_lag,
+kafka_topic_partition_current_offset, ...), under its names and labels, served by the
+brokers that own what they describe, so that summing them over the brokers gives the
+one exporter's values, each series once:
+
+- a partition's (kafka_topic_partition_*) by its leader: current offset (the high
+  watermark, what ListOffsets LATEST answers), oldest offset, replicas, in-sync
+  replicas, leader, leader_is_preferred, under_replicated_partition;
+- a group's (kafka_consumergroup_*) by its coordinator: for each topic the group has
+  committed an offset of, every partition's committed offset (-1 where none) and its
+  lag (the partition's high watermark minus that offset, -1 where none), their sums per
+  topic, and the group's members;
+- the cluster's (kafka_brokers, kafka_topic_partitions) by the active controller.
+
+A group's partitions led by other brokers have their high watermarks asked for when a
+scrape comes (ListOffsets over the inter-broker listener, on the event loop, the scrape
+waiting for the answers), so a lag at rest is exactly the log end minus the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.partition import TopicPartition
+from kt.client.async_connection import AsyncBrokerConnection
+from kt.errors import KafkaError
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+
+if TYPE_CHECKING:
+    from kt.broker.server import KafkaServer
+
+log = logging.getLogger(__name__)
+
+REFRESH_TIMEOUT_S = 5.0
+LATEST = -1
+
+Row = tuple[tuple[str, ...], float]
+
+
+class KafkaExporterSeries:
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.high_watermarks: dict[TopicPartition, int] = {}  # other leaders', last asked
+        self._connections: dict[int, AsyncBrokerConnection] = {}
+
+    # -- on the scrape's thread ------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Ask the other leaders for the high watermarks the groups need (the scrape
+        waits, up to REFRESH_TIMEOUT_S; then it serves the last ones known)."""
+        loop = self.server.loop
+        if loop is None or loop.is_closed() or not self._groups():
+            return
+        future = asyncio.run_coroutine_threadsafe(self._ask_leaders(), loop)
+        try:
+            future.result(REFRESH_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            log.warning("consumer lag: the partition leaders did not answer within %s s",
+                        REFRESH_TIMEOUT_S)  # fmt: skip
+
+    def partition_rows(self) -> dict[str, list[Row]]:
+        out: dict[str, list[Row]] = {name: [] for name in _PARTITION_SERIES}
+        rm = self.server.replica_manager
+        for p in [] if rm is None else list(rm.partitions.values()):
+            if not p.is_leader:
+                continue
+            labels = (p.tp.topic, str(p.tp.partition))
+            values = (p.log.high_watermark, p.log.log_start_offset, len(p.replicas), len(p.isr),
+                      p.leader_id, int(bool(p.replicas) and p.replicas[0] == p.leader_id),
+                      int(len(p.isr) < len(p.replicas)))  # fmt: skip
+            for name, value in zip(_PARTITION_SERIES, values, strict=True):
+                out[name].append((labels, value))
+        return out
+
+    def group_rows(self) -> dict[str, list[Row]]:
+        out: dict[str, list[Row]] = {name: [] for name in _GROUP_SERIES}
+        cache = self.server.metadata_cache
+        for group in self._groups():
+            out["kafka_consumergroup_members"].append(((group.group_id,), len(group.members)))
+            offsets = dict(group.offsets)
+            for topic in sorted({t for t, _ in offsets}):
+                current_sum = lag_sum = 0
+                for partition in sorted(cache.topic_partitions(topic)):
+                    committed = offsets.get((topic, partition))
+                    offset = committed.offset if committed is not None else -1
+                    end = self._high_watermark(TopicPartition(topic, partition))
+                    labels = (group.group_id, topic, str(partition))
+                    out["kafka_consumergroup_current_offset"].append((labels, offset))
+                    current_sum += offset
+                    if end is None:
+                        continue  # its leader did not answer: no lag rather than a wrong one
+                    lag = -1 if offset == -1 else end - offset
+                    lag_sum += lag if offset != -1 else 0
+                    out["kafka_consumergroup_lag"].append((labels, lag))
+                group_topic = (group.group_id, topic)
+                out["kafka_consumergroup_current_offset_sum"].append((group_topic, current_sum))
+                out["kafka_consumergroup_lag_sum"].append((group_topic, lag_sum))
+        return out
+
+    def cluster_rows(self) -> dict[str, list[Row]]:
+        controller = self.server.controller
+        if controller is None or not controller.is_active:
+            return {"kafka_brokers": [], "kafka_topic_partitions": []}
+        ctx = controller.ctx
+        topics = [((t,), len(parts)) for t, parts in sorted(list(ctx.assignments.items()))]
+        return {"kafka_brokers": [((), len(ctx.live_brokers))], "kafka_topic_partitions": topics}
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _groups(self) -> list[Any]:
+        coordinator = getattr(self.server, "group_coordinator", None)
+        if coordinator is None:
+            return []
+        return [g for g in list(coordinator.manager.groups.values()) if g.offsets or g.members]
+
+    def _high_watermark(self, tp: TopicPartition) -> int | None:
+        rm = self.server.replica_manager
+        partition = None if rm is None else rm.partitions.get(tp)
+        if partition is not None and partition.is_leader:
+            return partition.log.high_watermark
+        return self.high_watermarks.get(tp)
+
+    # -- on the event loop -------------------------------------------------------------
+
+    async def _ask_leaders(self) -> None:
+        cache = self.server.metadata_cache
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for group in self._groups():
+            for topic in {t for t, _ in list(group.offsets)}:
+                for partition, state in cache.topic_partitions(topic).items():
+                    tp = TopicPartition(topic, partition)
+                    if state.leader >= 0 and state.leader != self.server.broker_id:
+                        by_leader.setdefault(state.leader, []).append(tp)
+        await asyncio.gather(*(self._ask(leader, tps) for leader, tps in by_leader.items()))
+
+    async def _ask(self, leader: int, tps: list[TopicPartition]) -> None:
+        R = m.ListOffsetsRequest
+        topics: dict[str, list[int]] = {}
+        for tp in sorted(set(tps)):
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        request = R(replica_id=-1, isolation_level=0, topics=[
+            R.ListOffsetsTopic(name=t, partitions=[
+                R.ListOffsetsPartition(partition_index=p, timestamp=LATEST) for p in parts])
+            for t, parts in topics.items()])  # fmt: skip
+        try:
+            connection = await self._connection(leader)
+            response = await connection.send(ApiKey.LIST_OFFSETS, request)
+        except (KafkaError, OSError, EOFError) as e:
+            log.info("consumer lag: broker %s did not answer ListOffsets: %s", leader, e)
+            self._connections.pop(leader, None)
+            for tp in tps:
+                self.high_watermarks.pop(tp, None)
+            return
+        for t in response.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                if p.error_code == 0:
+                    self.high_watermarks[tp] = p.offset
+                else:
+                    self.high_watermarks.pop(tp, None)
+
+    async def _connection(self, broker_id: int) -> AsyncBrokerConnection:
+        connection = self._connections.get(broker_id)
+        if connection is not None and not connection.closed:
+            return connection
+        endpoint = self.server._broker_endpoint(broker_id)
+        if endpoint is None:
+            raise KafkaError("BROKER_NOT_AVAILABLE", f"broker {broker_id} is not known")
+        connection = await AsyncBrokerConnection.connect(
+            *endpoint, client_id=f"broker-{self.server.broker_id}-consumer-lag", timeout_s=5.0,
+            **self.server.inter_broker_security,
+        )  # fmt: skip
+        self._connections[broker_id] = connection
+        return connection
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+
+_PARTITION_SERIES = (
+    "kafka_topic_partition_current_offset", "kafka_topic_partition_oldest_offset",
+    "kafka_topic_partition_replicas", "kafka_topic_partition_in_sync_replica",
+    "kafka_topic_partition_leader", "kafka_topic_partition_leader_is_preferred",
+    "kafka_topic_partition_under_replicated_partition",
+)  # fmt: skip
+_GROUP_SERIES = (
+    "kafka_consumergroup_members", "kafka_consumergroup_current_offset",
+    "kafka_consumergroup_lag", "kafka_consumergroup_current_offset_sum",
+    "kafka_consumergroup_lag_sum",
+)  # fmt: skip
+LABELS = {
+    **{name: ("topic", "partition") for name in _PARTITION_SERIES},
+    "kafka_consumergroup_members": ("consumergroup",),
+    "kafka_consumergroup_current_offset": ("consumergroup", "topic", "partition"),
+    "kafka_consumergroup_lag": ("consumergroup", "topic", "partition"),
+    "kafka_consumergroup_current_offset_sum": ("consumergroup", "topic"),
+    "kafka_consumergroup_lag_sum": ("consumergroup", "topic"),
+    "kafka_brokers": (),
+    "kafka_topic_partitions": ("topic",),
+}
+
+
+def rows(series: KafkaExporterSeries) -> Iterator[tuple[str, tuple[str, ...], list[Row]]]:
+    """(name, label names, rows) of every series, after asking for what the lag needs."""
+    series.refresh()
+    for group in (series.partition_rows(), series.group_rows(), series.cluster_rows()):
+        for name, found in group.items():
+            yield name, LABELS[name], found
