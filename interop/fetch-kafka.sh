@@ -21,3 +21,9 @@ mvn -q -B -f "$here/spark-kafka/pom.xml" dependency:copy-dependencies \
     -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2
 echo "$spark_version" > "$dest/spark-kafka/VERSION"
 echo "Spark's Kafka connector $spark_version: $(ls "$dest/spark-kafka"/*.jar | wc -l) jars in $dest/spark-kafka"
+
+# The Prometheus JMX exporter's Java agent, for the metrics oracle.
+rm -rf "$dest/jmx-exporter"
+mvn -q -B -f "$here/jmx-exporter/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$dest/jmx-exporter"
+echo "JMX exporter: $(ls "$dest/jmx-exporter")"

@@ -26,7 +26,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kt.metadata.znodes import random_uuid, uuid_to_str
@@ -99,14 +99,22 @@ def spark_kafka_jars() -> list[Path]:
     return sorted((kafka_home() / "spark-kafka").glob("*.jar"))
 
 
-def java_command(main_class: str, heap: list[str], log4j: Path) -> list[str]:
+def java_command(
+    main_class: str, heap: list[str], log4j: Path, extra: Sequence[str] = ()
+) -> list[str]:
     reason = unavailable_reason()
     if reason is not None:
         raise KafkaUnavailableError(reason)
     return [
-        "java", *heap, *JVM_OPTIONS, f"-Dlog4j.configuration=file:{log4j}",
+        "java", *heap, *JVM_OPTIONS, *extra, f"-Dlog4j.configuration=file:{log4j}",
         "-cp", str(kafka_home() / "libs" / "*"), main_class,
     ]  # fmt: skip
+
+
+def jmx_exporter_agent() -> Path | None:
+    """The Prometheus JMX exporter's Java agent (interop/jmx-exporter), None if absent."""
+    jars = sorted((kafka_home() / "jmx-exporter").glob("jmx_prometheus_javaagent-*.jar"))
+    return jars[-1] if jars else None
 
 
 def _tool_log4j() -> Path:
@@ -200,8 +208,10 @@ class ReferenceKafka:
         zookeeper_connect: str | None = None,
         log_dir: str | Path | None = None,
         overrides: Mapping[str, str] | None = None,
+        jvm_options: Sequence[str] = (),
     ) -> None:
         self.base_dir = Path(base_dir)
+        self.jvm_options = list(jvm_options)  # a -javaagent, say
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.broker_id = broker_id
         self.zookeeper_connect = zookeeper_connect
@@ -271,7 +281,7 @@ class ReferenceKafka:
         mark = self.server_log.stat().st_size if self.server_log.exists() else 0
         with open(self.base_dir / "kafka.out", "ab") as out:
             self.proc = subprocess.Popen(
-                [*java_command("kafka.Kafka", BROKER_HEAP, log4j), str(config)],
+                [*java_command("kafka.Kafka", BROKER_HEAP, log4j, self.jvm_options), str(config)],
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         return mark

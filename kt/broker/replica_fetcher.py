@@ -327,7 +327,7 @@ class ReplicaFetcher:
             if len(records):
                 log_.append_as_follower(records)
                 if (stats := self.replica_manager.topic_stats) is not None:
-                    stats.all.replication_bytes_in.count += len(records)
+                    stats.replicated(len(records))
             log_.high_watermark = data.high_watermark  # bounded by our log end offset
             state.in_sync = log_.log_end_offset >= data.high_watermark
             if data.log_start_offset > log_.log_start_offset:

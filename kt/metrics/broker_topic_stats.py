@@ -15,6 +15,7 @@ ReplicationBytesInPerSec.
 from __future__ import annotations
 
 from kt.errors import KafkaError
+from kt.metrics.meters import Meter
 from kt.metrics.registry import MetricsRegistry
 
 _METERS = ("MessagesInPerSec", "BytesInPerSec", "BytesOutPerSec", "BytesRejectedPerSec",
@@ -34,22 +35,25 @@ _TOO_LARGE = KafkaError("MESSAGE_TOO_LARGE").code
 
 
 class BrokerTopicMetrics:
-    """One topic's meters, or all topics' (topic None)."""
+    """One topic's meters, or all topics' (topic None). As Kafka's MeterWrapper, all
+    topics' exist from the start and a topic's once first marked (a topic no fetch has
+    failed on has no FailedFetchRequestsPerSec)."""
 
     def __init__(self, registry: MetricsRegistry, topic: str | None) -> None:
-        tags = (("topic", topic),) if topic is not None else ()
-        names = _METERS + (_ALL_TOPICS_ONLY if topic is None else ())
-        meters = {n: registry.meter("kafka.server", "BrokerTopicMetrics", n, tags) for n in names}
-        self.messages_in = meters["MessagesInPerSec"]
-        self.bytes_in = meters["BytesInPerSec"]
-        self.bytes_out = meters["BytesOutPerSec"]
-        self.bytes_rejected = meters["BytesRejectedPerSec"]
-        self.failed_produce = meters["FailedProduceRequestsPerSec"]
-        self.failed_fetch = meters["FailedFetchRequestsPerSec"]
-        self.total_produce = meters["TotalProduceRequestsPerSec"]
-        self.total_fetch = meters["TotalFetchRequestsPerSec"]
-        self.replication_bytes_in = meters.get("ReplicationBytesInPerSec")
-        self.replication_bytes_out = meters.get("ReplicationBytesOutPerSec")
+        self._registry = registry
+        self._tags = (("topic", topic),) if topic is not None else ()
+        self._meters: dict[str, Meter] = {}
+        if topic is None:
+            for name in _METERS + _ALL_TOPICS_ONLY:
+                self.meter(name)
+
+    def meter(self, name: str) -> Meter:
+        meter = self._meters.get(name)
+        if meter is None:
+            meter = self._meters[name] = self._registry.meter(
+                "kafka.server", "BrokerTopicMetrics", name, self._tags
+            )
+        return meter
 
 
 class BrokerTopicStats:
@@ -69,34 +73,32 @@ class BrokerTopicStats:
         if self._topics.pop(topic, None) is not None:
             self.registry.remove_tagged(("topic", topic))
 
+    def _mark(self, topic: str, name: str, n: int) -> None:
+        self.topic(topic).meter(name).count += n
+        self.all.meter(name).count += n
+
     def produced(self, topic: str, error_code: int, size: int, records: int) -> None:
         """One partition of a produce request, appended (error 0) or refused."""
-        stats, all_ = self.topic(topic), self.all
-        stats.total_produce.count += 1
-        all_.total_produce.count += 1
+        self._mark(topic, "TotalProduceRequestsPerSec", 1)
         if error_code == 0:
-            stats.bytes_in.count += size
-            all_.bytes_in.count += size
-            stats.messages_in.count += records
-            all_.messages_in.count += records
+            self._mark(topic, "BytesInPerSec", size)
+            self._mark(topic, "MessagesInPerSec", records)
         elif error_code == _TOO_LARGE:
-            stats.bytes_rejected.count += size
-            all_.bytes_rejected.count += size
+            self._mark(topic, "BytesRejectedPerSec", size)
         elif error_code not in _EXPECTED:
-            stats.failed_produce.count += 1
-            all_.failed_produce.count += 1
+            self._mark(topic, "FailedProduceRequestsPerSec", 1)
 
     def fetched(self, topic: str, error_code: int, size: int, follower: bool) -> None:
         """One partition of a fetch request, as answered."""
-        stats, all_ = self.topic(topic), self.all
-        stats.total_fetch.count += 1
-        all_.total_fetch.count += 1
+        self._mark(topic, "TotalFetchRequestsPerSec", 1)
         if error_code != 0:
             if error_code not in _EXPECTED:
-                stats.failed_fetch.count += 1
-                all_.failed_fetch.count += 1
+                self._mark(topic, "FailedFetchRequestsPerSec", 1)
         elif follower:
-            all_.replication_bytes_out.count += size  # type: ignore[union-attr]
+            self.all.meter("ReplicationBytesOutPerSec").count += size
         else:
-            stats.bytes_out.count += size
-            all_.bytes_out.count += size
+            self._mark(topic, "BytesOutPerSec", size)
+
+    def replicated(self, size: int) -> None:
+        """A follower appended `size` bytes fetched from its leader."""
+        self.all.meter("ReplicationBytesInPerSec").count += size

@@ -1,0 +1,129 @@
+"""Apache Kafka 3.9 with the Prometheus JMX exporter's Java agent and Strimzi's rules
+(interop/kafka-metrics.yaml) beside kt's /metrics, each on ZooKeeper under the same
+produce, consume and commit: every broker series Strimzi's Kafka dashboard and alert
+rules query is served by both, with the same label names, and the values the scenario
+fixes (messages in, log end offsets, partition and leader counts, replicas,
+under-replicated and offline counts, the active controller) are the same."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections import defaultdict
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.reference_kafka import free_port, jmx_exporter_agent
+from kt.testing import KtCluster
+from tests._environment import unavailable
+
+RULES = Path(__file__).resolve().parents[2] / "interop" / "kafka-metrics.yaml"
+QUERIES = Path(__file__).resolve().parents[1] / "metrics" / "strimzi_kafka_queries.txt"
+# Not a Kafka broker's JMX exporter's: Kubernetes', the JVM's (kt has none), kafka_exporter's.
+ELSEWHERE = re.compile(r"^(container_|kubelet_|up$|jvm_|kafka_topic_|kafka_consumergroup_)")
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+SETTINGS = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "1",
+            "group.initial.rebalance.delay.ms": "0"}  # fmt: skip
+SAME_VALUES = [
+    "kafka_server_replicamanager_partitioncount", "kafka_server_replicamanager_leadercount",
+    "kafka_server_replicamanager_underreplicatedpartitions",
+    "kafka_server_replicamanager_underminisrpartitioncount",
+    "kafka_controller_kafkacontroller_activecontrollercount",
+    "kafka_controller_kafkacontroller_offlinepartitionscount",
+    "kafka_controller_kafkacontroller_globaltopiccount",
+    "kafka_controller_kafkacontroller_globalpartitioncount",
+    "kafka_log_logmanager_offlinelogdirectorycount",
+]  # fmt: skip
+
+
+def dashboard_series() -> set[str]:
+    queries = [q for q in QUERIES.read_text().splitlines() if q and not q.startswith("#")]
+    names = {n for q in queries for n in re.findall(r"[a-z_:][a-z0-9_:]*(?=[{\[ )]|$)", q)}
+    return {n for n in names if n.startswith(("kafka_", "process_")) and not ELSEWHERE.match(n)}
+
+
+def scrape(url: str) -> dict[str, dict[tuple, float]]:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        text = answer.read().decode()
+    series: dict[str, dict[tuple, float]] = defaultdict(dict)
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            sample, _, number = line.rpartition(" ")
+            name, _, label_text = sample.partition("{")
+            series[name][tuple(sorted(LABEL.findall(label_text)))] = float(number)
+    return series
+
+
+def scenario(bootstrap: str) -> None:
+    """The same work on both: a topic, 100 records to each of its partitions, a group
+    that reads them all and commits."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("scenario", 3, 1)])["scenario"].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for partition in range(3):
+        for i in range(100):
+            producer.produce("scenario", b"v" * 50, key=b"%d" % i, partition=partition)
+    assert producer.flush(60) == 0
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "scenario-group",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe(["scenario"])
+    read = 0
+    while read < 300:
+        message = consumer.poll(60)
+        assert message is not None and message.error() is None, message
+        read += 1
+    consumer.commit(asynchronous=False)
+    consumer.close()
+
+
+def label_names(series: dict[tuple, float]) -> set[frozenset[str]]:
+    return {frozenset(k for k, _ in labels) for labels in series}
+
+
+def test_kt_serves_the_series_kafka_serves_under_strimzis_rules(
+    kafka_factory, zookeeper: str, tmp_path: Path
+) -> None:
+    agent = jmx_exporter_agent()
+    if agent is None:
+        unavailable("the JMX exporter's agent is not in Kafka's cache: run interop/fetch-kafka.sh")
+    port = free_port()
+    kafka = kafka_factory(
+        zookeeper_connect=f"{zookeeper}/kafka",
+        overrides=SETTINGS,
+        jvm_options=[f"-javaagent:{agent}=127.0.0.1:{port}:{RULES}"],
+    )
+    scenario(kafka.bootstrap)
+    theirs = scrape(f"http://127.0.0.1:{port}/metrics")
+    with KtCluster(
+        1,
+        base_dir=tmp_path / "kt",
+        zookeeper_connect=f"{zookeeper}/kt",
+        overrides={**SETTINGS, "metrics.listeners": "http://127.0.0.1:0"},
+    ) as kt:
+        scenario(kt.bootstrap_servers)
+        ours = scrape(f"http://127.0.0.1:{kt.brokers[0].metrics_servers[0].port}/metrics")
+
+    wanted = dashboard_series()
+    assert len(wanted) == 26
+    assert sorted(wanted - set(theirs)) == []  # the oracle serves them all
+    assert sorted(wanted - set(ours)) == []
+    assert {n: label_names(ours[n]) for n in wanted} == {n: label_names(theirs[n]) for n in wanted}
+
+    for name in SAME_VALUES:
+        assert ours[name] == theirs[name], name
+    topic = (("topic", "scenario"),)
+    messages_in = "kafka_server_brokertopicmetrics_messagesin_total"
+    assert ours[messages_in][topic] == theirs[messages_in][topic] == 300
+    for partition in range(3):
+        labels = (("partition", str(partition)), ("topic", "scenario"))
+        for name in ("kafka_log_log_logendoffset", "kafka_cluster_partition_replicascount",
+                     "kafka_cluster_partition_insyncreplicascount"):  # fmt: skip
+            assert ours[name][labels] == theirs[name][labels], (name, labels)
