@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -44,8 +44,13 @@ from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
 from kt.metrics.broker_topic_stats import BrokerTopicStats
-from kt.metrics.exposition import render
-from kt.metrics.http_server import MetricsHttpServer, parse_metrics_listeners
+from kt.metrics.exposition import render_in_steps
+from kt.metrics.http_server import (
+    SCRAPE_TIMEOUT_S,
+    MetricsHttpServer,
+    ScrapeUnavailable,
+    parse_metrics_listeners,
+)
 from kt.metrics.kafka_exporter import KafkaExporterSeries
 from kt.metrics.kafka_exporter import rows as kafka_exporter_rows
 from kt.metrics.registry import MetricsRegistry
@@ -268,6 +273,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         register_broker_metrics(self, self.metrics)
         self.kafka_exporter_series = KafkaExporterSeries(self)
         self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
+        self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
@@ -344,9 +350,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         endpoints = parse_metrics_listeners(self.config["metrics.listeners"])
         for host, port in endpoints:
             try:
-                server = await asyncio.to_thread(
-                    MetricsHttpServer, host, port, lambda: render(self.metrics)
-                )
+                server = await asyncio.to_thread(MetricsHttpServer, host, port, self._scrape)
             except OSError as e:
                 raise OSError(e.errno, f"metrics.listeners: failed to bind to {host}:{port}: "
                               f"{e.strerror}.") from None  # fmt: skip
@@ -354,6 +358,18 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             log.info("[KafkaServer id=%s] serving metrics on http://%s:%s/metrics",
                      self.broker_id, host, server.port)  # fmt: skip
         return RequestMetrics(self.metrics) if endpoints else None
+
+    def _scrape(self) -> Iterator[str]:
+        """/metrics' text, rendered on the event loop (called on a scrape's thread)."""
+        loop = self.loop
+        if loop is None or loop.is_closed() or self._stopped.is_set():
+            raise ScrapeUnavailable("the broker is not running")
+        future = asyncio.run_coroutine_threadsafe(render_in_steps(self.metrics), loop)
+        try:
+            return future.result(SCRAPE_TIMEOUT_S)
+        except TimeoutError:
+            future.cancel()
+            raise ScrapeUnavailable(f"the broker did not render in {SCRAPE_TIMEOUT_S} s") from None
 
     @property
     def broker_state(self) -> int:

@@ -16,12 +16,12 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kt.metrics.exposition import gauge_name, kafka_metric_name
+from kt.metrics.kafka_exporter import PARTITION_SERIES
 from kt.metrics.registry import MetricName, MetricsRegistry
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
-
-Row = tuple[tuple[str, ...], float]
 
 
 def register_broker_metrics(server: KafkaServer, registry: MetricsRegistry) -> None:
@@ -62,42 +62,51 @@ def _replica_manager(server: KafkaServer, registry: MetricsRegistry) -> None:
           lambda: sum(len(p.isr) == p.min_insync_replicas for p in _leaders(server)))  # fmt: skip
 
 
+# The gauges of each partition this broker hosts: Kafka's Partition (the leader's
+# values, 0 on a follower) and Log beans, and kafka_exporter's partition series (from
+# the leader only), in one table: (domain, type, name) or a kafka_exporter name.
+_PARTITION_GAUGES = (
+    ("kafka.cluster", "Partition", "UnderReplicated"),
+    ("kafka.cluster", "Partition", "InSyncReplicasCount"),
+    ("kafka.cluster", "Partition", "ReplicasCount"),
+    ("kafka.cluster", "Partition", "UnderMinIsr"),
+    ("kafka.cluster", "Partition", "AtMinIsr"),
+    ("kafka.cluster", "Partition", "LastStableOffsetLag"),
+    ("kafka.log", "Log", "Size"),
+    ("kafka.log", "Log", "LogStartOffset"),
+    ("kafka.log", "Log", "LogEndOffset"),
+    ("kafka.log", "Log", "NumLogSegments"),
+)
+
+
+def _partition_row(p: Any) -> list[float | None]:
+    log_ = p.log
+    isr, replicas = len(p.isr), len(p.replicas)
+    beans: list[float | None] = [0, 0, 0, 0, 0, 0]
+    if p.is_leader:
+        hw = log_.high_watermark
+        beans = [int(isr < replicas), isr, replicas, int(isr < p.min_insync_replicas),
+                 int(isr == p.min_insync_replicas), hw - log_.last_stable_offset]  # fmt: skip
+        exporter: list[float | None] = [
+            hw, log_.log_start_offset, replicas, isr, p.leader_id,
+            int(replicas > 0 and p.replicas[0] == p.leader_id), int(isr < replicas),
+        ]  # fmt: skip
+    else:
+        exporter = [None] * len(PARTITION_SERIES)
+    return [*beans, log_.size, log_.log_start_offset, log_.log_end_offset,
+            len(log_.segments), *exporter]  # fmt: skip
+
+
 def _partitions_and_logs(server: KafkaServer, registry: MetricsRegistry) -> None:
-    def hosted() -> list[Any]:
+    def rows() -> Iterator[tuple[tuple[str, ...], list[float | None]]]:
         rm = server.replica_manager
-        return [] if rm is None else list(rm.partitions.values())
+        for p in [] if rm is None else list(rm.partitions.values()):
+            yield (p.tp.topic, str(p.tp.partition)), _partition_row(p)
 
-    def partition_rows(value: Any) -> Any:
-        def rows() -> Iterator[Row]:
-            for p in hosted():
-                yield (p.tp.topic, str(p.tp.partition)), (value(p) if p.is_leader else 0)
-
-        return rows
-
-    def log_rows(value: Any) -> Any:
-        def rows() -> Iterator[Row]:
-            for p in hosted():
-                yield (p.tp.topic, str(p.tp.partition)), value(p.log)
-
-        return rows
-
-    tags = ("topic", "partition")
-    for name, value in (
-        ("UnderReplicated", lambda p: int(len(p.isr) < len(p.replicas))),
-        ("InSyncReplicasCount", lambda p: len(p.isr)),
-        ("ReplicasCount", lambda p: len(p.replicas)),
-        ("UnderMinIsr", lambda p: int(len(p.isr) < p.min_insync_replicas)),
-        ("AtMinIsr", lambda p: int(len(p.isr) == p.min_insync_replicas)),
-        ("LastStableOffsetLag", lambda p: p.log.high_watermark - p.log.last_stable_offset),
-    ):
-        registry.gauge_family("kafka.cluster", "Partition", name, tags, partition_rows(value))
-    for name, value in (
-        ("Size", lambda log_: log_.size),
-        ("LogStartOffset", lambda log_: log_.log_start_offset),
-        ("LogEndOffset", lambda log_: log_.log_end_offset),
-        ("NumLogSegments", lambda log_: len(log_.segments)),
-    ):
-        registry.gauge_family("kafka.log", "Log", name, tags, log_rows(value))
+    columns = [(gauge_name(MetricName(*bean)), "gauge", str(MetricName(*bean)))
+               for bean in _PARTITION_GAUGES]  # fmt: skip
+    columns += [(name, "gauge", name) for name in PARTITION_SERIES]
+    registry.gauge_table(columns, ("topic", "partition"), rows)
 
     def offline_dirs() -> int:
         lm = server.log_manager
@@ -192,12 +201,13 @@ def _network(server: KafkaServer, registry: MetricsRegistry) -> None:
     registry.gauge("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
                    idle.ratio)  # fmt: skip
 
-    def connections() -> Iterator[Row]:
+    def connections() -> Iterator[tuple[tuple[str, ...], list[float | None]]]:
         for listener in list(server.socket_servers):
-            yield (listener.listener_name, "0"), listener.connection_count
+            yield (listener.listener_name, "0"), [listener.connection_count]
 
-    registry.kafka_metric("socket-server-metrics", "connection-count",
-                          ("listener", "networkProcessor"), connections)  # fmt: skip
+    name = kafka_metric_name("socket-server-metrics", "connection-count")
+    help_ = "kafka.server:type=socket-server-metrics connection-count"
+    registry.gauge_table([(name, "gauge", help_)], ("listener", "networkProcessor"), connections)
 
 
 def _kafka_server(server: KafkaServer, registry: MetricsRegistry) -> None:

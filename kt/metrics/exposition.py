@@ -23,11 +23,14 @@ sample is 20x faster than its exposition (measured: 100,000 samples in 26 ms aga
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Iterator
 
-from kt.metrics.registry import GaugeFamily, KafkaMetricFamily, MetricName, MetricsRegistry
+from kt.metrics.registry import GaugeTable, MetricName, MetricsRegistry
 
+STEP_ROWS = 25  # rows rendered in one step on the event loop (about 0.4 ms)
+HISTOGRAMS_A_STEP = 10  # each sorts its 1,028 values
 _UNSAFE = re.compile(r"[^a-zA-Z0-9:_]")
 _RUNS = re.compile(r"__+")
 
@@ -57,12 +60,15 @@ def histogram_name(name: MetricName) -> str:
     return safe_name(_prefix(name) + name.name)
 
 
-def kafka_metric_name(family: KafkaMetricFamily) -> str:
-    return safe_name(f"kafka_server_{family.type}_{family.attribute}")
+def kafka_metric_name(type_: str, attribute: str) -> str:
+    """A metric of Kafka's metrics library: `kafka.server:type=T` attribute `a-b`."""
+    return safe_name(f"kafka_server_{type_}_{attribute}")
 
 
 def escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
 
 
 def labels(names: Iterable[str], values: Iterable[str]) -> str:
@@ -74,9 +80,7 @@ def _tags(name: MetricName) -> str:
 
 
 def _value(value: float) -> str:
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value)}.0"
-    return repr(float(value))
+    return str(value) if type(value) is int else repr(float(value))
 
 
 class _Output:
@@ -86,19 +90,16 @@ class _Output:
         self.samples: dict[str, list[str]] = {}
         self.types: dict[str, tuple[str, str]] = {}
 
-    def declare(self, name: str, kind: str, help_: str) -> None:
-        """A name shown (with # TYPE) even when it has no sample now."""
-        if name not in self.samples:
-            self.samples[name] = []
+    def lines(self, name: str, kind: str, help_: str) -> list[str]:
+        found = self.samples.get(name)
+        if found is None:
+            found = self.samples[name] = []
             self.types[name] = (kind, help_)
+        return found
 
     def add(self, name: str, kind: str, help_: str, label_text: str, value: float) -> None:
-        lines = self.samples.get(name)
-        if lines is None:
-            lines = self.samples[name] = []
-            self.types[name] = (kind, help_)
         sample = f"{name}{{{label_text}}}" if label_text else name
-        lines.append(f"{sample} {_value(value)}\n")
+        self.lines(name, kind, help_).append(f"{sample} {_value(value)}\n")
 
     def text(self) -> Iterator[str]:
         for name, lines in self.samples.items():
@@ -108,39 +109,74 @@ class _Output:
 
 
 def render(registry: MetricsRegistry) -> str:
+    """The whole text at once (tests, and a registry that no event loop serves)."""
     out = _Output()
+    for _ in _steps(registry, out):
+        pass
+    return "".join(out.text())
+
+
+async def render_in_steps(registry: MetricsRegistry) -> Iterator[str]:
+    """The text's parts, rendered on the event loop a few rows at a time: the loop
+    serves its clients between the steps (each well under a millisecond), and reads the
+    broker's state on its own thread. The scrape's thread waits, then joins the parts
+    (the lines made here are not touched again)."""
+    for before in list(registry.before_scrape):
+        await before()
+    out = _Output()
+    for _ in _steps(registry, out):
+        await asyncio.sleep(0)
+    return out.text()
+
+
+def _steps(registry: MetricsRegistry, out: _Output) -> Iterator[None]:
+    """Render into `out`, yielding every STEP_ROWS rows or so."""
     for key, meter in list(registry.meters.items()):
         out.add(meter_name(key), "counter", str(key), _tags(key), meter.count)
     for key, value in list(registry.gauges.items()):
         out.add(gauge_name(key), "gauge", str(key), _tags(key), value())
-    for key, histogram in list(registry.histograms.items()):
+    yield
+    for n, (key, histogram) in enumerate(list(registry.histograms.items()), 1):
+        if n % HISTOGRAMS_A_STEP == 0:
+            yield
         tags = _tags(key)
         base = histogram_name(key)
         out.add(base + "_count", "counter", str(key), tags, histogram.count)
         for digits, value in histogram.percentiles():
             label = f'{tags},quantile="0.{digits}"' if tags else f'quantile="0.{digits}"'
             out.add(base, "gauge", str(key), label, value)
-    for family in list(registry.families):
-        _render_family(out, family)
+    yield
+    for table in list(registry.tables):
+        yield from _table_steps(out, table)
     for named in list(registry.named_gauges):
         for name, label_names, rows in named():
-            out.declare(name, "gauge", name)
-            for values, value in rows:
+            out.lines(name, "gauge", name)  # shown with no sample too
+            for n, (values, value) in enumerate(rows, 1):
                 out.add(name, "gauge", name, labels(label_names, values), value)
-    return "".join(out.text())
+                if n % STEP_ROWS == 0:
+                    yield
 
 
-def _render_family(out: _Output, family: GaugeFamily | KafkaMetricFamily) -> None:
-    if isinstance(family, GaugeFamily):
-        name, help_, kind = gauge_name(family.name), str(family.name), "gauge"
-    else:
-        name = kafka_metric_name(family)
-        help_ = f"{family.domain}:type={family.type} {family.attribute}"
-        kind = "counter" if family.attribute.endswith("-total") else "gauge"
-    label_names = family.label_names
-    cache: dict[tuple[str, ...], str] = {}
-    for values, value in family.rows():
-        text = cache.get(values)
-        if text is None:
-            text = cache[values] = labels(label_names, values)
-        out.add(name, kind, help_, text, value)
+def _table_steps(out: _Output, table: GaugeTable) -> Iterator[None]:
+    """A row's lines are made again only when one of its values changed since the last
+    scrape (most partitions of a big broker are idle between two scrapes)."""
+    columns = [(name, out.lines(name, kind, help_)) for name, kind, help_ in table.columns]
+    label_names, cache, seen = table.label_names, table.cache, set()
+    for n, (values, cells) in enumerate(table.rows(), 1):
+        cells = tuple(cells)
+        seen.add(values)
+        hit = cache.get(values)
+        if hit is not None and hit[0] == cells:
+            rendered = hit[1]
+        else:
+            text = labels(label_names, values)
+            rendered = tuple(None if cell is None else f"{name}{{{text}}} {_value(cell)}\n"
+                             for (name, _), cell in zip(columns, cells, strict=True))  # fmt: skip
+            cache[values] = (cells, rendered)
+        for (_, lines), line in zip(columns, rendered, strict=True):
+            if line is not None:
+                lines.append(line)
+        if n % STEP_ROWS == 0:
+            yield
+    for gone in [key for key in cache if key not in seen]:
+        del cache[gone]

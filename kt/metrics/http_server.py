@@ -1,6 +1,7 @@
 """`/metrics` over HTTP on each `metrics.listeners` endpoint (`http://host:port`), in a
-thread of its own, so that a scrape never waits for the event loop nor holds it: the
-scrape reads the registry as registry.py says, between the loop's GIL turns.
+thread of its own: the HTTP exchange never runs on the event loop, and the text is
+rendered there a few rows at a time (exposition.render_in_steps) while this thread
+waits, so the loop never waits for the GIL behind a scrape.
 
 The process's own series (process_cpu_seconds_total, process_resident_memory_bytes,
 process_open_fds, ...) come from prometheus-client's ProcessCollector, the ones the
@@ -13,7 +14,7 @@ import functools
 import logging
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -22,6 +23,11 @@ from kt.errors import InvalidConfigError
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+SCRAPE_TIMEOUT_S = 30.0
+
+
+class ScrapeUnavailable(Exception):
+    """The broker cannot render its metrics now (stopping, or too busy): HTTP 503."""
 
 
 def parse_metrics_listeners(value: str) -> list[tuple[str, int]]:
@@ -60,7 +66,7 @@ def _process_series() -> Callable[[], bytes]:
 class MetricsHttpServer:
     """One endpoint: GET /metrics (and /) answers `render()` and the process's series."""
 
-    def __init__(self, host: str, port: int, render: Callable[[], str]) -> None:
+    def __init__(self, host: str, port: int, render: Callable[[], Iterable[str]]) -> None:
         process_series = _process_series()
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +74,12 @@ class MetricsHttpServer:
                 if urlsplit(self.path).path not in ("/", "/metrics"):
                     self.send_error(404)
                     return
-                body = render().encode() + process_series()
+                try:
+                    parts = render()
+                except ScrapeUnavailable as e:
+                    self.send_error(503, str(e))
+                    return
+                body = "".join(parts).encode() + process_series()
                 self.send_response(200)
                 self.send_header("Content-Type", CONTENT_TYPE)
                 self.send_header("Content-Length", str(len(body)))

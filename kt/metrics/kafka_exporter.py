@@ -3,7 +3,8 @@ kafka_topic_partition_current_offset, ...), under its names and labels, served b
 brokers that own what they describe, so that summing them over the brokers gives the
 one exporter's values, each series once:
 
-- a partition's (kafka_topic_partition_*) by its leader: current offset (the high
+- a partition's (kafka_topic_partition_*) by its leader (kt/metrics/broker_metrics.py
+  serves them with the partition's own gauges): current offset (the high
   watermark, what ListOffsets LATEST answers), oldest offset, replicas, in-sync
   replicas, leader, leader_is_preferred, under_replicated_partition;
 - a group's (kafka_consumergroup_*) by its coordinator: for each topic the group has
@@ -13,8 +14,8 @@ one exporter's values, each series once:
 - the cluster's (kafka_brokers, kafka_topic_partitions) by the active controller.
 
 A group's partitions led by other brokers have their high watermarks asked for when a
-scrape comes (ListOffsets over the inter-broker listener, on the event loop, the scrape
-waiting for the answers), so a lag at rest is exactly the log end minus the commit.
+scrape comes (ListOffsets over the inter-broker listener, before the scrape renders),
+so a lag at rest is exactly the log end minus the commit.
 """
 
 from __future__ import annotations
@@ -49,33 +50,18 @@ class KafkaExporterSeries:
 
     # -- on the scrape's thread ------------------------------------------------------
 
-    def refresh(self) -> None:
-        """Ask the other leaders for the high watermarks the groups need (the scrape
-        waits, up to REFRESH_TIMEOUT_S; then it serves the last ones known)."""
-        loop = self.server.loop
-        if loop is None or loop.is_closed() or not self._groups():
+    async def refresh(self) -> None:
+        """Ask the other leaders for the high watermarks the groups need (on the event
+        loop, before a scrape renders; up to REFRESH_TIMEOUT_S, then the last ones known
+        are served, and none for a leader that did not answer)."""
+        if not self._groups():
             return
-        future = asyncio.run_coroutine_threadsafe(self._ask_leaders(), loop)
         try:
-            future.result(REFRESH_TIMEOUT_S)
+            async with asyncio.timeout(REFRESH_TIMEOUT_S):  # not wait_for: Python 3.11
+                await self._ask_leaders()
         except TimeoutError:
-            future.cancel()
             log.warning("consumer lag: the partition leaders did not answer within %s s",
                         REFRESH_TIMEOUT_S)  # fmt: skip
-
-    def partition_rows(self) -> dict[str, list[Row]]:
-        out: dict[str, list[Row]] = {name: [] for name in _PARTITION_SERIES}
-        rm = self.server.replica_manager
-        for p in [] if rm is None else list(rm.partitions.values()):
-            if not p.is_leader:
-                continue
-            labels = (p.tp.topic, str(p.tp.partition))
-            values = (p.log.high_watermark, p.log.log_start_offset, len(p.replicas), len(p.isr),
-                      p.leader_id, int(bool(p.replicas) and p.replicas[0] == p.leader_id),
-                      int(len(p.isr) < len(p.replicas)))  # fmt: skip
-            for name, value in zip(_PARTITION_SERIES, values, strict=True):
-                out[name].append((labels, value))
-        return out
 
     def group_rows(self) -> dict[str, list[Row]]:
         out: dict[str, list[Row]] = {name: [] for name in _GROUP_SERIES}
@@ -184,7 +170,7 @@ class KafkaExporterSeries:
         self._connections.clear()
 
 
-_PARTITION_SERIES = (
+PARTITION_SERIES = (
     "kafka_topic_partition_current_offset", "kafka_topic_partition_oldest_offset",
     "kafka_topic_partition_replicas", "kafka_topic_partition_in_sync_replica",
     "kafka_topic_partition_leader", "kafka_topic_partition_leader_is_preferred",
@@ -196,7 +182,7 @@ _GROUP_SERIES = (
     "kafka_consumergroup_lag_sum",
 )  # fmt: skip
 LABELS = {
-    **{name: ("topic", "partition") for name in _PARTITION_SERIES},
+    **{name: ("topic", "partition") for name in PARTITION_SERIES},
     "kafka_consumergroup_members": ("consumergroup",),
     "kafka_consumergroup_current_offset": ("consumergroup", "topic", "partition"),
     "kafka_consumergroup_lag": ("consumergroup", "topic", "partition"),
@@ -208,8 +194,7 @@ LABELS = {
 
 
 def rows(series: KafkaExporterSeries) -> Iterator[tuple[str, tuple[str, ...], list[Row]]]:
-    """(name, label names, rows) of every series, after asking for what the lag needs."""
-    series.refresh()
-    for group in (series.partition_rows(), series.group_rows(), series.cluster_rows()):
+    """(name, label names, rows) of the groups' and the cluster's series."""
+    for group in (series.group_rows(), series.cluster_rows()):
         for name, found in group.items():
             yield name, LABELS[name], found

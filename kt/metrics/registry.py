@@ -2,21 +2,19 @@
 name=MessagesInPerSec,topic=t`), one registry per broker (a test cluster runs several
 brokers in one process).
 
-Metrics are read by the scrape's thread while the event loop updates them: every read
-takes a copy that CPython makes whole under the GIL (list() of a dict, an int), so a
-scrape sees each value as it was at some instant and never stops the loop.
+A scrape renders on the broker's event loop, a few rows at a step
+(exposition.render_in_steps); the controller's metrics, updated on its own thread, are
+read with copies that CPython makes whole under the GIL (list() of a dict, an int).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kt.metrics.meters import Histogram, Meter
 
 Tags = tuple[tuple[str, str], ...]
-# A family's rows: the values of its label names, and the value.
-Rows = Callable[[], Iterable[tuple[tuple[str, ...], float]]]
 # Gauges named as they are served (kafka_exporter's): (name, label names, rows) each.
 NamedGauges = Callable[
     [], Iterable[tuple[str, tuple[str, ...], list[tuple[tuple[str, ...], float]]]]
@@ -38,27 +36,17 @@ class MetricName:
 
 
 @dataclass(frozen=True)
-class GaugeFamily:
-    """Gauges of one name with a row per tag set, read together (per partition and per
-    log: 10,000 partitions are one pass over the broker's partitions, not 10,000
-    registered gauges)."""
+class GaugeTable:
+    """Gauges read together: a row per tag set (a partition), a column per gauge, each
+    column a (Prometheus name, type, help); a cell None has no sample. 10,000 partitions
+    are one pass over the broker's partitions and one label text each, not 100,000
+    registered gauges."""
 
-    name: MetricName  # without tags
+    columns: tuple[tuple[str, str, str], ...]
     label_names: tuple[str, ...]
-    rows: Rows
-
-
-@dataclass(frozen=True)
-class KafkaMetricFamily:
-    """Metrics of Kafka's own metrics library (`kafka.server:type=socket-server-metrics,
-    listener=L,networkProcessor=N` attribute `connection-count`): an MBean per tag set,
-    an attribute per metric."""
-
-    domain: str
-    type: str
-    attribute: str
-    label_names: tuple[str, ...]
-    rows: Rows
+    rows: Callable[[], Iterable[tuple[tuple[str, ...], Sequence[float | None]]]]
+    # Each row's values and lines at the last scrape (exposition's, on the event loop).
+    cache: dict[tuple[str, ...], tuple[tuple, tuple]] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,8 +54,10 @@ class MetricsRegistry:
     meters: dict[MetricName, Meter] = field(default_factory=dict)
     histograms: dict[MetricName, Histogram] = field(default_factory=dict)
     gauges: dict[MetricName, Callable[[], float]] = field(default_factory=dict)
-    families: list[GaugeFamily | KafkaMetricFamily] = field(default_factory=list)
+    tables: list[GaugeTable] = field(default_factory=list)
     named_gauges: list[NamedGauges] = field(default_factory=list)
+    # Run on the event loop before each scrape renders (kafka_exporter's ListOffsets).
+    before_scrape: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def meter(self, domain: str, type_: str, name: str, tags: Tags = ()) -> Meter:
         key = MetricName(domain, type_, name, tags)
@@ -88,16 +78,13 @@ class MetricsRegistry:
     ) -> None:
         self.gauges[MetricName(domain, type_, name, tags)] = value
 
-    def gauge_family(
-        self, domain: str, type_: str, name: str, label_names: tuple[str, ...], rows: Rows
+    def gauge_table(
+        self,
+        columns: Iterable[tuple[str, str, str]],
+        label_names: tuple[str, ...],
+        rows: Callable[[], Iterable[tuple[tuple[str, ...], Sequence[float | None]]]],
     ) -> None:
-        self.families.append(GaugeFamily(MetricName(domain, type_, name), label_names, rows))
-
-    def kafka_metric(
-        self, type_: str, attribute: str, label_names: tuple[str, ...], rows: Rows
-    ) -> None:
-        self.families.append(KafkaMetricFamily("kafka.server", type_, attribute, label_names,
-                                               rows))  # fmt: skip
+        self.tables.append(GaugeTable(tuple(columns), label_names, rows))
 
     def remove_tagged(self, tag: tuple[str, str]) -> None:
         """Forget the meters and histograms with this tag (a deleted topic's)."""

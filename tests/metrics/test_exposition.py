@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kt.metrics.exposition import render
+from kt.metrics.exposition import gauge_name, kafka_metric_name, render
 from kt.metrics.meters import Histogram
-from kt.metrics.registry import MetricsRegistry
+from kt.metrics.registry import MetricName, MetricsRegistry
 
 
 def test_meters_gauges_and_histograms_take_strimzis_names() -> None:
@@ -20,32 +20,30 @@ def test_meters_gauges_and_histograms_take_strimzis_names() -> None:
     registry.gauge("kafka.server", "KafkaServer", "linux-disk-read-bytes", lambda: 7)
     registry.histogram("kafka.network", "RequestMetrics", "TotalTimeMs",
                        (("request", "Produce"),)).update(4)  # fmt: skip
-    registry.gauge_family("kafka.log", "Log", "Size", ("topic", "partition"),
-                          lambda: [(("t", "0"), 10), (("t", "1"), 20)])  # fmt: skip
-    registry.kafka_metric(
-        "socket-server-metrics",
-        "connection-count",
-        ("listener", "networkProcessor"),
-        lambda: [(("PLAINTEXT", "0"), 5)],
-    )
+    size = MetricName("kafka.log", "Log", "Size")
+    columns = [
+        (gauge_name(size), "gauge", str(size)),
+        (kafka_metric_name("socket-server-metrics", "connection-count"), "gauge", ""),
+    ]
+    registry.gauge_table(columns, ("topic", "partition"),
+                         lambda: [(("t", "0"), [10, None]), (("t", "1"), [20, 5])])  # fmt: skip
     lines = [line for line in render(registry).splitlines() if not line.startswith("#")]
     assert lines == [
-        'kafka_server_brokertopicmetrics_messagesin_total{topic="a\\"b"} 3.0',
-        "kafka_server_brokertopicmetrics_bytesin_total 100.0",
-        "kafka_server_replicamanager_underreplicatedpartitions 2.0",
+        'kafka_server_brokertopicmetrics_messagesin_total{topic="a\\"b"} 3',
+        "kafka_server_brokertopicmetrics_bytesin_total 100",
+        "kafka_server_replicamanager_underreplicatedpartitions 2",
         "kafka_network_socketserver_networkprocessoravgidle_percent 0.5",
-        "kafka_server_kafkaserver_linux_disk_read_bytes 7.0",
-        'kafka_network_requestmetrics_totaltimems_count{request="Produce"} 1.0',
+        "kafka_server_kafkaserver_linux_disk_read_bytes 7",
+        'kafka_network_requestmetrics_totaltimems_count{request="Produce"} 1',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.50"} 4.0',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.75"} 4.0',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.95"} 4.0',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.98"} 4.0',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.99"} 4.0',
         'kafka_network_requestmetrics_totaltimems{request="Produce",quantile="0.999"} 4.0',
-        'kafka_log_log_size{topic="t",partition="0"} 10.0',
-        'kafka_log_log_size{topic="t",partition="1"} 20.0',
-        'kafka_server_socket_server_metrics_connection_count{listener="PLAINTEXT",'
-        'networkProcessor="0"} 5.0',
+        'kafka_log_log_size{topic="t",partition="0"} 10',
+        'kafka_log_log_size{topic="t",partition="1"} 20',
+        'kafka_server_socket_server_metrics_connection_count{topic="t",partition="1"} 5',
     ]
 
 

@@ -8,6 +8,7 @@ under-replicated and offline counts, the active controller) are the same."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
@@ -59,6 +60,13 @@ def scrape(url: str) -> dict[str, dict[tuple, float]]:
 def scenario(bootstrap: str) -> None:
     """The same work on both: a topic, 100 records to each of its partitions, a group
     that reads them all and commits."""
+    # A Kafka broker on ZooKeeper answers Metadata without a controller until its own
+    # controller's UpdateMetadata reaches it, and librdkafka's admin client, given such an
+    # answer, did not send CreateTopics for a minute: ask once the controller is known.
+    deadline = time.monotonic() + 60
+    while AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).controller_id < 0:
+        assert time.monotonic() < deadline, "no controller in Metadata"
+        time.sleep(0.1)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("scenario", 3, 1)])["scenario"].result(60)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
