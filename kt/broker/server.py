@@ -357,6 +357,13 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             self.metrics_servers.append(server)
             log.info("[KafkaServer id=%s] serving metrics on http://%s:%s/metrics",
                      self.broker_id, host, server.port)  # fmt: skip
+        if any(port == 0 for _, port in endpoints):  # DescribeConfigs shows the ports bound
+            bound = ",".join(
+                f"http://{f'[{host}]' if ':' in host else host}:{server.port}"
+                for (host, _), server in zip(endpoints, self.metrics_servers, strict=True)
+            )
+            self.config.originals["metrics.listeners"] = self.config.values[
+                "metrics.listeners"] = bound  # fmt: skip
         return RequestMetrics(self.metrics) if endpoints else None
 
     def _scrape(self) -> Iterator[str]:

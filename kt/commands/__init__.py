@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "server-start": "kt.commands.server:server_start",
     "server-stop": "kt.commands.server:server_stop",
     "topics": "kt.commands.topics:topics",
+    "top": "kt.commands.top:top",
     "transactions": "kt.commands.transactions:transactions",
     "spark-export": "kt.commands.spark_export:spark_export",
     "spark-import": "kt.commands.spark_import:spark_import",

@@ -313,6 +313,12 @@ CASES = [
     Case("log-dirs-unknown-broker", ["log-dirs", "--bootstrap-server", B, "--describe",
          "--broker-list", "9"], ["ERROR: The given brokers do not exist from --broker-list: 9. "
          "Current existent brokers: 0"]),
+    # -- top ---------------------------------------------------------------------------
+    Case("top-no-server", ["top", "--once"],
+         ["Missing required argument: --bootstrap-server or --metrics-url"], usage=True),
+    Case("top-no-metrics", ["top", "--bootstrap-server", B, "--once"],
+         [f"No broker of {B} serves metrics: set metrics.listeners (http://host:port) on the "
+          "brokers"]),
     # -- server-start, server-stop, spark-export ---------------------------------------
     Case("server-port-out-of-range", ["server-start", "--override",
          "listeners=PLAINTEXT://127.0.0.1:70000", "--override", f"log.dirs={DIR}/unused"],

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from kt.testing import KtCluster
+from tests.integration.conftest import kt_ok
 
 pytestmark = pytest.mark.slow
 
@@ -133,6 +134,20 @@ def test_a_killed_broker_shows_in_the_under_replicated_counts(tmp_path: Path) ->
         assert total(cluster, "kafka_server_replicamanager_atminisrpartitioncount") == 3
         assert total(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
         assert total(cluster, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+
+        # kt top finds the brokers' metrics through the cluster (DescribeConfigs).
+        frame = kt_ok("top", "--bootstrap-server", cluster.bootstrap_servers, "--once",
+                      "--interval", "0.2")  # fmt: skip
+        controller = cluster.controller_id()
+        assert frame[0] == (f"controller: {controller}   offline partitions: 0   "
+                            "under-replicated partitions: 3")  # fmt: skip
+        rows = [line.split("│")[1:-1] for line in frame if line.startswith("│")]
+        brokers = {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows
+                   if len(cells) == 10}  # fmt: skip
+        assert sorted(brokers) == sorted(f"{b}{' *' if b == controller else ''}" for b in (0, 1))
+        assert sum(int(cells[7]) for cells in brokers.values()) == 3  # the URP column
+        at_risk = sorted((c[0].strip(), c[1].strip()) for c in rows if len(c) == 3)
+        assert at_risk == [("fragile", "0"), ("fragile", "1"), ("fragile", "2")]
 
 
 def series_of(cluster: KtCluster, name: str) -> dict[tuple, float]:
