@@ -149,6 +149,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt leader-election --bootstrap-server 127.0.0.1:9092 --election-type unclean "
          "--topic orders --partition 0"),
     ],
+    "kt top": [
+        ("Watch a cluster whose brokers set metrics.listeners; q quits",
+         "kt top --bootstrap-server 127.0.0.1:9092"),
+        ("One frame for a script, from two brokers named by their /metrics",
+         "kt top --metrics-url http://10.0.0.1:9404/metrics "
+         "--metrics-url http://10.0.0.2:9404/metrics --once"),
+    ],
     "kt log-dirs": [
         ("The size and offset lag of every replica of a topic, dir by dir, as JSON:",
          "kt log-dirs --bootstrap-server 127.0.0.1:9092 --describe --topic-list orders"),
