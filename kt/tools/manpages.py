@@ -150,9 +150,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "--topic orders --partition 0"),
     ],
     "kt top": [
-        ("Watch a cluster whose brokers set metrics.listeners; q quits",
+        ("Watch a cluster whose brokers set metrics.listeners (q quits):",
          "kt top --bootstrap-server 127.0.0.1:9092"),
-        ("One frame for a script, from two brokers named by their /metrics",
+        ("One frame for a script, from two brokers named by their /metrics:",
          "kt top --metrics-url http://10.0.0.1:9404/metrics "
          "--metrics-url http://10.0.0.2:9404/metrics --once"),
     ],
