@@ -132,6 +132,7 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
         ],
         "preferred-replica-election": [Call(b)],
         "log-dirs": [Call((*b, "--describe"))],
+        "top": [Call((*b, "--once", "--interval", "0.2"))],
         "reassign": [Call((*b, "--list"))],
         "reassign-partitions": [
             Call((*b, "--generate", "--topics-to-move-json-file", str(move), "--broker-list", "0")),
@@ -150,7 +151,8 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
 def start_broker(log_dir: Path) -> tuple[subprocess.Popen, str]:
     broker = subprocess.Popen(
         [*KT, "server-start", "--override", f"log.dirs={log_dir}",
-         "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+         "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+         "--override", "metrics.listeners=http://127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert broker.stdout is not None

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
 log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("state.change.logger")  # Kafka's state-change.log
 
 NULL_TOPIC_ID = uuid.UUID(int=0)
 SEND_BACKOFF_S = 0.1  # growing to 1 s between attempts
@@ -83,6 +84,12 @@ class ControllerChannel:
         topic_ids: dict[str, Any],
         is_new: bool,
     ) -> None:
+        become_leader = sum(s.leader == broker_id for s in states)
+        state_change_log.info(
+            "[Controller id=%s epoch=%s] Sending LeaderAndIsr request to broker %s with %s "
+            "become-leader and %s become-follower partitions", controller.broker_id,
+            controller.ctx.epoch, broker_id, become_leader, len(states) - become_leader,
+        )  # fmt: skip
         listener = self.server.inter_broker_listener
         leaders = {
             b: (e.host or "", e.port) for b in sorted({s.leader for s in states})

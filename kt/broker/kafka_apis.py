@@ -123,6 +123,7 @@ class KafkaApis:
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")
         ctx.api_key, ctx.api_version = header.api_key, header.api_version
+        ctx.correlation_id, ctx.client_id = header.correlation_id, header.client_id or ""
         ctx.from_follower = header.api_key == ApiKey.FETCH and request.replica_id >= 0
         authorizer = self.server.authorizer
         if authorizer is not None:

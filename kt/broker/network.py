@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
+import json
 import logging
 import os
 import socket
@@ -55,6 +56,7 @@ from kt.metrics.request_metrics import REMOTE_WAIT, RemoteWait, RequestMetrics, 
 from kt.protocol import ApiKey, FrameReader
 
 log = logging.getLogger(__name__)
+REQUEST_LOG = logging.getLogger("kafka.request.logger")  # Kafka's, off below DEBUG
 
 READ_CHUNK = 256 * 1024
 MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
@@ -79,6 +81,8 @@ class RequestContext:
     # The request being handled, as KafkaApis decoded it (for its RequestMetrics).
     api_key: int = -1
     api_version: int = 0
+    correlation_id: int = 0
+    client_id: str = ""
     from_follower: bool = False  # a Fetch with a replica id (FetchFollower)
 
     @property
@@ -248,8 +252,8 @@ class SocketServer:
     async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
         auth = self.authenticator() if self.authenticator is not None else None
         remote = None
-        if self.request_metrics is not None:  # this task's requests count their waits
-            remote = RemoteWait()
+        if self.request_metrics is not None or REQUEST_LOG.isEnabledFor(logging.DEBUG):
+            remote = RemoteWait()  # this task's requests are timed, their waits counted
             REMOTE_WAIT.set(remote)
         try:
             while (frame := await channel.next_request()) is not None:
@@ -299,13 +303,35 @@ class SocketServer:
         if parts and (sent := channel.send(parts)) is not None:
             await sent
         done = time.monotonic()
-        if ctx.api_key < 0 or self.request_metrics is None:
+        if ctx.api_key < 0:
             return  # not decoded (an unsupported version)
         received = channel.received_at
         times = (start - received, handled - start - remote.seconds, remote.seconds,
                  ctx.throttle_ms / 1000, 0.0, done - handled, done - received)  # fmt: skip
-        names = _metric_names(ctx.api_key, ctx.from_follower)
-        self.request_metrics.record(names, ctx.api_version, len(frame), times)
+        if self.request_metrics is not None:
+            names = _metric_names(ctx.api_key, ctx.from_follower)
+            self.request_metrics.record(names, ctx.api_version, len(frame), times)
+        if REQUEST_LOG.isEnabledFor(logging.DEBUG):
+            REQUEST_LOG.debug("Completed request:%s", self._request_log_entry(ctx, times))
+
+    def _request_log_entry(self, ctx: RequestContext, times: tuple[float, ...]) -> str:
+        """What Kafka's kafka.request.logger writes at DEBUG (RequestConvertToJson's
+        requestDescMetrics), without the request's own fields."""
+        queue, local, remote, throttle, response_queue, send, total = (t * 1000 for t in times)
+        api = ApiKey(ctx.api_key)
+        return json.dumps({
+            "isForwarded": False,
+            "requestHeader": {"requestApiKey": int(api), "requestApiVersion": ctx.api_version,
+                              "correlationId": ctx.correlation_id, "clientId": ctx.client_id,
+                              "requestApiKeyName": api.name},
+            "connection": f"{self.host}:{self.port}-{ctx.client_host}:{ctx.client_port}-"
+                          f"{ctx.connection_id}",
+            "totalTimeMs": round(total, 3), "requestQueueTimeMs": round(queue, 3),
+            "localTimeMs": round(local, 3), "remoteTimeMs": round(remote, 3),
+            "throttleTimeMs": round(throttle), "responseQueueTimeMs": round(response_queue, 3),
+            "sendTimeMs": round(send, 3), "securityProtocol": ctx.security_protocol,
+            "principal": ctx.principal, "listener": ctx.listener,
+        }, separators=(",", ":"))  # fmt: skip
 
 
 @functools.cache

@@ -27,6 +27,7 @@ from kt.metrics.meters import Meter
 from kt.storage.producer_state import ORIGIN_CLIENT
 
 log = logging.getLogger(__name__)
+state_change_log = logging.getLogger("state.change.logger")  # Kafka's state-change.log
 
 CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = 0
@@ -154,6 +155,9 @@ class ReplicaManager:
         topic_ids: dict[str, Any],
     ) -> dict[TopicPartition, int]:
         """Apply a LeaderAndIsr request; returns an error code per partition."""
+        state_change_log.info("[Broker id=%s] Handling LeaderAndIsr request from controller "
+                              "%s epoch %s for %s partitions", self.broker_id, controller_id,
+                              controller_epoch, len(states))  # fmt: skip
         errors: dict[TopicPartition, int] = {}
         leaders: list[Partition] = []
         resigned: list[TopicPartition] = []

@@ -31,7 +31,8 @@ PID_FILE = "kt-server.pid"
     "--daemon",
     is_flag=True,
     help="Run in the background: print the PID and the ready line, then log to "
-    "$LOG_DIR/server.log (without LOG_DIR: server.log beside the first log dir).",
+    "$LOG_DIR/server.log (console output in $LOG_DIR/kafkaServer.out; without LOG_DIR: "
+    "both to server.log beside the first log dir).",
 )
 @click.option(
     "--log-level",
@@ -46,7 +47,10 @@ def server_start(
     """Start a broker (or, given several property files, an embedded cluster).
 
     With no file the broker listens on 127.0.0.1:9092 with its data under /tmp/kt-logs.
-    It prints one line when ready and stops cleanly on SIGTERM or SIGINT.
+    It prints one line when ready and stops cleanly on SIGTERM or SIGINT. With LOG_DIR set
+    it also writes Kafka's log files there (server.log, controller.log, state-change.log,
+    log-cleaner.log, kafka-request.log, kafka-authorizer.log, rolled hourly), at the levels
+    of the log4j.properties that KAFKA_LOG4J_OPTS names (-Dlog4j.configuration=file:...).
     """
     from kt.broker.runner import BrokerHaltedError, serve
     from kt.config import SINGLE_BROKER_DEFAULTS, InvalidConfigError, KafkaConfig
@@ -64,7 +68,15 @@ def server_start(
     for config in configs:
         for key in config.unknown_keys:
             logging.getLogger("kt.config").warning("unknown configuration key '%s'", key)
-    ready_pipe = _daemonize(daemon_log_path(configs[0])) if daemon else None
+    log_dir = os.environ.get("LOG_DIR")  # kafka-run-class.sh's, for Kafka's log files
+    ready_pipe = _daemonize(*daemon_outputs(configs[0], log_dir)) if daemon else None
+    if log_dir:
+        from kt.log4j import start_log_files
+
+        try:
+            start_log_files(log_dir)
+        except OSError as e:
+            fail(f"cannot write the broker's log in {log_dir}: {e.strerror}")
 
     def on_ready(servers: list, elapsed: float) -> None:
         lines = []
@@ -76,6 +88,8 @@ def server_start(
                 f"log.dirs={log_dirs} ({elapsed:.2f} s)"
             )
         write_pid_files(servers)
+        for line in lines:
+            logging.getLogger(__name__).info(line)
         click.echo("\n".join(lines))
         sys.stdout.flush()
         if ready_pipe is not None:  # tell the waiting parent, then let it go
@@ -119,30 +133,32 @@ def remove_pid_files(configs: list) -> None:
                 continue
 
 
-def daemon_log_path(config: object) -> Path:
-    """Where --daemon logs: $LOG_DIR/server.log as kafka-run-class.sh puts it, else
-    server.log beside the first log dir (/tmp/kt-logs -> /tmp/server.log)."""
-    log_dir = os.environ.get("LOG_DIR")
+def daemon_outputs(config: object, log_dir: str | None) -> tuple[Path, Path]:
+    """(where --daemon's console output goes, the log it names): with LOG_DIR, as
+    kafka-server-start.sh -daemon, $LOG_DIR/kafkaServer.out and $LOG_DIR/server.log (the
+    log files kt.log4j writes); else server.log beside the first log dir for both
+    (/tmp/kt-logs -> /tmp/server.log)."""
     if log_dir:
-        return Path(log_dir) / "server.log"
+        return Path(log_dir) / "kafkaServer.out", Path(log_dir) / "server.log"
     first = Path(config.log_dirs[0]).absolute()  # type: ignore[attr-defined]
-    return first.parent / "server.log"
+    return first.parent / "server.log", first.parent / "server.log"
 
 
-def _daemonize(log_path: Path) -> int:
-    """Detach as kafka-server-start.sh -daemon does (fork, new session, output to the log),
-    while the starting process waits: it prints the daemon's PID and its ready line and
-    exits 0, or exits 1 with the log's last line if the daemon ends before it is ready.
-    Returns, in the daemon, the pipe on which to send the ready line."""
+def _daemonize(console_path: Path, log_path: Path) -> int:
+    """Detach as kafka-server-start.sh -daemon does (fork, new session, console output to
+    `console_path`), while the starting process waits: it prints the daemon's PID, the
+    log it writes and its ready line and exits 0, or exits 1 with the console's last line
+    if the daemon ends before it is ready. Returns, in the daemon, the pipe on which to
+    send the ready line."""
     try:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        console_path.parent.mkdir(parents=True, exist_ok=True)
+        out = os.open(console_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as e:
-        fail(f"cannot write the server log {log_path}: {e.strerror}")
+        fail(f"cannot write the server log {console_path}: {e.strerror}")
     read_end, write_end = os.pipe()
     if os.fork() > 0:
         os.close(write_end)
-        _wait_for_daemon(read_end, log_path)
+        _wait_for_daemon(read_end, console_path, log_path)
     os.close(read_end)
     os.setsid()
     if os.fork() > 0:
@@ -155,15 +171,15 @@ def _daemonize(log_path: Path) -> int:
     return write_end
 
 
-def _wait_for_daemon(read_end: int, log_path: Path) -> None:
+def _wait_for_daemon(read_end: int, console_path: Path, log_path: Path) -> None:
     chunks = []
     while chunk := os.read(read_end, 4096):
         chunks.append(chunk)
     pid, _, ready = b"".join(chunks).decode().partition("\n")
     if not ready:
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] if (
-            log_path.exists()) else []  # fmt: skip
-        fail(f"kt server failed to start (see {log_path}): {''.join(tail)}")
+        tail = console_path.read_text(errors="replace").strip().splitlines()[-1:] if (
+            console_path.exists()) else []  # fmt: skip
+        fail(f"kt server failed to start (see {console_path}): {''.join(tail)}")
     click.echo(f"kt server started in the background, PID {pid}, logging to {log_path}")
     click.echo(ready, nl=False)
     sys.stdout.flush()
