@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from kt.config import LogConfig
 from kt.errors import KafkaError, KafkaStorageError
+from kt.metrics.meters import Histogram
 from kt.storage import names
 from kt.storage.batch_header import (
     CONTROL_MASK,
@@ -51,6 +52,9 @@ from kt.storage.producer_state import (
 )
 
 log = logging.getLogger(__name__)
+# Kafka's LogFlushStats.logFlushTimer (LogFlushRateAndTimeMs): every flush of every log of
+# the process, as Kafka's is one for its JVM.
+LOG_FLUSH_TIMER = Histogram()
 
 
 def wall_clock_ms() -> int:
@@ -470,6 +474,7 @@ class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
         offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
         if offset <= self.recovery_point:
             return
+        started = time.monotonic()
         first = max(0, self._floor_index(self.recovery_point))
         for segment in self.segments[first:]:
             if segment.base_offset >= offset and segment is not self.segments[first]:
@@ -477,6 +482,7 @@ class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
             segment.flush()
         self.recovery_point = offset
         self.last_flush_time = self.clock()
+        LOG_FLUSH_TIMER.update((time.monotonic() - started) * 1000)
 
     @maybe_handle_io_exception("flushing")
     def flush_dirty(self, now_ms: int | None = None) -> None:

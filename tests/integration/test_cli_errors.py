@@ -446,7 +446,8 @@ def test_an_unknown_command_names_the_nearest() -> None:
     result = kt_command("topic")
     assert result.returncode == 1
     assert result.stderr.splitlines()[:2] == [
-        "No such command 'topic'. Did you mean topics?", "Usage: kt [OPTIONS] COMMAND [ARGS]..."
+        "No such command 'topic'. Did you mean topics or top?",
+        "Usage: kt [OPTIONS] COMMAND [ARGS]...",
     ]  # fmt: skip
     assert kt_command("xyzzy").stderr.splitlines()[0] == "No such command 'xyzzy'."
 

@@ -7,45 +7,30 @@ rules query from the JMX exporter and kafka_exporter is there."""
 from __future__ import annotations
 
 import re
-import urllib.request
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 from kt.testing import KtCluster
 from tests.integration.conftest import kt_ok
+from tests.metrics.scrape import Series, consume
+from tests.metrics.scrape import scrape as scrape_url
 
 pytestmark = pytest.mark.slow
 
 QUERIES = Path(__file__).resolve().parents[1] / "metrics" / "strimzi_kafka_queries.txt"
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 METRICS = {"metrics.listeners": "http://127.0.0.1:0"}
 # Series that come from elsewhere than a Kafka broker and its exporters: Kubernetes
 # (cAdvisor, kubelet, Prometheus's own `up`) and the JVM (kt has none).
 NOT_THE_BROKERS = re.compile(r"^(container_|kubelet_|up$|jvm_)")
 
 
-def scrape(cluster: KtCluster, broker_id: int) -> dict[str, dict[tuple, float]]:
-    """name -> {sorted labels: value} of one broker's /metrics."""
+def scrape(cluster: KtCluster, broker_id: int) -> Series:
     port = cluster.brokers[broker_id].metrics_servers[0].port
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as answer:
-        assert answer.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
-        text = answer.read().decode()
-    list(text_string_to_metric_families(text))  # well-formed, as Prometheus reads it
-    # The names as written (prometheus-client's parser adds _total to a counter's samples).
-    series: dict[str, dict[tuple, float]] = defaultdict(dict)
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            sample, _, number = line.rpartition(" ")
-            name, _, label_text = sample.partition("{")
-            labels = tuple(sorted(LABEL.findall(label_text)))
-            series[name][labels] = float(number)
-    return series
+    return scrape_url(f"http://127.0.0.1:{port}/metrics")
 
 
 def value(series: dict, name: str, **labels: str) -> float:
@@ -58,7 +43,8 @@ def total(cluster: KtCluster, name: str) -> float:
 
 
 def test_the_counts_agree_with_what_was_produced_and_read(tmp_path: Path) -> None:
-    with KtCluster(1, base_dir=tmp_path, overrides=METRICS) as cluster:
+    overrides = {**METRICS, "log.flush.interval.messages": "100"}
+    with KtCluster(1, base_dir=tmp_path, overrides=overrides) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("metered", 1, 1)])["metered"].result(30)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5})
@@ -78,15 +64,12 @@ def test_the_counts_agree_with_what_was_produced_and_read(tmp_path: Path) -> Non
         assert value(series, "kafka_server_brokertopicmetrics_totalproducerequests_total",
                      **topic) == sent  # one partition per request  # fmt: skip
 
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g",
-                             "auto.offset.reset": "earliest"})  # fmt: skip
-        consumer.subscribe(["metered"])
-        read = 0
-        while read < 1000:
-            message = consumer.poll(30)
-            assert message is not None and message.error() is None, message
-            read += 1
-        consumer.close()
+        consume(cluster.bootstrap_servers, "g", "metered", 1000)
+        series = scrape(cluster, 0)
+        groups = "kafka_coordinator_group_groupmetadatamanager_"
+        assert (value(series, groups + "numgroups"), value(series, groups + "numgroupsempty"),
+                value(series, groups + "numgroupsstable")) == (1, 1, 0)  # fmt: skip
+        assert value(series, "kafka_log_logflushstats_logflushrateandtimems_count") >= 1
         series = scrape(cluster, 0)
         assert value(series, "kafka_server_brokertopicmetrics_bytesout_total", **topic) >= log_size
         fetches = series["kafka_network_requestmetrics_requests_total"]

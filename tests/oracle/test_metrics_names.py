@@ -9,22 +9,20 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.request
-from collections import defaultdict
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.reference_kafka import free_port, jmx_exporter_agent
 from kt.testing import KtCluster
 from tests._environment import unavailable
+from tests.metrics.scrape import consume, scrape
 
 RULES = Path(__file__).resolve().parents[2] / "interop" / "kafka-metrics.yaml"
 QUERIES = Path(__file__).resolve().parents[1] / "metrics" / "strimzi_kafka_queries.txt"
 # Not a Kafka broker's JMX exporter's: Kubernetes', the JVM's (kt has none), kafka_exporter's.
 ELSEWHERE = re.compile(r"^(container_|kubelet_|up$|jvm_|kafka_topic_|kafka_consumergroup_)")
-LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 SETTINGS = {"offsets.topic.num.partitions": "3", "offsets.topic.replication.factor": "1",
             "group.initial.rebalance.delay.ms": "0"}  # fmt: skip
 SAME_VALUES = [
@@ -45,18 +43,6 @@ def dashboard_series() -> set[str]:
     return {n for n in names if n.startswith(("kafka_", "process_")) and not ELSEWHERE.match(n)}
 
 
-def scrape(url: str) -> dict[str, dict[tuple, float]]:
-    with urllib.request.urlopen(url, timeout=30) as answer:
-        text = answer.read().decode()
-    series: dict[str, dict[tuple, float]] = defaultdict(dict)
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            sample, _, number = line.rpartition(" ")
-            name, _, label_text = sample.partition("{")
-            series[name][tuple(sorted(LABEL.findall(label_text)))] = float(number)
-    return series
-
-
 def scenario(bootstrap: str) -> None:
     """The same work on both: a topic, 100 records to each of its partitions, a group
     that reads them all and commits."""
@@ -74,22 +60,7 @@ def scenario(bootstrap: str) -> None:
         for i in range(100):
             producer.produce("scenario", b"v" * 50, key=b"%d" % i, partition=partition)
     assert producer.flush(60) == 0
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "scenario-group",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe(["scenario"])
-    read = 0
-    while read < 300:
-        message = consumer.poll(60)
-        assert message is not None and message.error() is None, message
-        read += 1
-    consumer.commit(asynchronous=False)
-    consumer.close()
+    consume(bootstrap, "scenario-group", "scenario", 300, commit=True)
 
 
 def label_names(series: dict[tuple, float]) -> set[frozenset[str]]:
