@@ -219,6 +219,9 @@ class ReplicaManager:
             listener([], [tp])
         if delete:
             self.log_manager.delete_log(tp.topic, tp.partition)
+            hosted = any(other.topic == tp.topic for other in self.partitions)
+            if self.topic_stats is not None and not hosted:  # Kafka's removeMetrics(topic)
+                self.topic_stats.remove(tp.topic)
         elif partition is not None:
             try:
                 partition.log.flush()

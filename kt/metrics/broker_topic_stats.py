@@ -32,6 +32,7 @@ _EXPECTED = frozenset(KafkaError(name).code for name in (
     "INCONSISTENT_TOPIC_ID",
 ))  # fmt: skip
 _TOO_LARGE = KafkaError("MESSAGE_TOO_LARGE").code
+_UNKNOWN = KafkaError("UNKNOWN_TOPIC_OR_PARTITION").code
 
 
 class BrokerTopicMetrics:
@@ -73,13 +74,17 @@ class BrokerTopicStats:
         if self._topics.pop(topic, None) is not None:
             self.registry.remove_tagged(("topic", topic))
 
-    def _mark(self, topic: str, name: str, n: int) -> None:
-        self.topic(topic).meter(name).count += n
+    def _mark(self, topic: str | None, name: str, n: int) -> None:
+        if topic is not None:
+            self.topic(topic).meter(name).count += n
         self.all.meter(name).count += n
 
     def produced(self, topic: str, error_code: int, size: int, records: int) -> None:
-        """One partition of a produce request, appended (error 0) or refused."""
-        self._mark(topic, "TotalProduceRequestsPerSec", 1)
+        """One partition of a produce request, appended (error 0) or refused. A topic this
+        broker does not host gets no meters of its own (a late fetch of a deleted topic
+        would bring its meters back; a client naming topics at random would make series)."""
+        topic_or_none = None if error_code == _UNKNOWN else topic
+        self._mark(topic_or_none, "TotalProduceRequestsPerSec", 1)
         if error_code == 0:
             self._mark(topic, "BytesInPerSec", size)
             self._mark(topic, "MessagesInPerSec", records)
@@ -89,8 +94,8 @@ class BrokerTopicStats:
             self._mark(topic, "FailedProduceRequestsPerSec", 1)
 
     def fetched(self, topic: str, error_code: int, size: int, follower: bool) -> None:
-        """One partition of a fetch request, as answered."""
-        self._mark(topic, "TotalFetchRequestsPerSec", 1)
+        """One partition of a fetch request, as answered (a topic not hosted: as above)."""
+        self._mark(None if error_code == _UNKNOWN else topic, "TotalFetchRequestsPerSec", 1)
         if error_code != 0:
             if error_code not in _EXPECTED:
                 self._mark(topic, "FailedFetchRequestsPerSec", 1)

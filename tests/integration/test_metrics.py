@@ -75,6 +75,14 @@ def test_the_counts_agree_with_what_was_produced_and_read(tmp_path: Path) -> Non
         fetches = series["kafka_network_requestmetrics_requests_total"]
         assert sum(v for labels, v in fetches.items() if ("request", "FetchConsumer") in labels)
 
+        # A deleted topic's meters go with it; the totals stay.
+        admin.delete_topics(["metered"])["metered"].result(30)
+        cluster.wait_until(lambda: not any(
+            ("topic", "metered") in labels for samples in scrape(cluster, 0).values()
+            for labels in samples), what="the topic's series gone")  # fmt: skip
+        totals = scrape(cluster, 0)["kafka_server_brokertopicmetrics_messagesin_total"]
+        assert totals[()] >= 1000
+
 
 def test_strimzis_dashboard_and_alerts_find_every_broker_series(
     tmp_path: Path, zookeeper: str
