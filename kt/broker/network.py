@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import functools
-import json
 import logging
 import os
 import socket
@@ -51,12 +49,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.memory_pool import MemoryPool
+from kt.broker.request_log import request_completed, timed
 from kt.errors import ProtocolError
-from kt.metrics.request_metrics import REMOTE_WAIT, RemoteWait, RequestMetrics, request_name
-from kt.protocol import ApiKey, FrameReader
+from kt.metrics.request_metrics import REMOTE_WAIT, RemoteWait, RequestMetrics
+from kt.protocol import FrameReader
+from kt.security.principal_builder import ssl_principal
 
 log = logging.getLogger(__name__)
-REQUEST_LOG = logging.getLogger("kafka.request.logger")  # Kafka's, off below DEBUG
 
 READ_CHUNK = 256 * 1024
 MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
@@ -252,7 +251,7 @@ class SocketServer:
     async def _serve(self, channel: KafkaChannel, ctx: RequestContext) -> None:
         auth = self.authenticator() if self.authenticator is not None else None
         remote = None
-        if self.request_metrics is not None or REQUEST_LOG.isEnabledFor(logging.DEBUG):
+        if timed(self.request_metrics):
             remote = RemoteWait()  # this task's requests are timed, their waits counted
             REMOTE_WAIT.set(remote)
         try:
@@ -308,58 +307,8 @@ class SocketServer:
         received = channel.received_at
         times = (start - received, handled - start - remote.seconds, remote.seconds,
                  ctx.throttle_ms / 1000, 0.0, done - handled, done - received)  # fmt: skip
-        if self.request_metrics is not None:
-            names = _metric_names(ctx.api_key, ctx.from_follower)
-            self.request_metrics.record(names, ctx.api_version, len(frame), times)
-        if REQUEST_LOG.isEnabledFor(logging.DEBUG):
-            REQUEST_LOG.debug("Completed request:%s", self._request_log_entry(ctx, times))
-
-    def _request_log_entry(self, ctx: RequestContext, times: tuple[float, ...]) -> str:
-        """What Kafka's kafka.request.logger writes at DEBUG (RequestConvertToJson's
-        requestDescMetrics), without the request's own fields."""
-        queue, local, remote, throttle, response_queue, send, total = (t * 1000 for t in times)
-        api = ApiKey(ctx.api_key)
-        return json.dumps({
-            "isForwarded": False,
-            "requestHeader": {"requestApiKey": int(api), "requestApiVersion": ctx.api_version,
-                              "correlationId": ctx.correlation_id, "clientId": ctx.client_id,
-                              "requestApiKeyName": api.name},
-            "connection": f"{self.host}:{self.port}-{ctx.client_host}:{ctx.client_port}-"
-                          f"{ctx.connection_id}",
-            "totalTimeMs": round(total, 3), "requestQueueTimeMs": round(queue, 3),
-            "localTimeMs": round(local, 3), "remoteTimeMs": round(remote, 3),
-            "throttleTimeMs": round(throttle), "responseQueueTimeMs": round(response_queue, 3),
-            "sendTimeMs": round(send, 3), "securityProtocol": ctx.security_protocol,
-            "principal": ctx.principal, "listener": ctx.listener,
-        }, separators=(",", ":"))  # fmt: skip
-
-
-@functools.cache
-def _metric_names(api_key: int, from_follower: bool) -> tuple[str, ...]:
-    """The RequestMetrics a request counts in: Kafka's API name, and for a Fetch the
-    FetchFollower or FetchConsumer metrics besides."""
-    if api_key == ApiKey.FETCH:
-        return ("FetchFollower" if from_follower else "FetchConsumer", "Fetch")
-    return (request_name(api_key),)
-
-
-def ssl_principal(certificate: dict | None) -> str:
-    """DefaultKafkaPrincipalBuilder on an SSL channel (ssl.principal.mapping.rules=DEFAULT):
-    `User:` and the client certificate's subject as X500Principal.getName() writes it
-    (RFC 2253: most specific attribute first, no spaces), or User:ANONYMOUS without one."""
-    if not certificate or not certificate.get("subject"):
-        return "User:ANONYMOUS"
-    names = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU",
-             "countryName": "C", "stateOrProvinceName": "ST", "localityName": "L",
-             "streetAddress": "STREET", "domainComponent": "DC", "userId": "UID"}  # fmt: skip
-    rdns = []
-    for rdn in reversed(certificate["subject"]):
-        parts = []
-        for key, value in rdn:
-            escaped = "".join("\\" + c if c in ',+"\\<>;' else c for c in value)
-            parts.append(f"{names.get(key, key)}={escaped}")
-        rdns.append("+".join(parts))
-    return "User:" + ",".join(rdns)
+        request_completed(self.request_metrics, f"{self.host}:{self.port}", ctx, len(frame),
+                          times)  # fmt: skip
 
 
 def bind_listeners(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -44,17 +44,11 @@ from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
 from kt.metrics.broker_topic_stats import BrokerTopicStats
-from kt.metrics.exposition import render_in_steps
-from kt.metrics.http_server import (
-    SCRAPE_TIMEOUT_S,
-    MetricsHttpServer,
-    ScrapeUnavailable,
-    parse_metrics_listeners,
-)
+from kt.metrics.http_server import MetricsHttpServer
 from kt.metrics.kafka_exporter import KafkaExporterSeries
 from kt.metrics.kafka_exporter import rows as kafka_exporter_rows
+from kt.metrics.metrics_servers import start_metrics_servers
 from kt.metrics.registry import MetricsRegistry
-from kt.metrics.request_metrics import RequestMetrics
 from kt.protocol import ApiKey
 from kt.storage.log import wall_clock_ms
 from kt.storage.log_cleaner import LogCleaner
@@ -289,7 +283,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         await self.dynamic_config.startup()
         self.apply_dynamic_broker_config(*await self.store_call(self.read_dynamic_broker_config))
         pool = MemoryPool(cfg["queued.max.request.bytes"])
-        request_metrics = await self._start_metrics_servers()
+        request_metrics = await start_metrics_servers(self)
         # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
         self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
@@ -343,40 +337,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._start_background_tasks()
         await self._wait_for_cluster_metadata()
         log.info("[KafkaServer id=%s] started", self.broker_id)
-
-    async def _start_metrics_servers(self) -> RequestMetrics | None:
-        """/metrics on each metrics.listeners endpoint; the request metrics with them
-        (their timing is a cost only a broker that serves them pays)."""
-        endpoints = parse_metrics_listeners(self.config["metrics.listeners"])
-        for host, port in endpoints:
-            try:
-                server = await asyncio.to_thread(MetricsHttpServer, host, port, self._scrape)
-            except OSError as e:
-                raise OSError(e.errno, f"metrics.listeners: failed to bind to {host}:{port}: "
-                              f"{e.strerror}.") from None  # fmt: skip
-            self.metrics_servers.append(server)
-            log.info("[KafkaServer id=%s] serving metrics on http://%s:%s/metrics",
-                     self.broker_id, host, server.port)  # fmt: skip
-        if any(port == 0 for _, port in endpoints):  # DescribeConfigs shows the ports bound
-            bound = ",".join(
-                f"http://{f'[{host}]' if ':' in host else host}:{server.port}"
-                for (host, _), server in zip(endpoints, self.metrics_servers, strict=True)
-            )
-            self.config.originals["metrics.listeners"] = self.config.values[
-                "metrics.listeners"] = bound  # fmt: skip
-        return RequestMetrics(self.metrics) if endpoints else None
-
-    def _scrape(self) -> Iterator[str]:
-        """/metrics' text, rendered on the event loop (called on a scrape's thread)."""
-        loop = self.loop
-        if loop is None or loop.is_closed() or self._stopped.is_set():
-            raise ScrapeUnavailable("the broker is not running")
-        future = asyncio.run_coroutine_threadsafe(render_in_steps(self.metrics), loop)
-        try:
-            return future.result(SCRAPE_TIMEOUT_S)
-        except TimeoutError:
-            future.cancel()
-            raise ScrapeUnavailable(f"the broker did not render in {SCRAPE_TIMEOUT_S} s") from None
 
     @property
     def broker_state(self) -> int:

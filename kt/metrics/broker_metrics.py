@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from kt.metrics.exposition import gauge_name, kafka_metric_name
 from kt.metrics.kafka_exporter import PARTITION_SERIES
 from kt.metrics.registry import MetricName, MetricsRegistry
-from kt.storage.log import LOG_FLUSH_TIMER
+from kt.storage.log_flush_stats import LOG_FLUSH_TIMER
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer

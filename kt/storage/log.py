@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 from kt.config import LogConfig
 from kt.errors import KafkaError, KafkaStorageError
-from kt.metrics.meters import Histogram
 from kt.storage import names
 from kt.storage.batch_header import (
     CONTROL_MASK,
@@ -27,6 +26,7 @@ from kt.storage.batch_header import (
 from kt.storage.checkpoints import LeaderEpochCheckpointFile
 from kt.storage.leader_epoch import LeaderEpochFileCache
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel, maybe_handle_io_exception
+from kt.storage.log_flush_stats import LOG_FLUSH_TIMER
 from kt.storage.log_loader import LogLoader, rebuild_producer_state
 from kt.storage.log_offsets import LogOffsetLookups
 from kt.storage.log_retention import LogRetention
@@ -52,9 +52,6 @@ from kt.storage.producer_state import (
 )
 
 log = logging.getLogger(__name__)
-# Kafka's LogFlushStats.logFlushTimer (LogFlushRateAndTimeMs): every flush of every log of
-# the process, as Kafka's is one for its JVM.
-LOG_FLUSH_TIMER = Histogram()
 
 
 def wall_clock_ms() -> int:
