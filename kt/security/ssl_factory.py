@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kt.errors import InvalidConfigError
+from kt.security.trusted_ca_names import announce_trusted_cas
 
 Lookup = Callable[[str], "str | None"]
 
@@ -103,6 +104,7 @@ def server_context(get: Lookup) -> ssl.SSLContext:
     context.verify_mode = CLIENT_AUTH[auth]
     if auth != "none":
         _load_truststore(context, get)
+        announce_trusted_cas(context)
     return context
 
 

@@ -10,9 +10,15 @@ need Kafka's scripts or Java (0098) or librdkafka's mock cluster are not among t
 
 Its re-authentication test, 0142, runs as its maintainers run it on a trivup cluster with
 SASL: producers, consumers and transactional producers on SASL_SSL with SCRAM-SHA-512
-re-authenticate every connections.max.reauth.ms (KIP-368) and lose nothing. (0097, its
-certificate verification test, expects the broker to name the CAs it trusts in its
-certificate request and Java's bad_certificate alert; Python's ssl can do neither.)
+re-authenticate every connections.max.reauth.ms (KIP-368) and lose nothing.
+
+Its certificate verification test, 0097, runs as on a trivup cluster started with
+`ssl_client_auth: requested`: certificates in PEM, DER and PKCS12 given by file, by
+property and by setter, a broker certificate the client's callback refuses, and a client
+certificate from a CA the broker does not trust, which librdkafka leaves out because the
+broker's certificate request names the CAs it trusts. (With `ssl.client.auth=required`
+the test also expects Java's alert for a missing certificate, bad_certificate (42);
+OpenSSL's is certificate_required (116), and Python's ssl cannot choose it.)
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
 from tests._environment import unavailable
@@ -56,14 +63,19 @@ def librdkafka_runner() -> tuple[Path, Path]:
     return source, runner
 
 
-def run_tests(tmp_path: Path, tests: str, conf: dict[str, str], quick: bool = True) -> list[str]:
-    """Run librdkafka's `tests` with `conf` as their test.conf; their summary lines.
-    `quick`: librdkafka's quick mode (-Q), which skips the sub-tests not marked quick."""
+def run_tests(
+    tmp_path: Path, tests: str, conf: dict[str, str], quick: bool = True,
+    env: dict[str, str] | None = None,
+) -> list[str]:  # fmt: skip
+    """Run librdkafka's `tests` with `conf` as their test.conf (and `env` in their
+    environment); their summary lines. `quick`: librdkafka's quick mode (-Q), which skips
+    the sub-tests not marked quick."""
     source, runner = librdkafka_runner()
     conf_file = tmp_path / f"test-{tests.replace(',', '-')}.conf"
     conf_file.write_text("".join(f"{key}={value}\n" for key, value in conf.items()))
     env = {
         **os.environ,
+        **(env or {}),
         "RDKAFKA_TEST_CONF": str(conf_file),
         "LD_LIBRARY_PATH": f"{source / 'src'}:{source / 'src-cpp'}",
         "TEST_KAFKA_VERSION": "3.9.1",
@@ -128,6 +140,51 @@ def test_librdkafkas_sasl_reauthentication_test_passes(tmp_path: Path) -> None:
         proc.wait(60)
     assert_passed(summary, "0142_reauthentication")
     assert not any("SKIPPED" in line for line in summary), summary
+
+
+def test_librdkafkas_ssl_verification_test_passes(tmp_path: Path) -> None:
+    source, _ = librdkafka_runner()
+    ca = make_ca()
+    broker = write_party(tmp_path / "broker", "broker", ca, issue(ca, "broker"))
+    client_issued = issue(ca, "client")
+    client = write_party(tmp_path / "client", "client", ca, client_issued)
+    der = tmp_path / "client" / "der"
+    der.mkdir()
+    (der / "client.der").write_bytes(client_issued.cert.public_bytes(Encoding.DER))
+    (der / "client.key.der").write_bytes(client_issued.key.private_bytes(
+        Encoding.DER, PrivateFormat.PKCS8, NoEncryption()))  # fmt: skip
+    (der / "ca.der").write_bytes(ca.cert.public_bytes(Encoding.DER))
+    # trivup's environment for 0097 (its SslApp): the client's key and certificate, and the
+    # CA, in each encoding; the untrusted certificates are librdkafka's own fixtures.
+    trivup_env = {
+        "SSL_pkcs": str(client.keystore_p12),
+        "SSL_password": PASSWORD,
+        "SSL_pub_der": str(der / "client.der"),
+        "SSL_pub_pem": str(client.cert),
+        "SSL_priv_der": str(der / "client.key.der"),
+        "SSL_priv_pem": str(client.key),
+        "SSL_ca_der": str(der / "ca.der"),
+        "SSL_all_cas_pem": str(client.ca),
+        "SSL_client_auth": "requested",
+    }
+    (tmp_path / "fixtures").symlink_to(source / "tests" / "fixtures")
+    proc, listeners = start_cluster_listeners(tmp_path, {
+        "listeners": "SSL://127.0.0.1:0", "security.inter.broker.protocol": "SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker.keystore_pem),
+        "ssl.key.password": PASSWORD, "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(broker.ca), "ssl.client.auth": "requested",
+    })  # fmt: skip
+    try:
+        summary = run_tests(tmp_path, "0097", {
+            "bootstrap.servers": ",".join(named["SSL"] for named in listeners.values()),
+            "security.protocol": "SSL", "ssl.ca.location": str(client.ca),
+            "ssl.key.location": str(client.key), "ssl.certificate.location": str(client.cert),
+            "ssl.key.password": PASSWORD,
+        }, env=trivup_env)  # fmt: skip
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert_passed(summary, "0097_ssl_verify ")
 
 
 def add_scram_user(bootstrap: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import subprocess
 import threading
 from pathlib import Path
 
@@ -232,3 +233,31 @@ def test_only_a_listener_prefixed_client_auth_asks_sasl_ssl_clients_for_certific
     assert "is applied only to SSL listeners" in caplog.text
     prefixed = KafkaConfig({**base, "listener.name.sasl_ssl.ssl.client.auth": "requested"})
     assert prefixed.server_tls("SASL_SSL").verify_mode == ssl.CERT_OPTIONAL
+
+
+@pytest.mark.parametrize("version", ["-tls1_2", "-tls1_3"])
+def test_certificate_requests_name_the_trusted_cas(pki, version: str) -> None:
+    """As Java's SSLEngine, a broker asking for client certificates names the CAs it
+    trusts (librdkafka sends no certificate that none of them issued)."""
+    server = pem_server(pki, **{"ssl.client.auth": "requested", "ssl.truststore.type": "PEM",
+                                "ssl.truststore.location": str(pki["broker"].ca)})  # fmt: skip
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with server.wrap_socket(connection, server_side=True) as tls:
+            tls.recv(1)
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        shown = subprocess.run(
+            ["openssl", "s_client", "-connect", f"127.0.0.1:{port}", version],
+            input="", capture_output=True, text=True, timeout=30,
+        ).stdout  # fmt: skip
+    finally:
+        thread.join(10)
+        listener.close()
+    names = shown.split("Acceptable client certificate CA names\n", 1)[1].splitlines()[0]
+    assert names == "O = kt tests, CN = kt test CA"
