@@ -8,9 +8,10 @@ librdkafka's quick mode (-Q). Their test runner is built from librdkafka's relea
 sources by `interop/fetch-librdkafka.sh` (`.ci/run` does it); the tests that
 need Kafka's scripts or Java (0098) or librdkafka's mock cluster are not among them.
 
-Its re-authentication test, 0142, runs as its maintainers run it on a trivup cluster with
-SASL: producers, consumers and transactional producers on SASL_SSL with SCRAM-SHA-512
-re-authenticate every connections.max.reauth.ms (KIP-368) and lose nothing.
+Its SASL tests run as its maintainers run them on a trivup cluster with SASL: 0135 (wrong
+credentials refused, then the right ones set on the live client) and 0142 (producers,
+consumers and transactional producers on SASL_SSL with SCRAM-SHA-512 re-authenticate
+every connections.max.reauth.ms, KIP-368, and lose nothing).
 
 Its certificate verification test, 0097, runs as on a trivup cluster started with
 `ssl_client_auth: requested`: certificates in PEM, DER and PKCS12 given by file, by
@@ -129,7 +130,7 @@ def test_librdkafkas_sasl_reauthentication_test_passes(tmp_path: Path) -> None:
     })  # fmt: skip
     try:
         add_scram_user(",".join(named["PLAINTEXT"] for named in listeners.values()))
-        summary = run_tests(tmp_path, "0142", {
+        summary = run_tests(tmp_path, "0135,0142", {
             "bootstrap.servers": ",".join(named["SASL_SSL"] for named in listeners.values()),
             "security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.ca),
             "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "tester",
@@ -138,7 +139,7 @@ def test_librdkafkas_sasl_reauthentication_test_passes(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(60)
-    assert_passed(summary, "0142_reauthentication")
+    assert_passed(summary, "0135_sasl_credentials", "0142_reauthentication")
     assert not any("SKIPPED" in line for line in summary), summary
 
 
