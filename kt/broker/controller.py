@@ -508,9 +508,14 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
             await self.channel.update_metadata(broker, self, states, self.ctx.topic_ids)
 
     async def _send_full_state(self, brokers: list[int]) -> None:
-        """A (re)joining broker hears every partition it replicates and the whole map."""
+        """A (re)joining broker hears the whole map, then every partition it replicates,
+        in the order of Kafka's onBrokerStartup: the others learn of the new brokers, the
+        new brokers get every partition's state, and only then LeaderAndIsr (a Kafka
+        broker follows no leader its metadata cache does not list as alive)."""
+        others = sorted(self.ctx.live_brokers - set(brokers))
+        await self._send_update_metadata(others, [])
+        await self._send_update_metadata(brokers, list(self.ctx.states))
         for broker in brokers:
             mine = [st for st in self.ctx.states.values() if broker in st.replicas]
             if mine:
                 await self.channel.leader_and_isr(broker, self, mine, self.ctx.topic_ids, False)
-        await self._send_update_metadata(brokers, list(self.ctx.states))

@@ -119,6 +119,9 @@ class KafkaApis:
         except UnsupportedVersion as e:
             log.info("unsupported version from %s: %s", ctx.client_host, e)
             return [unsupported_version_response(e.header)]
+        if header.api_key == ApiKey.FETCH and header.api_version >= 15:
+            # From v15 a follower names itself in the ReplicaState tagged field (KIP-903).
+            request.replica_id = request.replica_state.replica_id if request.replica_state else -1
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")

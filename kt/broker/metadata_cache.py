@@ -57,6 +57,7 @@ class MetadataCache:
     brokers: dict[int, Broker] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
+    _topic_names: dict[uuid.UUID, str] = field(default_factory=dict, init=False, repr=False)
     _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     def notify_changed(self) -> None:
@@ -83,12 +84,16 @@ class MetadataCache:
 
     def update_partition(self, state: PartitionState, topic_id: uuid.UUID | None = None) -> None:
         self.partitions.setdefault(state.topic, {})[state.partition] = state
-        if topic_id is not None:
+        if topic_id is not None and self.topic_ids.get(state.topic) != topic_id:
+            self._topic_names.pop(self.topic_ids.get(state.topic), None)  # type: ignore[arg-type]
             self.topic_ids[state.topic] = topic_id
+            self._topic_names[topic_id] = state.topic
 
     def remove_topic(self, topic: str) -> None:
         self.partitions.pop(topic, None)
-        self.topic_ids.pop(topic, None)
+        topic_id = self.topic_ids.pop(topic, None)
+        if topic_id is not None:
+            self._topic_names.pop(topic_id, None)
 
     def contains(self, topic: str) -> bool:
         return topic in self.partitions
@@ -103,10 +108,7 @@ class MetadataCache:
         return self.topic_ids.get(topic, uuid.UUID(int=0))
 
     def topic_for_id(self, topic_id: uuid.UUID) -> str | None:
-        for name, tid in self.topic_ids.items():
-            if tid == topic_id:
-                return name
-        return None
+        return self._topic_names.get(topic_id)
 
     def alive_broker(self, broker_id: int) -> Broker | None:
         return self.brokers.get(broker_id)

@@ -12,8 +12,10 @@ import asyncio
 import struct
 from typing import TYPE_CHECKING, Any
 
+from kt import __version__
 from kt.errors import KafkaError, ProtocolError
-from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
+from kt.protocol import ApiKey, decode_response, encode_request
+from kt.protocol.api_keys import SENT_VERSIONS
 from kt.protocol.messages import ApiVersionsRequest
 
 if TYPE_CHECKING:
@@ -63,7 +65,9 @@ class AsyncBrokerConnection:
         connection = cls(reader, writer, client_id)
         try:
             response = await connection.send_version(
-                ApiKey.API_VERSIONS, 3, ApiVersionsRequest(client_software_name="kt")
+                ApiKey.API_VERSIONS,
+                3,
+                ApiVersionsRequest(client_software_name="kt", client_software_version=__version__),
             )
         except BaseException:
             connection.close()
@@ -99,7 +103,7 @@ class AsyncBrokerConnection:
 
     def version_for(self, api_key: ApiKey) -> int:
         """The highest version of `api_key` that both sides speak."""
-        ours = SUPPORTED_VERSIONS[api_key]
+        ours = SENT_VERSIONS[api_key]
         theirs = self.api_versions.get(int(api_key))
         if theirs is None or theirs[0] > ours[1] or ours[0] > theirs[1]:
             raise KafkaError("UNSUPPORTED_VERSION", f"the broker does not support {api_key.name}")

@@ -13,8 +13,10 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kt import __version__
 from kt.errors import KafkaError, ProtocolError
-from kt.protocol import SUPPORTED_VERSIONS, ApiKey, decode_response, encode_request
+from kt.protocol import ApiKey, decode_response, encode_request
+from kt.protocol.api_keys import SENT_VERSIONS
 from kt.protocol.messages import ApiVersionsRequest
 
 if TYPE_CHECKING:
@@ -94,7 +96,9 @@ class BrokerConnection:
 
     def _negotiate(self) -> None:
         for version in (3, 0):
-            body = ApiVersionsRequest(client_software_name="kt", client_software_version="0.1.0")
+            body = ApiVersionsRequest(
+                client_software_name="kt", client_software_version=__version__
+            )
             response = self.send_version(ApiKey.API_VERSIONS, version, body)
             if response.error_code == 0:
                 self.api_versions = {
@@ -105,7 +109,7 @@ class BrokerConnection:
 
     def version_for(self, api_key: ApiKey) -> int:
         """The highest version of `api_key` that both kt and the broker speak."""
-        ours = SUPPORTED_VERSIONS[api_key]
+        ours = SENT_VERSIONS[api_key]
         theirs = self.api_versions.get(int(api_key))
         if theirs is None or theirs[0] > ours[1] or ours[0] > theirs[1]:
             raise KafkaError(

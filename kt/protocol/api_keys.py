@@ -73,12 +73,14 @@ class ApiKey(IntEnum):
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (0, 9),
-    ApiKey.FETCH: (4, 12),  # min 4 as in Kafka 4.0; Fetch 13+ names topics by id
+    ApiKey.FETCH: (4, 17),  # min 4 as in Kafka 4.0; 13+ names topics by id
     ApiKey.LIST_OFFSETS: (0, 7),
     ApiKey.METADATA: (0, 12),
-    ApiKey.LEADER_AND_ISR: (0, 6),  # the top versions are KRaft-only
-    ApiKey.STOP_REPLICA: (0, 3),
-    ApiKey.UPDATE_METADATA: (0, 7),
+    # A ZooKeeper controller of IBP 3.4 and later sends LeaderAndIsr 7, StopReplica 4 and
+    # UpdateMetadata 8 (their isKRaftController field false).
+    ApiKey.LEADER_AND_ISR: (0, 7),
+    ApiKey.STOP_REPLICA: (0, 4),
+    ApiKey.UPDATE_METADATA: (0, 8),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
     ApiKey.OFFSET_COMMIT: (0, 9),
     ApiKey.OFFSET_FETCH: (0, 8),
@@ -126,3 +128,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
 }
+
+# The versions kt's own clients, fetchers and controller send: what the broker serves,
+# except that kt's senders name Fetch topics by name (up to v12); brokers of any kind
+# serve v12 to followers and consumers alike.
+SENT_VERSIONS: dict[ApiKey, tuple[int, int]] = {**SUPPORTED_VERSIONS, ApiKey.FETCH: (4, 12)}

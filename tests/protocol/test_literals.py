@@ -85,10 +85,10 @@ def test_api_versions_above_kt_max_gets_kafkas_v0_answer():
 
 
 def test_other_apis_above_kt_max_close_the_connection_as_kafka_does():
-    frame = encode_request(1, 13, 5, "c", m.FetchRequest())[4:]
+    frame = encode_request(20, 6, 5, "c", m.DeleteTopicsRequest())[4:]  # v6 names topics by id
     with pytest.raises(UnsupportedVersion) as e:
         decode_request(frame)
-    assert e.value.header == RequestHeader(1, 13, 5, "c")
+    assert e.value.header == RequestHeader(20, 6, 5, "c")
     with pytest.raises(ProtocolError):
         unsupported_version_response(e.value.header)
 

@@ -12,6 +12,7 @@ by -2 (LeaderAndIsr.LeaderDuringDelete), which removes the topic from the cache.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +26,13 @@ from kt.protocol import messages as m
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
+log = logging.getLogger(__name__)
+
 LEADER_DURING_DELETE = -2
 _STALE = KafkaError("STALE_CONTROLLER_EPOCH").code
+# kt brokers have no KRaft-to-ZooKeeper migration (KIP-866): a KRaft controller's
+# LeaderAndIsr, UpdateMetadata or StopReplica (isKRaftController) is refused, not obeyed.
+_FROM_KRAFT = KafkaError("UNSUPPORTED_VERSION").code
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 
 
@@ -103,8 +109,20 @@ def apply_stop_replica(
 # -- the wire --------------------------------------------------------------------------------
 
 
+def _from_kraft_controller(request: Any) -> bool:
+    if not request.is_kraft_controller:
+        return False
+    log.warning(
+        "refused a request of KRaft controller %s: kt brokers do not take part in a "
+        "migration from ZooKeeper to KRaft", request.controller_id,
+    )  # fmt: skip
+    return True
+
+
 async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
+    if _from_kraft_controller(request):
+        return m.LeaderAndIsrResponse(error_code=_FROM_KRAFT)
     states: list[PartitionState] = []
     topic_ids: dict[str, Any] = {}
     if version < 2:
@@ -174,6 +192,8 @@ def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
 
 async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
+    if _from_kraft_controller(request):
+        return m.UpdateMetadataResponse(error_code=_FROM_KRAFT)
     live = [
         Broker(broker.id, _endpoints(broker, version), broker.rack or None)
         for broker in request.live_brokers
@@ -209,6 +229,8 @@ async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: A
 
 async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
+    if _from_kraft_controller(request):
+        return m.StopReplicaResponse(error_code=_FROM_KRAFT)
     deletes: dict[bool, list[TopicPartition]] = {}
     if version == 0:
         for p in request.ungrouped_partitions:

@@ -20,6 +20,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 INITIAL_EPOCH = 0  # a full fetch that asks for a new session
 FINAL_EPOCH = -1  # a full fetch that closes its session (or wants none)
+UNKNOWN_TOPIC_ID = KafkaError("UNKNOWN_TOPIC_ID").code
 ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
 # The negative timestamps ListOffsets takes from each version on (ListOffsetsRequest):
 # -3 from v7, -4 (EARLIEST_LOCAL) from v8, -5 (LATEST_TIERED) from v9. Any other
@@ -44,25 +45,27 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         )
     if request.isolation_level not in ISOLATION_LEVELS:  # Kafka fails the whole request
         return _fetch_failed(request, KafkaError("UNKNOWN_SERVER_ERROR").code)
-    replica_id = request.replica_id
+    version = header.api_version
+    replica_id = request.replica_id  # from ReplicaState for v15+ (KafkaApis)
+    named = _topic_names(server, request, version)
+    asked = [name for name in named.values() if name is not None]
     if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster, or nothing
-        readable = set() if not authz.cluster_allowed(server, ctx, a.CLUSTER_ACTION) else {
-            t.topic for t in request.topics}  # fmt: skip
+        readable = set(asked) if authz.cluster_allowed(server, ctx, a.CLUSTER_ACTION) else set()
     else:
-        readable = authz.topics_allowed(server, ctx, a.READ, (t.topic for t in request.topics))
+        readable = authz.topics_allowed(server, ctx, a.READ, asked)
     wanted = [
         FetchRequestPartition(
-            TopicPartition(topic.topic, p.partition),
+            TopicPartition(name, p.partition),
             p.fetch_offset,
             p.partition_max_bytes,
             current_leader_epoch=p.current_leader_epoch,
             log_start_offset=p.log_start_offset,
         )
-        for topic in request.topics
-        if topic.topic in readable
+        for i, topic in enumerate(request.topics)
+        if (name := named[i]) in readable
         for p in topic.partitions
     ]
-    max_bytes = request.max_bytes if header.api_version >= 3 else 2**31 - 1
+    max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
     results = await server.replica_manager.fetch_messages(
         replica_id,
         request.max_wait_ms,
@@ -75,22 +78,37 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
     for tp, result in results.items():
         stats.fetched(tp.topic, result.error_code, result.size, replica_id >= 0)
     denied = FetchResult(authz.TOPIC_AUTHORIZATION_FAILED)
+    unknown_id = FetchResult(UNKNOWN_TOPIC_ID)
     topics = []
-    for topic in request.topics:
+    for i, topic in enumerate(request.topics):
+        name = named[i]
         partitions = [
             _partition_data(
-                p.partition, results.get(TopicPartition(topic.topic, p.partition), denied)
-            )
+                p.partition,
+                unknown_id
+                if name is None
+                else results.get(TopicPartition(name, p.partition), denied),
+            )  # fmt: skip
             for p in topic.partitions
         ]
-        topics.append(
-            m.FetchResponse.FetchableTopicResponse(topic=topic.topic, partitions=partitions)
-        )
+        topics.append(m.FetchResponse.FetchableTopicResponse(
+            topic=name or "", topic_id=topic.topic_id if version >= 13 else None,
+            partitions=partitions,
+        ))  # fmt: skip
     if replica_id < 0:  # consumers' fetches count against their quota; followers' do not
         size = sum(r.size for r in results.values())
         ctx.throttle_ms = server.fetch_quota.record(ctx.user, header.client_id or "", size)
     return m.FetchResponse(error_code=0, session_id=0, responses=topics,
                            throttle_time_ms=ctx.throttle_ms)  # fmt: skip
+
+
+def _topic_names(server: KafkaServer, request: Any, version: int) -> dict[int, str | None]:
+    """Each asked topic's name by its place in the request: from v13 topics are named by
+    id (None for an id this broker does not know: UNKNOWN_TOPIC_ID)."""
+    if version < 13:
+        return {i: t.topic for i, t in enumerate(request.topics)}
+    cache = server.metadata_cache
+    return {i: cache.topic_for_id(t.topic_id) for i, t in enumerate(request.topics)}
 
 
 def _fetch_failed(request: Any, error_code: int) -> Any:
@@ -100,6 +118,7 @@ def _fetch_failed(request: Any, error_code: int) -> Any:
     topics = [
         m.FetchResponse.FetchableTopicResponse(
             topic=topic.topic,
+            topic_id=topic.topic_id,
             partitions=[_partition_data(p.partition, failed) for p in topic.partitions],
         )
         for topic in request.topics
