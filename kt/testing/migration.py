@@ -197,10 +197,16 @@ class MixedCluster:
         raise TimeoutError(f"cluster {self.kinds()} not healthy after {timeout_s} s: {problem}")
 
     def controller_id(self) -> int:
+        """The active controller as the brokers name it; -1 while there is none."""
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        return admin.describe_cluster(request_timeout=30).result(60).controller.id
+        try:
+            controller = admin.describe_cluster(request_timeout=10).result(20).controller
+        except KafkaException:
+            return -1
+        return -1 if controller is None else controller.id
 
 
 def _unhealthy(admin: Any, topics: list[str], broker_ids: set[int]) -> str | None:

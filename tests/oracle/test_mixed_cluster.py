@@ -9,10 +9,17 @@ reset (kt.testing.migration).
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kt.reference_kafka import run_tool
 from kt.testing.migration import MigrationLoad, MixedCluster, create_topics
 
 TOPICS = ["orders", "payments", "audit"]
@@ -45,3 +52,194 @@ def test_a_kafka_cluster_goes_to_kt_and_back_broker_by_broker_under_load(
     assert outcome.lost() == []
     assert outcome.out_of_order() == []
     assert sum(len(r) for r in outcome.acked.values()) > 1000
+
+
+OTHER = {"kafka": "kt", "kt": "kafka"}
+
+
+def mixed(tmp_path: Path, zookeeper: str, controller_kind: str) -> MixedCluster:
+    """Broker 1 of `controller_kind` (started first, it wins the controller election),
+    broker 2 of the other kind, broker 3 of the first."""
+    cluster = MixedCluster(
+        tmp_path, zookeeper, properties={"auto.leader.rebalance.enable": "false"}
+    )
+    cluster.start(1, controller_kind)
+    cluster.start(2, OTHER[controller_kind])
+    cluster.start(3, controller_kind)
+    return cluster
+
+
+def run_kt(*args: str) -> str:
+    result = subprocess.run([sys.executable, "-m", "kt", *args], capture_output=True, text=True,
+                            timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def run_kafka(tool: str, *args: str) -> str:
+    result = run_tool(tool, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def produce_acked(bootstrap: str, topic: str, first: int, count: int) -> dict[int, bytes]:
+    from confluent_kafka import Producer
+
+    acked: dict[int, bytes] = {}
+
+    def delivered(error: Any, message: Any) -> None:
+        assert error is None, error
+        acked[message.offset()] = message.value()
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(first, first + count):
+        producer.produce(topic, value=b"%d" % i, partition=0, on_delivery=delivered)
+    assert producer.flush(60) == 0
+    return acked
+
+
+def read_partition(bootstrap: str, topic: str) -> dict[int, bytes]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4()}",
+                         "enable.auto.commit": False})  # fmt: skip
+    _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    records: dict[int, bytes] = {}
+    deadline = time.monotonic() + 60
+    while len(records) < high and time.monotonic() < deadline:
+        for message in consumer.consume(1000, timeout=1):
+            assert message.error() is None, message.error()
+            records[message.offset()] = message.value()
+    consumer.close()
+    return records
+
+
+def partition_state(bootstrap: str, topic: str) -> tuple[int, list[int], list[int]]:
+    """(leader, replicas, ISR) of the topic's partition 0."""
+    from confluent_kafka.admin import AdminClient
+
+    p = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=30)
+    state = p.topics[topic].partitions[0]
+    return state.leader, list(state.replicas), sorted(state.isrs)
+
+
+def wait_for(condition: Any, what: str, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not {what} after {timeout_s} s"
+        time.sleep(0.5)
+
+
+def reassign(tool: str, bootstrap: str, plan: Path, replicas: list[int]) -> None:
+    """Move moving-0 to `replicas` with Kafka's tool or kt's, and verify to the end."""
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "moving", "partition": 0, "replicas": replicas}]}))  # fmt: skip
+    args = ("--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan))
+    run = (lambda *a: run_kafka("kafka-reassign-partitions", *a)) if tool == "kafka" else (
+        lambda *a: run_kt("reassign", *a))  # fmt: skip
+    run(*args, "--execute")
+    wait_for(lambda: "is complete" in run(*args, "--verify"), f"moved to {replicas}")
+    wait_for(lambda: partition_state(bootstrap, "moving")[1:] == (replicas, sorted(replicas)),
+             f"moving-0 on {replicas} with its ISR whole")  # fmt: skip
+
+
+def elect_preferred(tool: str, bootstrap: str) -> None:
+    args = ("--bootstrap-server", bootstrap, "--election-type", "preferred",
+            "--topic", "preferred", "--partition", "0")  # fmt: skip
+    if tool == "kafka":
+        run_kafka("kafka-leader-election", *args)
+    else:
+        run_kt("leader-election", *args)
+    wait_for(lambda: partition_state(bootstrap, "preferred")[0] == 2, "led by broker 2")
+
+
+def bounce(cluster: MixedCluster, broker_id: int) -> None:
+    """Stop a broker (its leadership moves) and start the same kind again."""
+    kind = cluster.kinds()[broker_id]
+    assert kind is not None
+    cluster.stop(broker_id)
+    cluster.start(broker_id, kind)
+    cluster.wait_healthy(["moving", "preferred"])
+
+
+@pytest.mark.parametrize("controller_kind", ["kafka", "kt"])
+def test_in_the_mixed_state_reassignments_and_elections_cross_kinds(
+    kafka_available: None, zookeeper: str, tmp_path: Path, controller_kind: str
+) -> None:
+    """With a controller of each kind: moving-0 goes from brokers 1 and 3 to broker 2 (the
+    other kind) and back, with Kafka's tool then kt's; broker 2 leads `preferred` again
+    after each bounce, by Kafka's leader-election tool then kt's; Kafka's and kt's describe
+    print the same; every acknowledged record is still there."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    cluster = mixed(tmp_path, zookeeper, controller_kind)
+    try:
+        bootstrap = cluster.bootstrap
+        assert cluster.controller_id() == 1
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        futures = admin.create_topics([
+            NewTopic("moving", 1, replica_assignment=[[1, 3]]),
+            NewTopic("preferred", 1, replica_assignment=[[2, 1, 3]]),
+        ])  # fmt: skip
+        for future in futures.values():
+            future.result(60)
+        cluster.wait_healthy(["moving", "preferred"])
+        written = {"moving": produce_acked(bootstrap, "moving", 0, 500),
+                   "preferred": produce_acked(bootstrap, "preferred", 0, 500)}  # fmt: skip
+
+        reassign("kafka", bootstrap, tmp_path / "to-2.json", [2, 3])
+        written["moving"] |= produce_acked(bootstrap, "moving", 500, 500)
+        reassign("kt", bootstrap, tmp_path / "back.json", [1, 3])
+
+        for tool in ("kafka", "kt"):
+            bounce(cluster, 2)
+            assert partition_state(bootstrap, "preferred")[0] != 2
+            written["preferred"] |= produce_acked(
+                bootstrap, "preferred", len(written["preferred"]), 200
+            )
+            elect_preferred(tool, bootstrap)
+
+        for topic in ("moving", "preferred"):
+            theirs = run_kafka("kafka-topics", "--bootstrap-server", bootstrap, "--describe",
+                               "--topic", topic)  # fmt: skip
+            ours = run_kt("topics", "--bootstrap-server", bootstrap, "--describe", "--topic", topic)
+            assert ours == theirs
+            assert read_partition(bootstrap, topic) == written[topic]
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize("controller_kind", ["kafka", "kt"])
+def test_a_controller_killed_in_the_mixed_state_hands_over_to_the_other_kind(
+    kafka_available: None, zookeeper: str, tmp_path: Path, controller_kind: str
+) -> None:
+    """The controller (broker 1) is killed with SIGKILL under load; brokers 2 and 3, of
+    the other kind, elect one of them, which leads on; broker 1 comes back and the ISR is
+    whole again. Nothing acknowledged is lost, and the group's offsets are not reset."""
+    cluster = MixedCluster(tmp_path, zookeeper)
+    try:
+        cluster.start(1, controller_kind)
+        cluster.start(2, OTHER[controller_kind])
+        cluster.start(3, OTHER[controller_kind])
+        create_topics(cluster.bootstrap, TOPICS)
+        cluster.wait_healthy(TOPICS)
+        assert cluster.controller_id() == 1
+        load = MigrationLoad(cluster.bootstrap, TOPICS)
+        load.start()
+        load.wait_progress()
+        load.step("controller killed")
+        cluster.stop(1, kill=True)
+        wait_for(lambda: cluster.controller_id() in (2, 3), "a new controller")
+        load.wait_progress()
+        load.step("broker 1 back")
+        cluster.start(1, controller_kind)
+        cluster.wait_healthy(TOPICS)
+        load.wait_progress()
+        outcome = load.stop()
+    finally:
+        cluster.close()
+    assert outcome.failed == []
+    assert outcome.resets == []
+    assert outcome.lost() == []
+    assert outcome.out_of_order() == []
