@@ -333,7 +333,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "log.cleaner.io.buffer.size": NoEffect("the cleaner reads whole batches"),
     "log.cleaner.io.buffer.load.factor": NoEffect("the cleaner's offset map is a dict"),
     "log.cleaner.io.max.bytes.per.second": NoEffect("the cleaner is not throttled yet"),
-    "log.message.format.version": NoEffect("ignored since Kafka 3.0: always v2"),
+    "log.message.format.version": ShownBy(
+        "tests/broker/test_inter_broker_protocol.py::test_an_old_message_format_counts_under_an_old_ibp_only"
+    ),
     "log.message.downconversion.enable": NoEffect(
         "kt serves v2 batches to every Fetch version it supports"
     ),  # fmt: skip
@@ -363,7 +365,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "auto.leader.rebalance.enable": ShownBy(AUTO_REBALANCE),
     "leader.imbalance.check.interval.seconds": ShownBy(AUTO_REBALANCE),
     "leader.imbalance.per.broker.percentage": ShownBy(AUTO_REBALANCE),
-    "inter.broker.protocol.version": NoEffect("kt speaks one version, 3.9's"),
+    "inter.broker.protocol.version": ShownBy(
+        "tests/broker/test_inter_broker_protocol.py::test_the_versions_a_kafka_broker_of_that_ibp_sends"
+    ),
     "controlled.shutdown.enable": ShownBy(CONTROLLED),
     "controlled.shutdown.max.retries": ShownBy(CONTROLLED),
     "controlled.shutdown.retry.backoff.ms": ShownBy(CONTROLLED),

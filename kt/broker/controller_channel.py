@@ -334,7 +334,7 @@ class _RequestSender:
                 self._connection = await AsyncBrokerConnection.connect(
                     endpoint.host, endpoint.port,
                     client_id=f"controller-{self.channel.server.broker_id}", timeout_s=10.0,
-                    **server.controller_security,
+                    caps=server.config.inter_broker_protocol.caps, **server.controller_security,
                 )  # fmt: skip
             response = await self._connection.send(api_key, request)
         except KafkaError as e:

@@ -60,6 +60,8 @@ class FetcherConfig:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     security: dict[str, Any] = field(default_factory=dict)  # inter-broker tls and sasl
+    # Fetch and ListOffsets at most at the versions inter.broker.protocol.version names
+    caps: dict[Any, int] = field(default_factory=dict)
 
     @classmethod
     def from_broker_config(cls, broker_id: int, cfg: Any) -> FetcherConfig:
@@ -71,6 +73,7 @@ class FetcherConfig:
             response_max_bytes=cfg["replica.fetch.response.max.bytes"],
             backoff_ms=cfg["replica.fetch.backoff.ms"],
             security=cfg.client_security(cfg.listener_config.inter_broker),
+            caps=cfg.inter_broker_protocol.caps,
         )
 
 
@@ -168,8 +171,9 @@ class ReplicaFetcher:
         if endpoint is None:
             raise KafkaError("LEADER_NOT_AVAILABLE", f"broker {self.source_broker_id} is not alive")
         self._connection = await AsyncBrokerConnection.connect(
-            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0", **self.config.security
-        )
+            *endpoint, client_id=f"broker-{self.config.broker_id}-fetcher-0",
+            caps=self.config.caps, **self.config.security,
+        )  # fmt: skip
         return self._connection
 
     def _close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kt import __version__
@@ -39,6 +40,7 @@ class AsyncBrokerConnection:
         self._writer = writer
         self.client_id = client_id
         self.api_versions: dict[int, tuple[int, int]] = {}
+        self.version_caps: dict[ApiKey, int] = {}
         self._correlation_id = 0
         self._lock = asyncio.Lock()
         self.closed = False
@@ -47,8 +49,10 @@ class AsyncBrokerConnection:
     async def connect(
         cls, host: str, port: int, *, client_id: str = "kt", timeout_s: float = 30.0,
         tls: ClientTls | None = None, sasl: ClientSasl | None = None,
+        caps: Mapping[ApiKey, int] | None = None,
     ) -> AsyncBrokerConnection:  # fmt: skip
-        """Connect, over TLS with `tls`, and ask ApiVersions."""
+        """Connect, over TLS with `tls`, and ask ApiVersions. `caps`: the highest version
+        to send of some APIs (a broker's inter.broker.protocol.version)."""
         try:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result of
             # a connect that completes as the caller is cancelled, dropping the
@@ -63,6 +67,7 @@ class AsyncBrokerConnection:
         except (OSError, TimeoutError) as e:  # ssl.SSLError too
             raise KafkaError("NETWORK_EXCEPTION", f"cannot connect to {host}:{port}: {e}") from None
         connection = cls(reader, writer, client_id)
+        connection.version_caps = dict(caps or {})
         try:
             response = await connection.send_version(
                 ApiKey.API_VERSIONS,
@@ -102,12 +107,13 @@ class AsyncBrokerConnection:
             token = next_token(exchange, answer)
 
     def version_for(self, api_key: ApiKey) -> int:
-        """The highest version of `api_key` that both sides speak."""
-        ours = SENT_VERSIONS[api_key]
+        """The highest version of `api_key` that both sides speak (and the cap allows)."""
+        low, high = SENT_VERSIONS[api_key]
+        high = min(high, self.version_caps.get(api_key, high))
         theirs = self.api_versions.get(int(api_key))
-        if theirs is None or theirs[0] > ours[1] or ours[0] > theirs[1]:
+        if theirs is None or theirs[0] > high or low > theirs[1]:
             raise KafkaError("UNSUPPORTED_VERSION", f"the broker does not support {api_key.name}")
-        return min(ours[1], theirs[1])
+        return min(high, theirs[1])
 
     async def send(self, api_key: ApiKey, body: Any, version: int | None = None) -> Any:
         return await self.send_version(api_key, self.version_for(api_key) if version is None

@@ -57,12 +57,12 @@ def test_a_kafka_cluster_goes_to_kt_and_back_broker_by_broker_under_load(
 OTHER = {"kafka": "kt", "kt": "kafka"}
 
 
-def mixed(tmp_path: Path, zookeeper: str, controller_kind: str) -> MixedCluster:
+def mixed(tmp_path: Path, zookeeper: str, controller_kind: str, ibp: str) -> MixedCluster:
     """Broker 1 of `controller_kind` (started first, it wins the controller election),
-    broker 2 of the other kind, broker 3 of the first."""
-    cluster = MixedCluster(
-        tmp_path, zookeeper, properties={"auto.leader.rebalance.enable": "false"}
-    )
+    broker 2 of the other kind, broker 3 of the first; all at inter.broker.protocol.version
+    `ibp`."""
+    properties = {"auto.leader.rebalance.enable": "false", "inter.broker.protocol.version": ibp}
+    cluster = MixedCluster(tmp_path, zookeeper, properties=properties)
     cluster.start(1, controller_kind)
     cluster.start(2, OTHER[controller_kind])
     cluster.start(3, controller_kind)
@@ -163,17 +163,19 @@ def bounce(cluster: MixedCluster, broker_id: int) -> None:
     cluster.wait_healthy(["moving", "preferred"])
 
 
-@pytest.mark.parametrize("controller_kind", ["kafka", "kt"])
+@pytest.mark.parametrize(("controller_kind", "ibp"), [("kafka", "3.9"), ("kt", "3.3")])
 def test_in_the_mixed_state_reassignments_and_elections_cross_kinds(
-    kafka_available: None, zookeeper: str, tmp_path: Path, controller_kind: str
+    kafka_available: None, zookeeper: str, tmp_path: Path, controller_kind: str, ibp: str
 ) -> None:
     """With a controller of each kind: moving-0 goes from brokers 1 and 3 to broker 2 (the
     other kind) and back, with Kafka's tool then kt's; broker 2 leads `preferred` again
     after each bounce, by Kafka's leader-election tool then kt's; Kafka's and kt's describe
-    print the same; every acknowledged record is still there."""
+    print the same; every acknowledged record is still there. With the kt controller the
+    cluster runs at IBP 3.3, as an operator migrating an older cluster would: the requests
+    between brokers go at 3.3's versions (LeaderAndIsr 6, UpdateMetadata 7, Fetch 13)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    cluster = mixed(tmp_path, zookeeper, controller_kind)
+    cluster = mixed(tmp_path, zookeeper, controller_kind, ibp)
     try:
         bootstrap = cluster.bootstrap
         assert cluster.controller_id() == 1
