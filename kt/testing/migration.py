@@ -183,7 +183,8 @@ class MixedCluster:
 
     def wait_healthy(self, topics: list[str], timeout_s: float = 180.0) -> None:
         """What the operator checks before the next step: a controller, every broker
-        registered, every partition led and its ISR whole."""
+        registered, `topics` there, every partition of every topic led and its ISR
+        whole."""
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
@@ -226,6 +227,7 @@ def _unhealthy(admin: Any, topics: list[str], broker_ids: set[int]) -> str | Non
         topic = metadata.topics.get(name)
         if topic is None or topic.error is not None:
             return f"topic {name}: {topic and topic.error}"
+    for name, topic in metadata.topics.items():  # every topic, the internal ones too
         for p in topic.partitions.values():
             if p.leader < 0 or set(p.isrs) != set(p.replicas):
                 return f"{name}-{p.id}: leader {p.leader} ISR {p.isrs} replicas {p.replicas}"
@@ -273,15 +275,23 @@ class Outcome:
     failed: list[str]
     resets: list[str]
     steps: list[StepStats]
+    # Acknowledged without an offset (librdkafka can report a delivery without one, e.g.
+    # for a retried batch): sequence numbers by partition, checked by value.
+    acked_unplaced: dict[tuple[str, int], list[int]] = field(default_factory=dict)
 
     def lost(self) -> list[tuple[str, int, int]]:
-        """Acknowledged records the group never got (or got with another value)."""
-        return [
+        """Acknowledged records the group never got (or got with another value): (topic,
+        partition, offset), the offset -1 for one acknowledged without an offset."""
+        lost = [
             (topic, partition, offset)
             for (topic, partition), records in self.acked.items()
             for offset, seq in records.items()
             if self.consumed.get((topic, partition), {}).get(offset) != seq
         ]
+        for (topic, partition), seqs in self.acked_unplaced.items():
+            there = set(self.consumed.get((topic, partition), {}).values())
+            lost += [(topic, partition, -1) for seq in seqs if seq not in there]
+        return lost
 
     def out_of_order(self) -> list[tuple[str, int]]:
         """Partitions whose acknowledged records are not in the order they were sent."""
@@ -304,10 +314,12 @@ class MigrationLoad:
         self.partitions = partitions
         self.group = group
         self.acked: dict[tuple[str, int], dict[int, int]] = {}
+        self.acked_unplaced: dict[tuple[str, int], list[int]] = {}
         self.consumed: dict[tuple[str, int], dict[int, int]] = {}
         self.failed: list[str] = []
         self.resets: list[str] = []
         self.steps: list[StepStats] = [StepStats("start", time.monotonic())]
+        self.samples: list[tuple[float, float]] = []  # (sent, latency ms) of every ack
         self._sent = 0
         self._stopping = threading.Event()
         self._producing = threading.Event()
@@ -325,6 +337,11 @@ class MigrationLoad:
     def step(self, name: str) -> None:
         with self._lock:
             self.steps.append(StepStats(name, time.monotonic()))
+
+    def latencies_sent_between(self, first: float, last: float) -> list[float]:
+        """The latencies (ms) of the acknowledged records sent in [first, last)."""
+        with self._lock:
+            return [latency for sent, latency in self.samples if first <= sent < last]
 
     def consumed_count(self) -> int:
         with self._lock:
@@ -360,6 +377,7 @@ class MigrationLoad:
                 {k: dict(v) for k, v in self.acked.items()},
                 {k: dict(v) for k, v in self.consumed.items()},
                 list(self.failed), list(self.resets), list(self.steps),
+                {k: list(v) for k, v in self.acked_unplaced.items()},
             )  # fmt: skip
 
     def _missing(self) -> bool:
@@ -368,6 +386,9 @@ class MigrationLoad:
                 offset not in self.consumed.get(key, {})
                 for key, records in self.acked.items()
                 for offset in records
+            ) or any(
+                not set(seqs) <= set(self.consumed.get(key, {}).values())
+                for key, seqs in self.acked_unplaced.items()
             )
 
     def _commit_start(self) -> None:
@@ -416,9 +437,15 @@ class MigrationLoad:
                 if error is not None:
                     self.failed.append(f"record {seq}: {error}")
                     return
-                step.latencies_ms.append((time.monotonic() - sent) * 1000)
+                latency_ms = (time.monotonic() - sent) * 1000
+                step.latencies_ms.append(latency_ms)
+                self.samples.append((sent, latency_ms))
                 key = (message.topic(), message.partition())
-                self.acked.setdefault(key, {})[message.offset()] = seq
+                offset = message.offset()
+                if offset is None or offset < 0:
+                    self.acked_unplaced.setdefault(key, []).append(seq)
+                else:
+                    self.acked.setdefault(key, {})[offset] = seq
 
         return report
 

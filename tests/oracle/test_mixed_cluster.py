@@ -4,7 +4,9 @@ consuming group are replaced by `kt server-start` one at a time (same broker.id,
 zookeeper.connect and port), each step waiting for the ISR to be whole again and the group
 to move on; once all are kt (a kt controller), back to Kafka the same way. Nothing
 acknowledged is lost, each partition keeps its order, and the group's offsets are never
-reset (kt.testing.migration).
+reset (kt.testing.migration); a transactional producer commits throughout, and a
+read_committed reader finds every committed record once and no aborted one, whichever
+kind led `__transaction_state` (kt.testing.transactional_writer).
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import pytest
 
 from kt.reference_kafka import run_tool
 from kt.testing.migration import MigrationLoad, MixedCluster, create_topics
+from kt.testing.transactional_writer import TransactionalWriter
 
 TOPICS = ["orders", "payments", "audit"]
+LEDGER = "ledger"  # written in transactions
 
 
 @pytest.mark.timeout(1500)
@@ -32,19 +36,26 @@ def test_a_kafka_cluster_goes_to_kt_and_back_broker_by_broker_under_load(
     cluster = MixedCluster(tmp_path, zookeeper)
     try:
         cluster.start_all("kafka")
-        create_topics(cluster.bootstrap, TOPICS)
+        create_topics(cluster.bootstrap, [*TOPICS, LEDGER])
         cluster.wait_healthy(TOPICS)
         load = MigrationLoad(cluster.bootstrap, TOPICS)
         load.start()
+        writer = TransactionalWriter(cluster.bootstrap, LEDGER)
+        writer.start()
         load.wait_progress()
         for kind in ("kt", "kafka"):
             for broker_id in cluster.broker_ids:
                 load.step(f"broker {broker_id} to {kind}")
-                cluster.swap(broker_id, kind, TOPICS)
+                committed = writer.committed_count()
+                cluster.swap(broker_id, kind, [*TOPICS, LEDGER, "__transaction_state"])
                 load.wait_progress()
+                more = lambda c=committed: writer.committed_count() > c  # noqa: E731
+                wait_for(more, "a transaction committed")
             assert set(cluster.kinds().values()) == {kind}
             assert cluster.controller_id() in cluster.broker_ids
         outcome = load.stop()
+        writer.stop()
+        assert writer.check() == []
     finally:
         cluster.close()
     assert outcome.failed == []
