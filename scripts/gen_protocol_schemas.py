@@ -30,7 +30,7 @@ FAMILIES = (
     ("security", "SASL, ACLs and SCRAM credentials",
      (17, 29, 30, 31, 36, 50, 51)),
     ("controller", "between the controller and the brokers",
-     (4, 5, 6, 7, 56)),
+     (4, 5, 6, 7, 56, 67)),
 )  # fmt: skip
 KT_API_KEYS = frozenset(key for _, _, keys in FAMILIES for key in keys)
 PRIMITIVES = {

@@ -355,6 +355,23 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         them), or None if this broker is not the controller."""
         return await self._ask("ControlledShutdown", lambda: self._move_away_from(broker_id))
 
+    async def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> Any:
+        """AllocateProducerIds (KIP-730): Kafka brokers of IBP 3.0+ take their blocks of
+        producer ids from the controller, which claims the next block in the store as
+        kt's brokers claim theirs (the same conditional write, so no id is given twice).
+        The block, "STALE_BROKER_EPOCH" for a broker not (or no more) registered so, or
+        None if this broker is not the controller."""
+
+        def claim() -> Any:
+            if (
+                broker_id not in self.ctx.live_brokers
+                or self.channel.broker_epoch(broker_id) != broker_epoch
+            ):
+                return "STALE_BROKER_EPOCH"
+            return self.zk.claim_producer_id_block(broker_id)
+
+        return await self._ask("AllocateProducerIds", claim)
+
     async def _move_away_from(self, broker_id: int) -> list[TopicPartition]:
         log.info("controlled shutdown of broker %s", broker_id)
         self.ctx.shutting_down_brokers.add(broker_id)

@@ -122,6 +122,7 @@ class ControllerChannel:
         request = R(
             controller_id=controller.broker_id,
             controller_epoch=controller.ctx.epoch,
+            broker_epoch=self._known_epoch(broker_id),
             ungrouped_partition_states=[p for ps in by_topic.values() for p in ps],
             topic_states=[
                 R.LeaderAndIsrTopicState(
@@ -151,11 +152,9 @@ class ControllerChannel:
                 local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
             ))  # fmt: skip
             return
-        await self._send(
-            broker_id,
-            ApiKey.UPDATE_METADATA,
-            _update_metadata_request(controller, endpoints, states, topic_ids),
-        )
+        request = _update_metadata_request(controller, endpoints, states, topic_ids)
+        request.broker_epoch = self._known_epoch(broker_id)
+        await self._send(broker_id, ApiKey.UPDATE_METADATA, request)
 
     async def name_controller(self, controller_id: int) -> None:
         """The hosting broker's metadata cache names `controller_id` (read from the store)
@@ -186,6 +185,7 @@ class ControllerChannel:
         request = R(
             controller_id=controller.broker_id,
             controller_epoch=controller.ctx.epoch,
+            broker_epoch=self._known_epoch(broker_id),
             delete_partitions=delete,
             ungrouped_partitions=[
                 R.StopReplicaPartitionV0(topic_name=tp.topic, partition_index=tp.partition)
@@ -251,6 +251,12 @@ class ControllerChannel:
         """A registered broker's epoch (its registration's czxid), None if unregistered."""
         broker = self.endpoint(broker_id)
         return None if broker is None else self._epochs.get(broker_id)
+
+    def _known_epoch(self, broker_id: int) -> int:
+        """The broker epoch to stamp a request with (Kafka's controllers stamp theirs, and
+        brokers refuse one meant for an earlier registration); -1 when unknown."""
+        epoch = self.broker_epoch(broker_id)
+        return -1 if epoch is None else epoch
 
     def registration_changed(self, broker_id: int) -> bool:
         """Whether the broker registered again (a new epoch) since its registration was

@@ -89,6 +89,7 @@ HANDLERS = {
     ApiKey.STOP_REPLICA: controller.stop_replica,
     ApiKey.CONTROLLED_SHUTDOWN: controller.controlled_shutdown,
     ApiKey.ALTER_PARTITION: controller.alter_partition,
+    ApiKey.ALLOCATE_PRODUCER_IDS: controller.allocate_producer_ids,
     ApiKey.FIND_COORDINATOR: groups.find_coordinator,
     ApiKey.JOIN_GROUP: groups.join_group,
     ApiKey.SYNC_GROUP: groups.sync_group,
@@ -157,7 +158,7 @@ class KafkaApis:
 _EXEMPT = frozenset({
     ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA,
     ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.WRITE_TXN_MARKERS,
-    ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+    ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
 })  # fmt: skip
 
 

@@ -69,6 +69,7 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    ALLOCATE_PRODUCER_IDS = 67
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -127,6 +128,8 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
+    # Kafka brokers of IBP 3.0+ take producer id blocks from the controller (KIP-730)
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
 }
 
 # The versions kt's own clients, fetchers and controller send: what the broker serves,

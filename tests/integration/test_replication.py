@@ -30,6 +30,7 @@ from tests.integration.conftest import kt_ok
 pytestmark = pytest.mark.slow
 
 STALE_CONTROLLER_EPOCH = 11  # not among librdkafka's named codes
+STALE_BROKER_EPOCH = 77
 FAST_FAILOVER = {"replica.fetch.backoff.ms": "100", "replica.fetch.wait.max.ms": "100"}
 
 
@@ -520,3 +521,23 @@ def test_a_broker_refuses_requests_from_a_stale_controller(kt_cluster) -> None:
     assert cluster.leader_of("fenced", 0) == target  # nothing changed
     partition = cluster.brokers[target].replica_manager.partitions[KtPartition("fenced", 0)]
     assert partition.leader_epoch < 99
+
+
+def test_a_broker_refuses_requests_meant_for_its_earlier_registration(kt_cluster) -> None:
+    """A controller's request stamped with an older broker epoch than the broker's
+    registration (it was queued for the process before a restart) is refused with
+    STALE_BROKER_EPOCH, as Kafka's isBrokerEpochStale refuses it, and changes nothing."""
+    cluster = kt_cluster(3, zookeeper=True)
+    create_topic(cluster, "restarted")
+    target = cluster.leader_of("restarted", 0)
+    broker = cluster.brokers[target]
+    assert broker.broker_epoch > 0
+    controller = cluster.controller_id()
+    U = m.UpdateMetadataRequest
+    with BrokerConnection("127.0.0.1", cluster.ports[target]) as connection:
+        response = connection.send(ApiKey.UPDATE_METADATA, U(
+            controller_id=controller, controller_epoch=broker.controller_epoch_seen,
+            broker_epoch=broker.broker_epoch - 1, live_brokers=[],
+        ))  # fmt: skip
+        assert response.error_code == STALE_BROKER_EPOCH
+    assert sorted(broker.metadata_cache.brokers) == [0, 1, 2]  # nothing applied

@@ -66,6 +66,7 @@ def test_a_kafka_cluster_goes_to_kt_and_back_broker_by_broker_under_load(
 
 
 OTHER = {"kafka": "kt", "kt": "kafka"}
+COORDINATOR_LOAD_IN_PROGRESS = 14
 
 
 def mixed(tmp_path: Path, zookeeper: str, controller_kind: str, ibp: str) -> MixedCluster:
@@ -165,6 +166,26 @@ def elect_preferred(tool: str, bootstrap: str) -> None:
     wait_for(lambda: partition_state(bootstrap, "preferred")[0] == 2, "led by broker 2")
 
 
+def init_producer_id(port: int) -> int:
+    """InitProducerId (no transactional id) asked of one broker; its producer id."""
+    from kt.client.connection import BrokerConnection
+    from kt.protocol import ApiKey
+    from kt.protocol import messages as m
+
+    request = m.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1)
+    deadline = time.monotonic() + 60
+    with BrokerConnection("127.0.0.1", port) as connection:
+        response = connection.send(ApiKey.INIT_PRODUCER_ID, request)
+        # A Kafka broker answers COORDINATOR_LOAD_IN_PROGRESS until its first block of
+        # ids has come from the controller; clients ask again.
+        while response.error_code == COORDINATOR_LOAD_IN_PROGRESS:
+            assert time.monotonic() < deadline, "no producer id block in 60 s"
+            time.sleep(0.2)
+            response = connection.send(ApiKey.INIT_PRODUCER_ID, request)
+    assert response.error_code == 0, response
+    return response.producer_id
+
+
 def bounce(cluster: MixedCluster, broker_id: int) -> None:
     """Stop a broker (its leadership moves) and start the same kind again."""
     kind = cluster.kinds()[broker_id]
@@ -178,12 +199,13 @@ def bounce(cluster: MixedCluster, broker_id: int) -> None:
 def test_in_the_mixed_state_reassignments_and_elections_cross_kinds(
     kafka_available: None, zookeeper: str, tmp_path: Path, controller_kind: str, ibp: str
 ) -> None:
-    """With a controller of each kind: moving-0 goes from brokers 1 and 3 to broker 2 (the
-    other kind) and back, with Kafka's tool then kt's; broker 2 leads `preferred` again
-    after each bounce, by Kafka's leader-election tool then kt's; Kafka's and kt's describe
-    print the same; every acknowledged record is still there. With the kt controller the
-    cluster runs at IBP 3.3, as an operator migrating an older cluster would: the requests
-    between brokers go at 3.3's versions (LeaderAndIsr 6, UpdateMetadata 7, Fetch 13)."""
+    """With a controller of each kind: every broker hands out producer ids; moving-0 goes
+    from brokers 1 and 3 to broker 2 (the other kind) and back, with Kafka's tool then
+    kt's; broker 2 leads `preferred` again after each bounce, by Kafka's leader-election
+    tool then kt's; Kafka's and kt's describe print the same; every acknowledged record is
+    still there. With the kt controller the cluster runs at IBP 3.3, as an operator
+    migrating an older cluster would: the requests between brokers go at 3.3's versions
+    (LeaderAndIsr 6, UpdateMetadata 7, Fetch 13)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     cluster = mixed(tmp_path, zookeeper, controller_kind, ibp)
@@ -200,6 +222,11 @@ def test_in_the_mixed_state_reassignments_and_elections_cross_kinds(
         cluster.wait_healthy(["moving", "preferred"])
         written = {"moving": produce_acked(bootstrap, "moving", 0, 500),
                    "preferred": produce_acked(bootstrap, "preferred", 0, 500)}  # fmt: skip
+
+        # Idempotent producers get ids from every broker, whatever kind the controller is
+        # (Kafka's brokers ask it for blocks of ids: AllocateProducerIds, KIP-730).
+        producer_ids = [init_producer_id(cluster.nodes[b].port) for b in cluster.broker_ids]
+        assert len(set(producer_ids)) == 3 and min(producer_ids) >= 0
 
         reassign("kafka", bootstrap, tmp_path / "to-2.json", [2, 3])
         written["moving"] |= produce_acked(bootstrap, "moving", 500, 500)

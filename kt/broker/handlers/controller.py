@@ -33,6 +33,7 @@ _STALE = KafkaError("STALE_CONTROLLER_EPOCH").code
 # kt brokers have no KRaft-to-ZooKeeper migration (KIP-866): a KRaft controller's
 # LeaderAndIsr, UpdateMetadata or StopReplica (isKRaftController) is refused, not obeyed.
 _FROM_KRAFT = KafkaError("UNSUPPORTED_VERSION").code
+_STALE_BROKER_EPOCH = KafkaError("STALE_BROKER_EPOCH").code
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 
 
@@ -109,6 +110,18 @@ def apply_stop_replica(
 # -- the wire --------------------------------------------------------------------------------
 
 
+def _refusal(server: KafkaServer, request: Any) -> int:
+    """Why a controller's request is refused before it is read, else 0: a KRaft
+    controller's, or one meant for an earlier registration of this broker (Kafka's
+    isBrokerEpochStale; -1 is a controller that does not say)."""
+    if _from_kraft_controller(request):
+        return _FROM_KRAFT
+    epoch = request.broker_epoch
+    if epoch != -1 and server.broker_epoch != -1 and epoch < server.broker_epoch:
+        return _STALE_BROKER_EPOCH
+    return 0
+
+
 def _from_kraft_controller(request: Any) -> bool:
     if not request.is_kraft_controller:
         return False
@@ -121,8 +134,8 @@ def _from_kraft_controller(request: Any) -> bool:
 
 async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if _from_kraft_controller(request):
-        return m.LeaderAndIsrResponse(error_code=_FROM_KRAFT)
+    if refused := _refusal(server, request):
+        return m.LeaderAndIsrResponse(error_code=refused)
     states: list[PartitionState] = []
     topic_ids: dict[str, Any] = {}
     if version < 2:
@@ -192,8 +205,8 @@ def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
 
 async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if _from_kraft_controller(request):
-        return m.UpdateMetadataResponse(error_code=_FROM_KRAFT)
+    if refused := _refusal(server, request):
+        return m.UpdateMetadataResponse(error_code=refused)
     live = [
         Broker(broker.id, _endpoints(broker, version), broker.rack or None)
         for broker in request.live_brokers
@@ -229,8 +242,8 @@ async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: A
 
 async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if _from_kraft_controller(request):
-        return m.StopReplicaResponse(error_code=_FROM_KRAFT)
+    if refused := _refusal(server, request):
+        return m.StopReplicaResponse(error_code=refused)
     deletes: dict[bool, list[TopicPartition]] = {}
     if version == 0:
         for p in request.ungrouped_partitions:
@@ -276,6 +289,21 @@ async def controlled_shutdown(server: KafkaServer, header: Any, request: Any, ct
             Remaining(topic_name=tp.topic, partition_index=tp.partition) for tp in remaining
         ],
     )
+
+
+async def allocate_producer_ids(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+    """A Kafka broker asks the controller for its next block of producer ids (KIP-730)."""
+    R = m.AllocateProducerIdsResponse
+    controller = server.controller
+    block = None
+    if controller is not None:
+        block = await controller.allocate_producer_ids(request.broker_id, request.broker_epoch)
+    if block is None:
+        return R(error_code=KafkaError("NOT_CONTROLLER").code)
+    if isinstance(block, str):
+        return R(error_code=KafkaError(block).code)
+    return R(error_code=0, producer_id_start=block.block_start,
+             producer_id_len=block.block_end - block.block_start + 1)  # fmt: skip
 
 
 async def alter_partition(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:

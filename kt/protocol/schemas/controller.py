@@ -218,4 +218,20 @@ SCHEMAS = (
           F('partition_epoch', 'PartitionEpoch', 'int32', (0, None), default=0),
         ),
       }),
+    M('AllocateProducerIdsRequest', 67, 'request', (0, 0), (0, None),
+      fields=(
+        F('broker_id', 'BrokerId', 'int32', (0, None), default=0),
+        F('broker_epoch', 'BrokerEpoch', 'int64', (0, None), default=-1),
+      ),
+      structs={
+      }),
+    M('AllocateProducerIdsResponse', 67, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('producer_id_start', 'ProducerIdStart', 'int64', (0, None), default=0),
+        F('producer_id_len', 'ProducerIdLen', 'int32', (0, None), default=0),
+      ),
+      structs={
+      }),
 )
