@@ -21,7 +21,7 @@ from kt.broker.handlers import controller as requests
 from kt.broker.metadata_cache import Broker, PartitionState
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.endpoints import SECURITY_PROTOCOLS
-from kt.errors import KafkaError
+from kt.errors import KafkaError, ProtocolError
 from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -36,6 +36,7 @@ state_change_log = logging.getLogger("state.change.logger")  # Kafka's state-cha
 
 NULL_TOPIC_ID = uuid.UUID(int=0)
 SEND_BACKOFF_S = 0.1  # growing to 1 s between attempts
+REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms: an answer lost is sent again
 # Brokers of this process, by their metadata store and then by id: the brokers of one
 # cluster share one store (and one loop); two clusters in one process (tests, notebooks)
 # must not reach each other's brokers because their ids are the same.
@@ -326,34 +327,55 @@ class _RequestSender:
             while not await self._send_once(api_key, request):
                 attempt += 1
                 await asyncio.sleep(min(SEND_BACKOFF_S * attempt, 1.0))
+            if attempt:
+                log.info("%s to broker %s delivered after %d failed attempts",
+                         api_key.name, self.broker_id, attempt)  # fmt: skip
 
     async def _send_once(self, api_key: ApiKey, request: Any) -> bool:
-        """True once the broker answered (whatever its error code)."""
+        """True once the broker answered (whatever its error code). Whatever goes wrong
+        (the broker gone, no answer within controller.socket.timeout.ms, a frame kt cannot
+        read, the store unreachable) is logged and tried again: the sender never dies with
+        requests queued behind it."""
         try:
-            if self._connection is None or self._connection.closed:
-                server = self.channel.server
-                endpoint = self.channel.listener_endpoint(
-                    self.broker_id, server.config.listener_config.controller_listener
-                )
-                if endpoint is None:
-                    return False  # not registered (yet, or any more), or not on the listener
-                self._connection = await AsyncBrokerConnection.connect(
-                    endpoint.host, endpoint.port,
-                    client_id=f"controller-{self.channel.server.broker_id}", timeout_s=10.0,
-                    caps=server.config.inter_broker_protocol.caps, **server.controller_security,
-                )  # fmt: skip
-            response = await self._connection.send(api_key, request)
-        except KafkaError as e:
-            log.info("%s to broker %s failed: %s", api_key.name, self.broker_id, e)
-            if self._connection is not None:
-                self._connection.close()
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                response = await self._connect_and_send(api_key, request)
+        except (KafkaError, ProtocolError, TimeoutError) as e:
+            log.info("%s to broker %s failed: %s", api_key.name, self.broker_id,
+                     str(e) or f"no answer in {REQUEST_TIMEOUT_S:.0f} s")  # fmt: skip
+            self._drop_connection()
             return False
+        except Exception:
+            log.exception("%s to broker %s failed", api_key.name, self.broker_id)
+            self._drop_connection()
+            return False
+        if response is None:
+            return False  # not registered (yet, or any more), or not on the listener
         if getattr(response, "error_code", 0):
             log.warning(
                 "broker %s refused %s: %s",
                 self.broker_id, api_key.name, KafkaError(response.error_code),
             )  # fmt: skip
         return True
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+
+    async def _connect_and_send(self, api_key: ApiKey, request: Any) -> Any:
+        """The broker's answer; None while it has no endpoint on the controller listener."""
+        if self._connection is None or self._connection.closed:
+            server = self.channel.server
+            endpoint = self.channel.listener_endpoint(
+                self.broker_id, server.config.listener_config.controller_listener
+            )
+            if endpoint is None:
+                return None
+            self._connection = await AsyncBrokerConnection.connect(
+                endpoint.host, endpoint.port,
+                client_id=f"controller-{server.broker_id}", timeout_s=10.0,
+                caps=server.config.inter_broker_protocol.caps, **server.controller_security,
+            )  # fmt: skip
+        return await self._connection.send(api_key, request)
 
 
 def _update_metadata_request(

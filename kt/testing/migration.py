@@ -199,14 +199,9 @@ class MixedCluster:
 
     def controller_id(self) -> int:
         """The active controller as the brokers name it; -1 while there is none."""
-        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        try:
-            controller = admin.describe_cluster(request_timeout=10).result(20).controller
-        except KafkaException:
-            return -1
+        controller = _controller(AdminClient({"bootstrap.servers": self.bootstrap}))
         return -1 if controller is None else controller.id
 
 
@@ -234,6 +229,17 @@ def _unhealthy(admin: Any, topics: list[str], broker_ids: set[int]) -> str | Non
     return None
 
 
+def _controller(admin: Any) -> Any:
+    """The controller the brokers name, None while they name none (librdkafka's
+    DescribeCluster times out then)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return admin.describe_cluster(request_timeout=10).result(20).controller
+    except KafkaException:
+        return None
+
+
 def create_topics(bootstrap: str, topics: list[str], partitions: int = 3) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -241,7 +247,7 @@ def create_topics(bootstrap: str, topics: list[str], partitions: int = 3) -> Non
     # A ZooKeeper-mode broker answers Metadata without a controller until the controller's
     # first UpdateMetadata reaches it: wait for one before asking it to create topics.
     deadline = time.monotonic() + 60
-    while admin.describe_cluster(request_timeout=10).result(20).controller is None:
+    while _controller(admin) is None:
         assert time.monotonic() < deadline, "no controller"
         time.sleep(0.2)
     futures = admin.create_topics([NewTopic(t, partitions, 3) for t in topics])
