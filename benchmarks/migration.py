@@ -23,16 +23,14 @@ import time
 from pathlib import Path
 
 from kt.testing.migration import MigrationLoad, MixedCluster, create_topics
+from kt.testing.outage import percentile
 from kt.testing.zookeeper import running_zookeeper
 
 TOPICS = ["orders", "payments", "audit"]
 
 
 def p99(latencies: list[float]) -> float:
-    if not latencies:
-        return float("nan")
-    ordered = sorted(latencies)
-    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+    return percentile(latencies, 99)
 
 
 def run(base: Path, plan: list[tuple[int, str]], hold_s: float, title: str) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kt.reference_kafka import ReferenceKafka, free_port
+from kt.testing.outage import percentile
 
 KINDS = ("kafka", "kt")
 # Each broker's properties, whichever kind runs it: replicated internal topics, and
@@ -265,10 +266,7 @@ class StepStats:
     latencies_ms: list[float] = field(default_factory=list)
 
     def percentile(self, p: float) -> float:
-        if not self.latencies_ms:
-            return float("nan")
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+        return percentile(self.latencies_ms, p)
 
 
 @dataclass
@@ -298,6 +296,13 @@ class Outcome:
             there = set(self.consumed.get((topic, partition), {}).values())
             lost += [(topic, partition, -1) for seq in seqs if seq not in there]
         return lost
+
+    def faults(self) -> dict[str, list]:
+        """Everything that went wrong, by kind (none: {}): sends that failed, offset
+        resets, acknowledged records lost, partitions out of order."""
+        found = {"failed": self.failed, "resets": self.resets, "lost": self.lost(),
+                 "out of order": self.out_of_order()}  # fmt: skip
+        return {kind: items for kind, items in found.items() if items}
 
     def out_of_order(self) -> list[tuple[str, int]]:
         """Partitions whose acknowledged records are not in the order they were sent."""

@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 RATE_PER_S = 200  # records per second per producer
 
 
+def percentile(values: list[float], p: float) -> float:
+    """The p-th percentile of `values` (nearest rank); NaN for none."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
 @dataclass
 class ProducerStats:
     latencies_ms: list[float] = field(default_factory=list)
@@ -49,10 +57,7 @@ class ProducerStats:
     arrivals: list[float] = field(default_factory=list)
 
     def percentile(self, p: float) -> float:
-        if not self.latencies_ms:
-            return float("nan")
-        ordered = sorted(self.latencies_ms)
-        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+        return percentile(self.latencies_ms, p)
 
 
 @dataclass

@@ -58,10 +58,7 @@ def test_a_kafka_cluster_goes_to_kt_and_back_broker_by_broker_under_load(
         assert writer.check() == []
     finally:
         cluster.close()
-    assert outcome.failed == []
-    assert outcome.resets == []
-    assert outcome.lost() == []
-    assert outcome.out_of_order() == []
+    assert outcome.faults() == {}
     assert sum(len(r) for r in outcome.acked.values()) > 1000
 
 
@@ -279,7 +276,4 @@ def test_a_controller_killed_in_the_mixed_state_hands_over_to_the_other_kind(
         outcome = load.stop()
     finally:
         cluster.close()
-    assert outcome.failed == []
-    assert outcome.resets == []
-    assert outcome.lost() == []
-    assert outcome.out_of_order() == []
+    assert outcome.faults() == {}
