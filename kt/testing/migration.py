@@ -23,6 +23,7 @@ reset (`auto.offset.reset=error`: a reset is an error the consumer reports).
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -150,7 +151,7 @@ class MixedCluster:
         """SIGTERM (a controlled shutdown) or, with `kill`, SIGKILL."""
         node = self.nodes[broker_id]
         if node.kafka is not None:
-            node.kafka.kill() if kill else node.kafka.stop(timeout_s=120)
+            node.kafka.stop(signal.SIGKILL if kill else signal.SIGTERM, timeout_s=120)
         if node.kt is not None:
             if kill:
                 node.kt.kill()

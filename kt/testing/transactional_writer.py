@@ -1,5 +1,6 @@
 """A transactional producer kept at work through broker faults or swaps, and what a
-read_committed reader must then find (kt.testing.migration uses it).
+read_committed reader must then find (the rolling-migration test runs one beside
+kt.testing.migration's load).
 
 Each transaction writes TXN_RECORDS records with unique values to one topic and commits.
 Whatever the brokers do meanwhile, the writer goes on as an application would with
