@@ -52,6 +52,8 @@ CLUSTER_PROPERTIES = {
 }
 KT_READY = re.compile(r"\[KafkaServer id=(\d+)\] started")
 RATE_PER_S = 300  # records per second, over all topics
+# COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+COORDINATOR_MOVING = (14, 15, 16)
 
 
 @dataclass
@@ -404,15 +406,24 @@ class MigrationLoad:
             )
 
     def _commit_start(self) -> None:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
 
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group})
+        offsets = [TopicPartition(t, p, 0) for t in self.topics for p in range(self.partitions)]
+        deadline = time.monotonic() + 60
         try:
-            consumer.commit(
-                offsets=[TopicPartition(t, p, 0) for t in self.topics
-                         for p in range(self.partitions)],
-                asynchronous=False,
-            )  # fmt: skip
+            while True:
+                try:
+                    consumer.commit(offsets=offsets, asynchronous=False)
+                    return
+                except KafkaException as e:
+                    # The group's coordinator is still being found or loaded (a new
+                    # __consumer_offsets): a synchronous commit reports it; ask again.
+                    error = e.args[0]
+                    again = error.retriable() or error.code() in COORDINATOR_MOVING
+                    if not again or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
         finally:
             consumer.close()
 
