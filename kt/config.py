@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kt.broker.inter_broker_protocol import InterBrokerProtocol, resolve
+from kt.broker.inter_broker_protocol import InterBrokerProtocol
 from kt.config_def import (
     INT,
     LONG,
-    METADATA_VERSIONS,
     PARSERS,
     Validator,
     at_least,
@@ -519,21 +518,7 @@ class KafkaConfig(ListenerSecurity):
             "queued.max.request.bytes must be larger or equal to socket.request.max.bytes",
         )
         self.inter_broker_protocol = InterBrokerProtocol(self["inter.broker.protocol.version"])
-        self._check_message_format()
-
-    def _check_message_format(self) -> None:
-        """log.message.format.version counts only under an IBP older than 3.0 (Kafka 3.x
-        ignores it otherwise); kt writes record format v2 only, so a format older than
-        0.11.0's is refused there rather than ignored."""
-        if self.inter_broker_protocol.at_least("3.0-IV1"):
-            return
-        value = self["log.message.format.version"]
-        if METADATA_VERSIONS.index(resolve(value)) < METADATA_VERSIONS.index("0.11.0-IV0"):
-            raise InvalidConfigError(
-                f"log.message.format.version={value}: kt writes record format v2 only "
-                "(0.11.0 and later); with inter.broker.protocol.version "
-                f"{self['inter.broker.protocol.version']} set it to 0.11.0 or later"
-            )
+        self.inter_broker_protocol.check_message_format(self["log.message.format.version"])
 
     @property
     def broker_id(self) -> int:

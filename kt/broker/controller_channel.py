@@ -36,7 +36,7 @@ state_change_log = logging.getLogger("state.change.logger")  # Kafka's state-cha
 
 NULL_TOPIC_ID = uuid.UUID(int=0)
 SEND_BACKOFF_S = 0.1  # growing to 1 s between attempts
-REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms: an answer lost is sent again
+CONTROLLER_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms
 # Brokers of this process, by their metadata store and then by id: the brokers of one
 # cluster share one store (and one loop); two clusters in one process (tests, notebooks)
 # must not reach each other's brokers because their ids are the same.
@@ -337,11 +337,11 @@ class _RequestSender:
         read, the store unreachable) is logged and tried again: the sender never dies with
         requests queued behind it."""
         try:
-            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+            async with asyncio.timeout(CONTROLLER_REQUEST_TIMEOUT_S):
                 response = await self._connect_and_send(api_key, request)
         except (KafkaError, ProtocolError, TimeoutError) as e:
             log.info("%s to broker %s failed: %s", api_key.name, self.broker_id,
-                     str(e) or f"no answer in {REQUEST_TIMEOUT_S:.0f} s")  # fmt: skip
+                     str(e) or f"no answer in {CONTROLLER_REQUEST_TIMEOUT_S:.0f} s")  # fmt: skip
             self._drop_connection()
             return False
         except Exception:

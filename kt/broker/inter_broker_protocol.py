@@ -67,6 +67,7 @@ class InterBrokerProtocol:
     """One broker's inter.broker.protocol.version and the request versions it pins."""
 
     def __init__(self, value: str) -> None:
+        self.value = value  # as configured
         self.version = resolve(value)
         if _index(self.version) < _index(OLDEST_SUPPORTED):
             raise InvalidConfigError(
@@ -75,6 +76,18 @@ class InterBrokerProtocol:
                 "cluster's IBP to 2.7 or later before adding kt brokers"
             )
         self.caps: dict[ApiKey, int] = {key: self._pinned(rows) for key, rows in _PINNED.items()}
+
+    def check_message_format(self, value: str) -> None:
+        """log.message.format.version counts only under an IBP older than 3.0 (Kafka 3.x
+        ignores it otherwise); kt writes record format v2 only, so a format older than
+        0.11.0's is refused there rather than ignored."""
+        if self.at_least("3.0-IV1") or _index(resolve(value)) >= _index("0.11.0-IV0"):
+            return
+        raise InvalidConfigError(
+            f"log.message.format.version={value}: kt writes record format v2 only "
+            "(0.11.0 and later); with inter.broker.protocol.version "
+            f"{self.value} set it to 0.11.0 or later"
+        )
 
     def at_least(self, version: str) -> bool:
         return _index(self.version) >= _index(version)

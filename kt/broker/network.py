@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.listener_sockets import BACKLOG, bind_listeners
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.request_log import request_completed, timed
 from kt.errors import ProtocolError
@@ -60,7 +61,6 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 256 * 1024
 MAX_QUEUED_BYTES = 2 * READ_CHUNK  # read-ahead of requests not handled yet
 TLS_FILE_CHUNK = 256 * 1024  # a file slice read for TLS at a time
-BACKLOG = 50  # socket.listen.backlog.size's default
 ACCEPT_PAUSE_S = 0.1  # after an accept failed for want of descriptors
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 _WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
@@ -309,27 +309,6 @@ class SocketServer:
                  ctx.throttle_ms / 1000, 0.0, done - handled, done - received)  # fmt: skip
         request_completed(self.request_metrics, f"{self.host}:{self.port}", ctx, len(frame),
                           times)  # fmt: skip
-
-
-def bind_listeners(host: str, port: int, backlog: int = BACKLOG) -> list[socket.socket]:
-    """Non-blocking listening sockets on every address `host` resolves to."""
-    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    listeners: list[socket.socket] = []
-    try:
-        for family, type_, proto, _, address in dict.fromkeys(infos):
-            sock = socket.socket(family, type_, proto)
-            listeners.append(sock)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-            sock.bind(address)
-            sock.listen(backlog)
-            sock.setblocking(False)
-    except OSError:
-        for sock in listeners:
-            sock.close()
-        raise
-    return listeners
 
 
 class _FileRange:

@@ -23,7 +23,7 @@ from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
 from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller import KafkaController
-from kt.broker.controller_channel import ControllerChannel
+from kt.broker.controller_channel import CONTROLLER_REQUEST_TIMEOUT_S, ControllerChannel
 from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
 from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.kafka_apis import KafkaApis
@@ -60,7 +60,6 @@ T = TypeVar("T")
 # Store calls in flight at once: admin requests, config reads, registration (Kafka runs
 # them on its request handler threads, num.io.threads of them).
 STORE_CALL_THREADS = 4
-CONTROLLER_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms
 
 
 @dataclass
