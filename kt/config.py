@@ -21,6 +21,7 @@ from kt.config_def import (
     INT,
     LONG,
     PARSERS,
+    InvalidValue,
     Validator,
     at_least,
     between,
@@ -32,6 +33,7 @@ from kt.config_def import (
     string,
     string_list,
 )
+from kt.config_unread import UNREAD_KEYS, refuse_unread
 from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
 from kt.errors import InvalidConfigError
 from kt.properties import parse_properties
@@ -49,6 +51,20 @@ COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"
 CLEANUP_POLICIES = ("compact", "delete")
 
 
+def gzip_level(value: int) -> None:
+    """GzipCompression.LevelValidator: Deflater's default (-1) or a level of 1 to 9."""
+    if value != -1 and not 1 <= value <= 9:
+        raise InvalidValue(value, "Value must be between 1 and 9 or equal to -1")
+
+
+def no_tiered_storage(value: bool) -> None:
+    """remote.storage.enable: kt has no tiered storage (Kafka's own refusal when its
+    remote.log.storage.system.enable is off, LogConfig.validateRemoteStorageOnlyIfSystemEnabled)."""
+    if value:
+        raise InvalidValue(value, "Tiered Storage functionality is disabled in the broker. "
+                           "Topic cannot be configured with remote log storage.")  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     """One topic-level key: its Kafka name, the LogConfig field, parser and validator."""
@@ -62,6 +78,9 @@ class ConfigKey:
 TOPIC_CONFIGS: tuple[ConfigKey, ...] = (
     ConfigKey("cleanup.policy", "cleanup_policy", string_list, one_of(*CLEANUP_POLICIES)),
     ConfigKey("compression.type", "compression_type", string, one_of(*COMPRESSION_TYPES)),
+    ConfigKey("compression.gzip.level", "compression_gzip_level", INT, gzip_level),
+    ConfigKey("compression.lz4.level", "compression_lz4_level", INT, between(1, 17)),
+    ConfigKey("compression.zstd.level", "compression_zstd_level", INT, between(-131072, 22)),
     ConfigKey("delete.retention.ms", "delete_retention_ms", LONG, at_least(0)),
     ConfigKey("file.delete.delay.ms", "file_delete_delay_ms", LONG, at_least(0)),
     ConfigKey("flush.messages", "flush_messages", LONG, at_least(1)),
@@ -73,14 +92,19 @@ TOPIC_CONFIGS: tuple[ConfigKey, ...] = (
     ConfigKey("local.retention.ms", "local_retention_ms", LONG, at_least(-2)),
     ConfigKey("max.compaction.lag.ms", "max_compaction_lag_ms", LONG, at_least(1)),
     ConfigKey("max.message.bytes", "max_message_bytes", INT, at_least(0)),
+    ConfigKey("message.downconversion.enable", "message_downconversion_enable", boolean),
     ConfigKey("message.format.version", "message_format_version", string),
     ConfigKey("message.timestamp.after.max.ms", "message_timestamp_after_max_ms", LONG, at_least(0)),  # noqa: E501
     ConfigKey("message.timestamp.before.max.ms", "message_timestamp_before_max_ms", LONG, at_least(0)),  # noqa: E501
+    ConfigKey("message.timestamp.difference.max.ms", "message_timestamp_difference_max_ms", LONG, at_least(0)),  # noqa: E501
     ConfigKey("message.timestamp.type", "message_timestamp_type", string, one_of(CREATE_TIME, LOG_APPEND_TIME)),  # noqa: E501
     ConfigKey("min.cleanable.dirty.ratio", "min_cleanable_dirty_ratio", double, between(0, 1)),
     ConfigKey("min.compaction.lag.ms", "min_compaction_lag_ms", LONG, at_least(0)),
     ConfigKey("min.insync.replicas", "min_insync_replicas", INT, at_least(1)),
     ConfigKey("preallocate", "preallocate", boolean),
+    ConfigKey("remote.log.copy.disable", "remote_log_copy_disable", boolean),
+    ConfigKey("remote.log.delete.on.disable", "remote_log_delete_on_disable", boolean),
+    ConfigKey("remote.storage.enable", "remote_storage_enable", boolean, no_tiered_storage),
     ConfigKey("retention.bytes", "retention_bytes", LONG),
     ConfigKey("retention.ms", "retention_ms", LONG, at_least(-1)),
     # LegacyRecord.RECORD_OVERHEAD_V0 = 14: the smallest segment that can hold a message.
@@ -105,6 +129,9 @@ class LogConfig:
 
     cleanup_policy: tuple[str, ...] = ("delete",)
     compression_type: str = "producer"
+    compression_gzip_level: int = -1  # Deflater.DEFAULT_COMPRESSION
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     delete_retention_ms: int = 86_400_000
     file_delete_delay_ms: int = 60_000
     flush_messages: int = LONG_MAX
@@ -116,14 +143,19 @@ class LogConfig:
     local_retention_ms: int = -2
     max_compaction_lag_ms: int = LONG_MAX
     max_message_bytes: int = 1_048_588  # 1 MiB + Records.LOG_OVERHEAD
+    message_downconversion_enable: bool = True
     message_format_version: str = "3.0-IV1"
     message_timestamp_after_max_ms: int = LONG_MAX
     message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_difference_max_ms: int = LONG_MAX  # deprecated: before/after's default
     message_timestamp_type: str = CREATE_TIME
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
     min_insync_replicas: int = 1
     preallocate: bool = False
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
+    remote_storage_enable: bool = False
     retention_bytes: int = -1
     retention_ms: int = 604_800_000  # 7 days
     segment_bytes: int = 1_073_741_824  # 1 GiB
@@ -134,10 +166,21 @@ class LogConfig:
     # Derived settings that every append reads: plain attributes (set in __post_init__)
     # rather than properties. validates_records: the leader walks a client's records
     # (bounds_timestamps, or compaction, which takes no record without a key).
+    # timestamp_before_max_ms / timestamp_after_max_ms: the bounds in force, which are
+    # message.timestamp.difference.max.ms's where before/after are left at their
+    # default (LogConfig.getMessageTimestampBeforeMaxMs, KIP-937's transition).
     log_append_time: bool = dataclasses.field(init=False, repr=False, compare=False)
     validates_records: bool = dataclasses.field(init=False, repr=False, compare=False)
+    timestamp_before_max_ms: int = dataclasses.field(init=False, repr=False, compare=False)
+    timestamp_after_max_ms: int = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        difference = self.message_timestamp_difference_max_ms
+        before, after = self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
+        object.__setattr__(self, "timestamp_before_max_ms",
+                           before if before != LONG_MAX else difference)  # fmt: skip
+        object.__setattr__(self, "timestamp_after_max_ms",
+                           after if after != LONG_MAX else difference)  # fmt: skip
         object.__setattr__(self, "log_append_time", self.message_timestamp_type == LOG_APPEND_TIME)
         object.__setattr__(self, "validates_records", self.bounds_timestamps or self.compact)
 
@@ -197,8 +240,9 @@ class LogConfig:
     @property
     def bounds_timestamps(self) -> bool:
         """A CreateTime topic whose records' timestamps must lie within
-        message.timestamp.before/after.max.ms of the broker's clock."""
-        bounded = min(self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms)
+        message.timestamp.before/after.max.ms (or the older difference.max.ms) of the
+        broker's clock."""
+        bounded = min(self.timestamp_before_max_ms, self.timestamp_after_max_ms)
         return not self.log_append_time and bounded < LONG_MAX
 
     @property
@@ -242,15 +286,10 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("ssl.truststore.certificates", "string", None, None),
     ("ssl.client.auth", "string", "none", one_of("required", "requested", "none")),
     ("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", None),
-    ("ssl.protocol", "string", "TLSv1.3", None),
     ("ssl.cipher.suites", "list", "", None),
     ("ssl.endpoint.identification.algorithm", "string", "https", None),
     ("ssl.principal.mapping.rules", "string", "DEFAULT", None),
     ("ssl.engine.factory.class", "string", None, None),
-    ("ssl.keymanager.algorithm", "string", "SunX509", None),
-    ("ssl.trustmanager.algorithm", "string", "PKIX", None),
-    ("ssl.secure.random.implementation", "string", None, None),
-    ("ssl.provider", "string", None, None),
     # SASL (SaslConfigs, BrokerSecurityConfigs); per listener as for ssl.*, and the JAAS
     # configuration per listener and mechanism: listener.name.<l>.<mechanism>.sasl.jaas.config
     # (kt/security/sasl.py reads them).
@@ -258,14 +297,6 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
     ("sasl.jaas.config", "string", None, None),
     ("connections.max.reauth.ms", "long", 0, at_least(0)),
-    # GSSAPI's (Kerberos) keys: accepted, as Kafka's files and tools set them; GSSAPI itself
-    # is refused in sasl.enabled.mechanisms.
-    ("sasl.kerberos.service.name", "string", None, None),
-    ("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit", None),
-    ("sasl.kerberos.ticket.renew.window.factor", "double", 0.8, None),
-    ("sasl.kerberos.ticket.renew.jitter", "double", 0.05, None),
-    ("sasl.kerberos.min.time.before.relogin", "long", 60000, None),
-    ("sasl.kerberos.principal.to.local.rules", "list", "DEFAULT", None),
     # Prometheus metrics (kt/metrics/http_server.py): http://host:port endpoints, or none.
     ("metrics.listeners", "string", "", None),
     # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).
@@ -295,11 +326,6 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("log.retention.check.interval.ms", "long", 300000, at_least(1)),
     ("log.cleanup.policy", "list", "delete", one_of("compact", "delete")),
     ("log.cleaner.enable", "bool", True, None),
-    ("log.cleaner.threads", "int", 1, at_least(0)),
-    ("log.cleaner.dedupe.buffer.size", "long", 134217728, None),
-    ("log.cleaner.io.buffer.size", "int", 524288, at_least(0)),
-    ("log.cleaner.io.buffer.load.factor", "double", 0.9, None),
-    ("log.cleaner.io.max.bytes.per.second", "double", float("inf"), None),
     ("log.cleaner.backoff.ms", "long", 15000, at_least(0)),
     ("log.cleaner.min.cleanable.ratio", "double", 0.5, between(0, 1)),
     ("log.cleaner.delete.retention.ms", "long", 86400000, at_least(0)),
@@ -311,13 +337,11 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("log.flush.interval.ms", "long", None, None),
     ("log.flush.scheduler.interval.ms", "long", LONG_MAX, None),
     ("log.flush.offset.checkpoint.interval.ms", "int", 60000, at_least(0)),
-    ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least(0)),
     ("log.segment.delete.delay.ms", "long", 60000, at_least(0)),
     ("log.preallocate", "bool", False, None),
     ("log.message.timestamp.type", "string", "CreateTime", one_of("CreateTime", "LogAppendTime")),
     ("log.message.format.version", "string", "3.0-IV1", metadata_version),
     ("log.message.downconversion.enable", "bool", True, None),
-    ("num.recovery.threads.per.data.dir", "int", 1, at_least(1)),
     ("message.max.bytes", "int", 1048588, at_least(0)),
     ("replica.fetch.max.bytes", "int", 1048576, at_least(0)),
     ("replica.fetch.wait.max.ms", "int", 500, None),
@@ -325,15 +349,9 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("replica.fetch.backoff.ms", "int", 1000, at_least(0)),
     ("replica.fetch.response.max.bytes", "int", 10485760, at_least(0)),
     ("replica.lag.time.max.ms", "long", 30000, None),
-    ("replica.socket.timeout.ms", "int", 30000, None),
-    ("replica.high.watermark.checkpoint.interval.ms", "long", 5000, None),
-    ("num.network.threads", "int", 3, at_least(1)),
-    ("num.io.threads", "int", 8, at_least(1)),
-    ("num.replica.fetchers", "int", 1, None),
     ("socket.request.max.bytes", "int", 104857600, at_least(1)),
     ("socket.send.buffer.bytes", "int", 102400, None),
     ("socket.receive.buffer.bytes", "int", 102400, None),
-    ("queued.max.requests", "int", 500, at_least(1)),
     ("queued.max.request.bytes", "long", -1, None),
     ("connections.max.idle.ms", "long", 600000, None),
     ("socket.listen.backlog.size", "int", 50, at_least(1)),
@@ -342,7 +360,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("offsets.topic.segment.bytes", "int", 104857600, at_least(1)),
     ("offsets.retention.minutes", "int", 10080, at_least(1)),
     ("offsets.retention.check.interval.ms", "long", 600000, at_least(1)),
-    ("offsets.commit.required.acks", "short", -1, None),
+    ("offset.metadata.max.bytes", "int", 4096, None),
     ("offsets.load.buffer.size", "int", 5242880, at_least(1)),
     ("group.initial.rebalance.delay.ms", "int", 3000, None),
     ("group.min.session.timeout.ms", "int", 6000, None),
@@ -358,7 +376,6 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000, at_least(1)),
     ("transaction.state.log.load.buffer.size", "int", 5242880, at_least(1)),
     ("request.timeout.ms", "int", 30000, at_least(0)),
-    ("producer.id.expiration.ms", "int", 86400000, at_least(1)),
     ("zookeeper.connect", "string", None, None),
     ("zookeeper.session.timeout.ms", "int", 18000, None),
     ("zookeeper.connection.timeout.ms", "int", None, None),
@@ -370,21 +387,37 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("leader.imbalance.check.interval.seconds", "long", 300, at_least(1)),
     ("leader.imbalance.per.broker.percentage", "int", 10, None),
     ("broker.rack", "string", None, None),
-    ("broker.id.generation.enable", "bool", True, None),
-    ("reserved.broker.max.id", "int", 1000, at_least(0)),
     ("compression.type", "string", "producer", one_of(*COMPRESSION_TYPES)),
+    ("compression.gzip.level", "int", -1, gzip_level),
+    ("compression.lz4.level", "int", 9, between(1, 17)),
+    ("compression.zstd.level", "int", 3, between(-131072, 22)),
+    ("log.message.timestamp.difference.max.ms", "long", LONG_MAX, at_least(0)),
+    ("log.message.timestamp.before.max.ms", "long", LONG_MAX, at_least(0)),
+    ("log.message.timestamp.after.max.ms", "long", LONG_MAX, at_least(0)),
+    ("log.local.retention.ms", "long", -2, at_least(-2)),
+    ("log.local.retention.bytes", "long", -2, at_least(-2)),
+    # Connection limits (kt/broker/connection_quotas.py: Kafka's ConnectionQuotas), and the
+    # delay before a failed authentication's connection is closed (SaslServerAuthenticator).
+    ("max.connections", "int", INT_MAX, at_least(0)),
+    ("max.connections.per.ip", "int", INT_MAX, at_least(0)),
+    ("max.connections.per.ip.overrides", "string", "", None),
+    ("max.connection.creation.rate", "int", INT_MAX, at_least(0)),
+    ("connection.failed.authentication.delay.ms", "int", 100, at_least(0)),
     ("leader.replication.throttled.rate", "long", LONG_MAX, None),
     ("follower.replication.throttled.rate", "long", LONG_MAX, None),
     ("replica.alter.log.dirs.io.max.bytes.per.second", "long", LONG_MAX, None),
     ("inter.broker.protocol.version", "string", "3.9-IV0", metadata_version),
-    ("group.coordinator.rebalance.protocols", "list", "classic",
-     one_of("consumer", "classic", "share", "unknown")),
 )  # fmt: skip
 
+# Every key of Kafka's KafkaConfig: those kt reads, and the others (kt/config_unread.py),
+# which are parsed and checked the same way, so that a value Kafka refuses kt refuses too.
 BROKER_KEYS: dict[str, tuple[str, object]] = {
-    name: (kind, default) for name, kind, default, _ in _BROKER_KEYS
+    name: ("string" if kind in ("class", "password") else kind, default)
+    for name, kind, default, *_ in (*_BROKER_KEYS, *UNREAD_KEYS)
 }
-_BROKER_VALIDATORS = {name: validator for name, _, _, validator in _BROKER_KEYS}
+_BROKER_VALIDATORS = {
+    name: validator for name, _, _, validator, *_ in (*_BROKER_KEYS, *UNREAD_KEYS)
+}
 
 # Broker key -> the topic-level key it supplies the default for (LogConfig synonyms).
 TOPIC_DEFAULTS_FROM_BROKER: dict[str, str] = {
@@ -405,6 +438,15 @@ TOPIC_DEFAULTS_FROM_BROKER: dict[str, str] = {
     "log.flush.interval.messages": "flush.messages",
     "log.segment.delete.delay.ms": "file.delete.delay.ms",
     "log.preallocate": "preallocate",
+    "log.message.downconversion.enable": "message.downconversion.enable",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "log.local.retention.ms": "local.retention.ms",
+    "log.local.retention.bytes": "local.retention.bytes",
 }
 
 
@@ -510,6 +552,7 @@ class KafkaConfig(ListenerSecurity):
         )
         self.listener_config = Listeners.from_config(self.values, self.originals)
         refuse_broker_features(self.originals, self.listener_config)  # before Kafka's checks
+        refuse_unread(self.originals)
         self.listener_config.validate()
         self._read_security()  # key stores and JAAS lines now: a bad one stops the start
         queued = self["queued.max.request.bytes"]

@@ -6,9 +6,10 @@ Each key of kt.config.BROKER_KEYS has one entry, of five kinds:
   with the defaults; the check must see the value, and something else on the defaults;
 - Built: shown on what kt builds from the configuration (the metadata store, the id);
 - ShownBy: a test elsewhere shows it (the test must exist and name the key);
-- NoEffect: kt accepts it (Kafka's files set it) and ignores it, for the reason given;
-  the key must then appear nowhere in kt's code but the config table, so that a key that
-  starts to matter cannot keep an entry that says it does not.
+The keys kt does not read are kt.config_unread's, each Accepted (any value, no effect,
+for the reason given: the key must then appear nowhere in kt's code but the config
+tables, so that a key that starts to matter cannot keep an entry that says it does not)
+or NotYet (any value but Kafka's default is refused, naming the key).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.server import KafkaServer
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
+from kt.config_unread import UNREAD, Accepted, NotYet
+from kt.errors import InvalidConfigError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.testing import KtCluster
@@ -38,6 +41,7 @@ CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
 SSL_FACTORY = "tests/security/test_ssl_factory.py"
 TLS = "tests/integration/test_tls.py"
 SASL = "tests/integration/test_sasl.py"
+CONNECTIONS = "tests/integration/test_connections.py"
 ACLS = "tests/integration/test_acls.py"
 ACL_RULES = "tests/security/test_acl_rules.py"
 
@@ -69,11 +73,6 @@ class Built:
 @dataclass(frozen=True)
 class ShownBy:
     test: str  # path::function
-
-
-@dataclass(frozen=True)
-class NoEffect:
-    reason: str
 
 
 def server(cluster: KtCluster) -> KafkaServer:
@@ -159,6 +158,24 @@ def auto_created(cluster: KtCluster) -> bool:
     return "auto-created" in server(cluster).zk.get_all_topics()
 
 
+def committed_metadata_error(cluster: KtCluster) -> str:
+    """The error of a commit whose metadata is 100 bytes long."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("committed", 1, 1)])["committed"].result(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "metadata"})
+    try:
+        committed = consumer.commit(
+            offsets=[TopicPartition("committed", 0, 1, metadata="m" * 100)], asynchronous=False
+        )
+        return committed[0].error.name() if committed[0].error else "NONE"
+    except KafkaException as e:
+        return e.args[0].name()
+    finally:
+        consumer.close()
+
+
 def deletion_error(cluster: KtCluster) -> str:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic("doomed", 1, 1)])["doomed"].result(30)
@@ -193,7 +210,7 @@ def store_connection_timeout(config: KafkaConfig) -> float:
     return open_store([config]).connection_timeout_s  # type: ignore[attr-defined]
 
 
-TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
+TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
     # -- identity, listeners, directories
     "broker.id": ShownBy(
         "tests/broker/test_meta_properties.py::test_configured_id_must_match_stored"
@@ -223,6 +240,21 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "ssl.truststore.location": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
     "ssl.truststore.password": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
     "ssl.truststore.certificates": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
+    "connection.failed.authentication.delay.ms": ShownBy(
+        f"{SASL}::test_a_failed_authentication_closes_its_connection_after_the_delay"
+    ),
+    "max.connections": ShownBy(
+        f"{CONNECTIONS}::test_max_connections_holds_new_connections_until_one_closes"
+    ),
+    "max.connections.per.ip": ShownBy(
+        f"{CONNECTIONS}::test_an_address_over_its_connection_limit_is_refused"
+    ),
+    "max.connections.per.ip.overrides": ShownBy(
+        f"{CONNECTIONS}::test_an_address_over_its_connection_limit_is_refused"
+    ),
+    "max.connection.creation.rate": ShownBy(
+        f"{CONNECTIONS}::test_max_connection_creation_rate_spaces_new_connections"
+    ),
     "ssl.client.auth": ShownBy(f"{TLS}::test_mutual_tls_serves_only_trusted_clients"),
     "ssl.enabled.protocols": ShownBy(f"{SSL_FACTORY}::test_enabled_protocols_bound_the_versions"),
     "ssl.cipher.suites": ShownBy(f"{SSL_FACTORY}::test_what_kt_cannot_do_is_refused"),
@@ -253,32 +285,12 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "authorizer.class.name": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "super.users": ShownBy(f"{ACLS}::test_acls_are_enforced_on_the_clients"),
     "allow.everyone.if.no.acl.found": ShownBy(f"{ACL_RULES}::test_no_acl_at_all"),
-    **{
-        key: NoEffect("GSSAPI (Kerberos), which kt refuses in sasl.enabled.mechanisms")
-        for key in (
-            "sasl.kerberos.service.name",
-            "sasl.kerberos.kinit.cmd",
-            "sasl.kerberos.ticket.renew.window.factor",
-            "sasl.kerberos.ticket.renew.jitter",
-            "sasl.kerberos.min.time.before.relogin",
-            "sasl.kerberos.principal.to.local.rules",
-        )
-    },  # fmt: skip
-    "ssl.protocol": NoEffect("the JSSE SSLContext's name; ssl.enabled.protocols decides"),
-    "ssl.keymanager.algorithm": NoEffect("a JSSE KeyManagerFactory algorithm"),
-    "ssl.trustmanager.algorithm": NoEffect("a JSSE TrustManagerFactory algorithm"),
-    "ssl.secure.random.implementation": NoEffect("a JSSE SecureRandom; OpenSSL's is used"),
-    "ssl.provider": NoEffect("a JSSE security provider; OpenSSL is kt's"),
     "control.plane.listener.name": ShownBy(
         "tests/test_kafka_config.py::test_listener_names_and_protocols"
     ),
     "log.dirs": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
     "log.dir": ShownBy("tests/test_kafka_config.py::test_log_dirs_wins_over_log_dir"),
     "broker.rack": Probe("rack-a", lambda c: metadata_broker(c)[1], "rack-a"),
-    "broker.id.generation.enable": NoEffect(
-        "kt needs a broker.id (or takes 0): no ids from /brokers/seqid yet"
-    ),  # fmt: skip
-    "reserved.broker.max.id": NoEffect("only bounds generated ids, which kt does not make"),
     # -- topics
     "num.partitions": Probe("3", lambda c: created_topic(c)[0], 3),
     "default.replication.factor": Probe("2", lambda c: created_topic(c)[1], 2),
@@ -318,28 +330,25 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "log.flush.offset.checkpoint.interval.ms": Probe(
         "2500", task_interval("kafka-recovery-point-checkpoint"), 2.5
     ),
-    "log.flush.start.offset.checkpoint.interval.ms": NoEffect(
-        "kt writes log-start-offset-checkpoint with the recovery points"
+    "log.flush.scheduler.interval.ms": Topic("1000", "flush.ms", 1000),
+    "log.message.downconversion.enable": Topic("false", "message.downconversion.enable", False),
+    "log.message.timestamp.difference.max.ms": Topic(
+        "1000", "message.timestamp.difference.max.ms", 1000
     ),
-    "log.flush.scheduler.interval.ms": NoEffect(
-        "kt's flusher looks at each log's flush.ms every second"
-    ),
+    "log.message.timestamp.before.max.ms": Topic("1000", "message.timestamp.before.max.ms", 1000),
+    "log.message.timestamp.after.max.ms": Topic("1000", "message.timestamp.after.max.ms", 1000),
+    "log.local.retention.ms": Topic("1000", "local.retention.ms", 1000),
+    "log.local.retention.bytes": Topic("1000", "local.retention.bytes", 1000),
+    "compression.gzip.level": Topic("9", "compression.gzip.level", 9),
+    "compression.lz4.level": Topic("17", "compression.lz4.level", 17),
+    "compression.zstd.level": Topic("19", "compression.zstd.level", 19),
     "log.cleaner.enable": Probe(
         "false", task_interval("kafka-log-cleaner"), None, cluster="off"
     ),  # fmt: skip
     "log.cleaner.backoff.ms": Probe("3500", task_interval("kafka-log-cleaner"), 3.5),
-    "log.cleaner.threads": NoEffect("one cleaner pass on the event loop"),
-    "log.cleaner.dedupe.buffer.size": NoEffect("the cleaner's offset map is a dict"),
-    "log.cleaner.io.buffer.size": NoEffect("the cleaner reads whole batches"),
-    "log.cleaner.io.buffer.load.factor": NoEffect("the cleaner's offset map is a dict"),
-    "log.cleaner.io.max.bytes.per.second": NoEffect("the cleaner is not throttled yet"),
     "log.message.format.version": ShownBy(
         "tests/broker/test_inter_broker_protocol.py::test_an_old_message_format_counts_under_an_old_ibp_only"
     ),
-    "log.message.downconversion.enable": NoEffect(
-        "kt serves v2 batches to every Fetch version it supports"
-    ),  # fmt: skip
-    "num.recovery.threads.per.data.dir": NoEffect("recovery runs on one thread"),
     # -- replication
     "replica.fetch.max.bytes": Probe("65536", on_server(f"{FETCHER_CONFIG}.max_bytes"), 65536),
     "replica.fetch.wait.max.ms": Probe("250", on_server(f"{FETCHER_CONFIG}.max_wait_ms"), 250),
@@ -349,14 +358,6 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
         "131072", on_server(f"{FETCHER_CONFIG}.response_max_bytes"), 131072
     ),
     "replica.lag.time.max.ms": Probe("8000", task_interval("isr-expiration"), 4.0),
-    "replica.socket.timeout.ms": NoEffect(
-        "a fetcher's request waits replica.fetch.wait.max.ms;"
-        " a dead leader is noticed by the controller"
-    ),
-    "replica.high.watermark.checkpoint.interval.ms": NoEffect(
-        "the high watermark checkpoint is written with the recovery points"
-    ),
-    "num.replica.fetchers": NoEffect("one fetcher per source broker, all on the event loop"),
     "leader.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
     "follower.replication.throttled.rate": ShownBy(THROTTLED_MOVE),
     "replica.alter.log.dirs.io.max.bytes.per.second": ShownBy(
@@ -379,9 +380,6 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "socket.receive.buffer.bytes": Probe(
         "65536", on_server("socket_server.receive_buffer_bytes"), 65536
     ),
-    "num.network.threads": NoEffect("one asyncio event loop serves every connection"),
-    "num.io.threads": NoEffect("one asyncio event loop serves every request"),
-    "queued.max.requests": NoEffect("a connection's next request is read after its answer"),
     "queued.max.request.bytes": ShownBy(
         "tests/integration/test_connections.py"
         "::test_queued_max_request_bytes_bounds_what_requests_hold"
@@ -404,7 +402,7 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "offsets.retention.check.interval.ms": Probe(
         "4000", task_interval("delete-expired-group-metadata"), 4.0
     ),
-    "offsets.commit.required.acks": NoEffect("deprecated in Kafka; commits wait for the ISR"),
+    "offset.metadata.max.bytes": Probe("50", committed_metadata_error, "OFFSET_METADATA_TOO_LARGE"),
     "offsets.load.buffer.size": Probe(
         "65536", on_server("group_coordinator.manager.load_buffer_size"), 65536
     ),
@@ -418,7 +416,6 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
         "60000", on_server("group_coordinator.max_session_timeout_ms"), 60000
     ),
     "group.max.size": Probe("7", on_server("group_coordinator.max_group_size"), 7),
-    "group.coordinator.rebalance.protocols": NoEffect("the classic protocol only (no KIP-848)"),
     # -- transactions and producer ids
     "transaction.state.log.num.partitions": Probe("3", lambda c: transaction_topic(c)[0], 3),
     "transaction.state.log.replication.factor": Probe("2", lambda c: transaction_topic(c)[1], 2),
@@ -446,7 +443,6 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy | NoEffect] = {
     "request.timeout.ms": Probe(
         "20000", on_server("txn_coordinator.state_manager.request_timeout_ms"), 20000
     ),
-    "producer.id.expiration.ms": NoEffect("producer state lives as long as its log's batches"),
     # -- ZooKeeper
     "zookeeper.connect": ShownBy(
         "tests/integration/test_zookeeper_cluster.py::test_controller_failover_and_kafkas_znodes"
@@ -467,7 +463,8 @@ def entries(kind: type) -> list[tuple[str, Any]]:
 
 
 def test_every_broker_key_has_one_entry() -> None:
-    assert sorted(TABLE) == sorted(BROKER_KEYS)
+    assert not set(TABLE) & set(UNREAD)
+    assert sorted([*TABLE, *UNREAD]) == sorted(BROKER_KEYS)
 
 
 @pytest.mark.parametrize(("key", "entry"), entries(Topic), ids=[k for k, _ in entries(Topic)])
@@ -527,8 +524,8 @@ def test_a_named_test_shows_the_key(key: str, entry: ShownBy) -> None:
 # Modules that name keys without acting on them: the config table, DescribeConfigs, the
 # reference broker's settings, and `kt reassign`, which sets and clears throttle keys on
 # the brokers as Kafka's tool does.
-NAMING_ONLY = {"kt/config.py", "kt/broker/handlers/configs.py", "kt/reference_kafka.py",
-               "kt/tools/reassign.py"}  # fmt: skip
+NAMING_ONLY = {"kt/config.py", "kt/config_unread.py", "kt/broker/handlers/configs.py",
+               "kt/reference_kafka.py", "kt/tools/reassign.py"}  # fmt: skip
 
 
 def _kt_sources() -> str:
@@ -539,11 +536,48 @@ def _kt_sources() -> str:
     )
 
 
-@pytest.mark.parametrize(("key", "entry"), entries(NoEffect),
-                         ids=[k for k, _ in entries(NoEffect)])  # fmt: skip
-def test_a_key_without_effect_is_read_nowhere(key: str, entry: NoEffect) -> None:
-    assert entry.reason
+ACCEPTED = sorted(k for k, what in UNREAD.items() if isinstance(what, Accepted))
+NOT_YET = sorted(k for k, what in UNREAD.items() if isinstance(what, NotYet))
+
+
+@pytest.mark.parametrize("key", ACCEPTED)
+def test_a_key_without_effect_is_read_nowhere(key: str) -> None:
+    assert UNREAD[key].reason
     assert f'"{key}"' not in _kt_sources(), f"{key} is read: say what it does"
+
+
+def _another_value(key: str) -> str:
+    """A value of the key's type other than Kafka's default, which Kafka would take."""
+    kind, default = BROKER_KEYS[key]
+    if kind == "bool":
+        return "false" if default else "true"
+    if kind == "double":
+        return str(default / 2)
+    if kind in ("int", "long", "short"):
+        return str(int(default) + 1 if default is not None else 1)
+    if key == "group.coordinator.rebalance.protocols":
+        return "classic,consumer"
+    return "org.example.Other"
+
+
+@pytest.mark.parametrize("key", NOT_YET)
+def test_a_key_kt_cannot_honour_is_refused_unless_at_its_default(key: str) -> None:
+    kind, default = BROKER_KEYS[key]
+    if default is not None:
+        KafkaConfig({key: _kafka_text(default)})  # Kafka's default is always taken
+    value = _another_value(key)
+    with pytest.raises(InvalidConfigError) as refused:
+        KafkaConfig({key: value})
+    assert str(refused.value).startswith(f"{key}={value}: kt does not support ")
+
+
+def _kafka_text(value: object) -> str:
+    """A default as Kafka's ConfigDef prints it (Java's Boolean and Double toString)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return repr(value).replace("e+", "E")
+    return str(value)
 
 
 @pytest.mark.slow
@@ -578,3 +612,11 @@ def test_controlled_shutdown_keys(
         assert len(attempts) == 2
         assert 0.3 <= attempts[1] - attempts[0] < 5.0
         assert "all the controlled shutdown attempts failed" in caplog.text
+
+
+def test_the_docs_table_of_unread_keys_is_generated_from_the_code() -> None:
+    from kt.config_unread import render_markdown
+
+    assert (ROOT / "docs" / "config-keys.md").read_text() == render_markdown(), (
+        "docs/config-keys.md is out of date: run python scripts/gen_config_docs.py"
+    )

@@ -48,6 +48,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.connection_limits import ConnectionLimits
 from kt.broker.listener_sockets import BACKLOG, bind_listeners
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.request_log import request_completed, timed
@@ -118,11 +119,19 @@ class SocketServer:
     # ConnectionQuotas.record: how long to hold a new connection from an IP before closing
     # it unserved (0: serve it).
     connection_quota: Callable[[str], int] | None = None
+    # The broker's ConnectionLimits (max.connections, .per.ip, the creation rate), shared
+    # by its listeners.
+    limits: ConnectionLimits | None = None
+    # connection.failed.authentication.delay.ms: a connection whose authentication failed
+    # is closed this long after the failure is answered (Kafka's delayed close), so that a
+    # client with wrong credentials cannot make the broker spin.
+    failed_authentication_delay_ms: int = 0
     request_metrics: RequestMetrics | None = None  # when metrics.listeners serves them
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
     _connections: dict[asyncio.Task, KafkaChannel] = field(default_factory=dict, init=False)
+    _peer_ips: dict[asyncio.Task, str] = field(default_factory=dict, init=False)
     _next_id: int = field(default=0, init=False)
 
     async def start(self) -> None:
@@ -159,11 +168,17 @@ class SocketServer:
 
     def _accept(self, listener: socket.socket) -> None:
         """Accept every pending connection (the listener is readable): all of them first,
-        which empties the kernel's queue at once, then a channel for each."""
+        which empties the kernel's queue at once, then a channel for each. The broker's
+        connection limits may stop the accepting early (max.connections, the creation
+        rate): the rest wait in the backlog."""
         loop = self._loop
         assert loop is not None
         accepted = []
+        limits = self.limits
         while True:
+            if limits is not None and limits.at_max_connections(self.listener_name):
+                self._pause_until_a_slot_frees(listener)
+                break
             try:
                 accepted.append(listener.accept())
             except (BlockingIOError, InterruptedError):
@@ -177,29 +192,62 @@ class SocketServer:
                     loop.remove_reader(listener.fileno())
                     loop.call_later(ACCEPT_PAUSE_S, self._resume_accepting, listener)
                     break
+                continue
+            if limits is not None and (delay := limits.creation_delay_s(self.listener_name)):
+                loop.remove_reader(listener.fileno())
+                loop.call_later(delay, self._resume_accepting, listener)
+                break
         for sock, peer in accepted:
-            if self.connection_quota is not None and (held := self.connection_quota(peer[0])):
-                log.info("Throttling connection from /%s for %d ms (connection_creation_rate)",
-                         peer[0], held)  # fmt: skip
-                loop.call_later(held / 1000, sock.close)
-                continue
-            sock.setblocking(False)
-            self._next_id += 1
-            ctx = RequestContext(self._next_id, str(peer[0]), int(peer[1]), self.listener_name,
-                                 self.security_protocol)  # fmt: skip
-            try:
-                channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool,
-                                       self.tls)  # fmt: skip
-            except OSError as e:  # the peer went before TLS could start
-                log.info("connection from %s:%s closed: %s", ctx.client_host, ctx.client_port, e)
-                sock.close()
-                continue
-            task = loop.create_task(self._serve(channel, ctx))
-            self._connections[task] = channel
-            task.add_done_callback(self._forget)
+            self._start_channel(sock, peer)
+
+    def _start_channel(self, sock: socket.socket, peer: tuple) -> None:
+        loop = self._loop
+        assert loop is not None
+        ip = str(peer[0])
+        if self.connection_quota is not None and (held := self.connection_quota(ip)):
+            log.info("Throttling connection from /%s for %d ms (connection_creation_rate)",
+                     ip, held)  # fmt: skip
+            loop.call_later(held / 1000, sock.close)
+            return
+        if self.limits is not None and not self.limits.admit(ip, self.listener_name):
+            sock.close()
+            return
+        sock.setblocking(False)
+        self._next_id += 1
+        ctx = RequestContext(self._next_id, ip, int(peer[1]), self.listener_name,
+                             self.security_protocol)  # fmt: skip
+        try:
+            channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool,
+                                   self.tls)  # fmt: skip
+        except OSError as e:  # the peer went before TLS could start
+            log.info("connection from %s:%s closed: %s", ctx.client_host, ctx.client_port, e)
+            sock.close()
+            if self.limits is not None:
+                self.limits.release(ip, self.listener_name)
+            return
+        task = loop.create_task(self._serve(channel, ctx))
+        self._connections[task] = channel
+        self._peer_ips[task] = ip
+        task.add_done_callback(self._forget)
 
     def _forget(self, task: asyncio.Task) -> None:
         self._connections.pop(task, None)
+        ip = self._peer_ips.pop(task, None)
+        if ip is not None and self.limits is not None:
+            self.limits.release(ip, self.listener_name)
+
+    def _pause_until_a_slot_frees(self, listener: socket.socket) -> None:
+        """max.connections reached: stop reading the listener until a connection closes."""
+        assert self._loop is not None and self.limits is not None
+        self._loop.remove_reader(listener.fileno())
+        limits = self.limits
+
+        def resume() -> None:
+            limits.on_slot_freed.remove(resume)
+            if self._loop is not None:
+                self._loop.call_soon(self._resume_accepting, listener)
+
+        limits.on_slot_freed.append(resume)
 
     def _resume_accepting(self, listener: socket.socket) -> None:
         if listener.fileno() >= 0 and self._loop is not None:
@@ -230,6 +278,7 @@ class SocketServer:
             log.info("Failed authentication with /%s (%s)", ctx.client_host, e)
             if e.parts and (sent := channel.send(e.parts)) is not None:
                 await sent
+            await asyncio.sleep(self.failed_authentication_delay_ms / 1000)
             return False
         if auth.complete:
             ctx.principal = auth.principal
@@ -283,6 +332,7 @@ class SocketServer:
         except ssl.SSLError as e:
             log.info("Failed authentication with /%s (SSL handshake failed): %s",
                      ctx.client_host, e.reason or e)  # fmt: skip
+            await asyncio.sleep(self.failed_authentication_delay_ms / 1000)
         except (ConnectionError, asyncio.CancelledError):
             pass
         except Exception:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
+from kt.broker.connection_limits import ConnectionLimits, parse_overrides
 from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller import KafkaController
 from kt.broker.controller_channel import CONTROLLER_REQUEST_TIMEOUT_S, ControllerChannel
@@ -286,6 +287,15 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
         self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
+        window_ms = cfg["quota.window.size.seconds"] * 1000
+        connection_limits = ConnectionLimits(
+            cfg["max.connections"], cfg["max.connections.per.ip"],
+            parse_overrides(cfg["max.connections.per.ip.overrides"]),
+            cfg["max.connection.creation.rate"],
+            # protected beside others only (ConnectionQuotas.protectedListener)
+            self.inter_broker_listener if len(cfg.listeners) > 1 else "",
+            window_ms, cfg["quota.window.num"],
+        )  # fmt: skip
         self.controller_security = cfg.client_security(cfg.listener_config.controller_listener)
         for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name
             server = SocketServer(
@@ -303,6 +313,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                 tls=tls,
                 authenticator=self._sasl_authenticator(listener.listener_name),
                 connection_quota=self.connection_quotas.record,
+                limits=connection_limits,
+                failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
                 request_metrics=request_metrics,
             )
             try:

@@ -282,8 +282,8 @@ def validate_records(
     of its bad records (RecordValidationError.record_errors, KIP-467), so that a client
     fails those records with the error and the batch's others as collateral."""
     compact, bounded = config.compact, config.bounds_timestamps
-    low = now - config.message_timestamp_before_max_ms
-    high = now + config.message_timestamp_after_max_ms
+    low = now - config.timestamp_before_max_ms
+    high = now + config.timestamp_after_max_ms
     for position, size, _, _ in entries:
         base_offset = _unpack_header(view, position)[0]
         errors: list[tuple[int, str]] = []

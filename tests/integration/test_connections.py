@@ -170,3 +170,73 @@ def test_a_small_pool_serves_requests_larger_than_itself(broker_factory) -> None
         producer.produce("pooled", value=bytes(1024), key=str(i).encode())
     assert producer.flush(60) == 0
     assert_answers_a_new_connection(broker)
+
+
+def served(sock: socket.socket, timeout_s: float) -> bool:
+    """Send ApiVersions on a raw connection: is it answered within timeout_s?"""
+    sock.sendall(encode_request(ApiKey.API_VERSIONS, 0, 7, "limits", ApiVersionsRequest()))
+    sock.settimeout(timeout_s)
+    try:
+        (length,) = struct.unpack(">i", recv_exactly(sock, 4))
+    except (TimeoutError, ConnectionError, struct.error, AssertionError):
+        return False
+    return decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(sock, length))[1].error_code == 0
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [{"max.connections.per.ip": "2"},
+     {"max.connections.per.ip": "1", "max.connections.per.ip.overrides": "localhost:2"}],
+    ids=["max.connections.per.ip", "max.connections.per.ip.overrides"],
+)  # fmt: skip
+def test_an_address_over_its_connection_limit_is_refused(broker_factory, limits) -> None:
+    """The third connection from 127.0.0.1 is closed unserved, logged as Kafka logs it; once
+    one of the two closes, a new one is served (an override, by host name, wins over
+    max.connections.per.ip)."""
+    broker = broker_factory(**limits)
+    first, second = (BrokerConnection("127.0.0.1", broker.port) for _ in range(2))
+    assert (api_versions(first), api_versions(second)) == (0, 0)
+    with socket.create_connection(("127.0.0.1", broker.port)) as third:
+        wait_until(lambda: closed_by_peer(third), "the third connection closed")
+    assert ("Rejected connection from /127.0.0.1, address already has the configured "
+            "maximum of 2 connections.") in broker.run_log()  # fmt: skip
+    first.close()
+    wait_until(lambda: _admits_one_more(broker), "a connection served once one closed")
+    second.close()
+
+
+def _admits_one_more(broker) -> bool:
+    with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+        return served(sock, 5.0)
+
+
+def test_max_connections_holds_new_connections_until_one_closes(broker_factory) -> None:
+    """At max.connections the broker stops accepting: a new connection waits unserved
+    (Kafka's acceptor waits for a slot) and is served the moment another one closes."""
+    broker = broker_factory(**{"max.connections": "2"})
+    held = [BrokerConnection("127.0.0.1", broker.port) for _ in range(2)]
+    assert [api_versions(c) for c in held] == [0, 0]
+    with socket.create_connection(("127.0.0.1", broker.port)) as waiting:
+        assert not served(waiting, 1.0)  # in the backlog: a broker without the limit answers
+        held.pop().close()
+        waiting.settimeout(30)
+        (length,) = struct.unpack(">i", recv_exactly(waiting, 4))
+        answer = decode_response(ApiKey.API_VERSIONS, 0, recv_exactly(waiting, length))[1]
+        assert answer.error_code == 0
+    held[0].close()
+
+
+def test_max_connection_creation_rate_spaces_new_connections(broker_factory) -> None:
+    """max.connection.creation.rate=4, measured over two 1-second samples: twelve
+    connections opened at once are served over seconds (the acceptor pauses), not at
+    once; every one is served."""
+    broker = broker_factory(**{"max.connection.creation.rate": "4", "quota.window.num": "2"})
+    start = time.monotonic()
+    socks = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(12)]
+    try:
+        assert all(served(sock, 30.0) for sock in socks)
+    finally:
+        for sock in socks:
+            sock.close()
+    # 12 connections at 4 per second: without the limit they are served in milliseconds.
+    assert time.monotonic() - start >= 1.5

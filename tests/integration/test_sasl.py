@@ -179,6 +179,39 @@ def test_bad_credentials_and_bad_requests_are_refused_and_others_served(broker_f
     ) in log
 
 
+def _frame(sock: socket.socket, api_key: ApiKey, version: int, body: object) -> object:
+    sock.sendall(encode_request(api_key, version, 1, "raw", body))
+    (length,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+    return decode_response(api_key, version, sock.recv(length, socket.MSG_WAITALL))[1]
+
+
+def seconds_to_close_after_a_failed_authentication(port: int) -> float:
+    """PLAIN with a wrong password on a new connection: the time from the refusal's answer
+    to the broker closing the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        handshake = _frame(
+            sock, ApiKey.SASL_HANDSHAKE, 1, m.SaslHandshakeRequest(mechanism="PLAIN")
+        )
+        assert handshake.error_code == 0
+        refused = _frame(sock, ApiKey.SASL_AUTHENTICATE, 1,
+                         m.SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"))  # fmt: skip
+        answered = time.monotonic()
+        assert refused.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        assert sock.recv(1) == b""
+        return time.monotonic() - answered
+
+
+def test_a_failed_authentication_closes_its_connection_after_the_delay(broker_factory) -> None:
+    """connection.failed.authentication.delay.ms (Kafka's 100 ms by default): the broker
+    answers a failed authentication, then holds the connection that long before closing
+    it, so that a client retrying wrong credentials cannot make it spin."""
+    broker, sasl = sasl_broker(broker_factory,
+                               **{"connection.failed.authentication.delay.ms": "1500"})  # fmt: skip
+    port = int(sasl.rsplit(":", 1)[1])
+    assert seconds_to_close_after_a_failed_authentication(port) >= 1.4
+    assert delivered(client(sasl, "PLAIN", "alice", "alice-secret"), 5) == 5
+
+
 def test_scram_sha_512_over_sasl_ssl(broker_factory, tmp_path) -> None:
     ca = make_ca()
     files = write_party(tmp_path, "broker", ca, issue(ca, "broker"))

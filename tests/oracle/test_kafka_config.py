@@ -8,6 +8,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from kt.config import BROKER_KEYS, TOPIC_CONFIGS
 from kt.reference_kafka import TOOL_HEAP, _tool_log4j, java_command
 from tests.test_kafka_config import KAFKA_REFUSES, KT_REFUSES
 
@@ -38,3 +41,46 @@ def test_kafka_accepts_what_kt_cannot_do_yet(kafka_available, tmp_path) -> None:
     # process.roles asks for KRaft, whose other settings a ZooKeeper config lacks.
     cases = [props for props, _ in KT_REFUSES if "process.roles" not in props]
     assert kafka_verdicts(cases, tmp_path) == ["OK"] * len(cases)
+
+
+KEYS = Path(__file__).resolve().parents[2] / "interop" / "KafkaConfigKeys.java"
+
+
+def kafka_config_keys(scope: str) -> dict[str, tuple[str, str]]:
+    """Kafka 3.9's own keys (KafkaConfig's ConfigDef for "broker", LogConfig's for "topic"),
+    each with its type and its default as ConfigDef prints it."""
+    result = subprocess.run([*java_command(str(KEYS), TOOL_HEAP, _tool_log4j())],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    return {name: (kind, default) for where, name, kind, default in rows if where == scope}
+
+
+def test_kt_knows_every_key_of_kafka(kafka_available) -> None:
+    broker, topic = kafka_config_keys("broker"), kafka_config_keys("topic")
+    assert len(broker) > 300 and len(topic) == 36  # the whole ConfigDefs were read
+    assert sorted(set(broker) - set(BROKER_KEYS)) == []
+    assert sorted(set(topic) - {key.name for key in TOPIC_CONFIGS}) == []
+
+
+def test_every_kafka_key_at_its_default_starts_kt_and_creates_a_topic(
+    kafka_available, broker_factory
+) -> None:
+    """A server.properties holding each of Kafka's broker keys at Kafka's default starts
+    kt with no "unknown configuration key" line, and a topic created with each of
+    Kafka's topic configs at its default describes those values."""
+    defaults = {name: default for name, (_, default) in kafka_config_keys("broker").items()
+                if default not in ("null", "<none>")}  # fmt: skip
+    for ours in ("listeners", "log.dir"):  # where the test's broker listens and writes
+        defaults.pop(ours)
+    broker = broker_factory(**defaults)
+    assert "unknown configuration key" not in broker.run_log()
+    topic_defaults = {name: default for name, (_, default) in kafka_config_keys("topic").items()}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("every-config", 1, 1, config=topic_defaults)])[
+        "every-config"
+    ].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "every-config")
+    described = admin.describe_configs([resource])[resource].result(30)
+    shown = {name: entry.value or "" for name, entry in described.items()}
+    assert {name: shown.get(name) for name in topic_defaults} == topic_defaults

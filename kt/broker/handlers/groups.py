@@ -233,7 +233,7 @@ async def leave_group(server: KafkaServer, header: Any, request: Any, ctx: Any) 
 async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     now = now_ms()
-    max_metadata = int(server.config.originals.get("offset.metadata.max.bytes", 4096))
+    max_metadata = server.config["offset.metadata.max.bytes"]
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
     results: dict[tuple[str, int], str] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}

@@ -1,0 +1,424 @@
+"""Kafka's broker keys that kt knows but does not read, each with what that means.
+
+Every key of Kafka 3.9's KafkaConfig is known to kt: the keys kt reads are the table of
+kt/config.py; the others are here, in one of two kinds.
+- Accepted: any value of the key's type is taken and changes nothing, because the key
+  sizes or tunes a part that kt's model does not have (thread pools, JVM plugins of a
+  feature that another key turns off); `reason` says why.
+- NotYet: kt behaves as Kafka does at the key's default; any other value asks for a
+  feature kt does not have and stops the broker with one line naming the key, the value
+  and the feature.
+docs/config-keys.md is generated from these tables (scripts/gen_config_docs.py), and a
+test fails when the two disagree.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kt.config_def import PARSERS, at_least, checked_value, one_of
+from kt.errors import InvalidConfigError
+
+_INT_MAX = 2**31 - 1
+_LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Accepted:
+    reason: str
+
+
+@dataclass(frozen=True)
+class NotYet:
+    feature: str
+    instead: str = ""  # what to do meanwhile
+
+
+_THREADS = Accepted("a thread pool's size: one asyncio event loop serves the broker")
+_TIERED = Accepted("tiered storage's: read only with remote.log.storage.system.enable=true, "
+                   "which kt refuses")  # fmt: skip
+_KRAFT = Accepted("KRaft's: read only with process.roles set, which kt refuses")
+_ZK_TLS = Accepted("ZooKeeper TLS's: read only with zookeeper.ssl.client.enable=true, "
+                   "which kt refuses")  # fmt: skip
+_NEW_GROUPS = Accepted("Kafka 4's group coordinator's (consumer and share groups): read only "
+                       "with group.coordinator.new.enable or a protocol beyond classic, "
+                       "which kt refuses")  # fmt: skip
+_KERBEROS = Accepted("GSSAPI (Kerberos)'s, which kt refuses in sasl.enabled.mechanisms")
+_OAUTH = Accepted("SASL/OAUTHBEARER's, which kt refuses in sasl.enabled.mechanisms")
+_JSSE = "a JSSE {}: kt's TLS is OpenSSL's (ssl.enabled.protocols, ssl.cipher.suites decide)"
+_LOGIN = Accepted("the JAAS login's refresh (SASL/OAUTHBEARER, GSSAPI), which kt refuses")
+_TOKENS = Accepted("delegation tokens' (KIP-48), which kt does not issue: "
+                   "CreateDelegationToken is not served")  # fmt: skip
+_PASSWORDS = Accepted("encodes dynamic password configs in ZooKeeper; kt takes no "
+                      "dynamic password config")  # fmt: skip
+_PURGATORY = Accepted("kt's purgatories drop a request the moment it completes")
+_WINDOWS = Accepted("the sample window of the controller mutation quota (KIP-599), which "
+                    "kt does not enforce")  # fmt: skip
+_METRICS_SAMPLES = Accepted("Kafka's Java metrics' sampling: kt's meters and histograms "
+                            "keep Yammer's exponentially weighted rates")  # fmt: skip
+
+
+# name, type, default (as Kafka 3.9's ConfigDef), validator, what kt makes of it.
+UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
+    # -- threads and buffers that kt's model does not have
+    ("background.threads", "int", 10, at_least(1), _THREADS),
+    ("num.network.threads", "int", 3, at_least(1),
+     Accepted("one asyncio event loop serves every connection")),
+    ("num.io.threads", "int", 8, at_least(1),
+     Accepted("one asyncio event loop serves every request")),
+    ("num.replica.fetchers", "int", 1, None,
+     Accepted("one fetcher per source broker, all on the event loop")),
+    ("num.replica.alter.log.dirs.threads", "int", None, None, _THREADS),
+    ("num.recovery.threads.per.data.dir", "int", 1, at_least(1),
+     Accepted("recovery runs on one thread")),
+    ("queued.max.requests", "int", 500, at_least(1),
+     Accepted("a connection's next request is read after its answer")),
+    ("log.cleaner.threads", "int", 1, at_least(0), Accepted("one cleaner pass on the event loop")),
+    ("log.cleaner.dedupe.buffer.size", "long", 134217728, None,
+     Accepted("the cleaner's offset map is a dict")),
+    ("log.cleaner.io.buffer.size", "int", 524288, at_least(0),
+     Accepted("the cleaner reads whole batches")),
+    ("log.cleaner.io.buffer.load.factor", "double", 0.9, None,
+     Accepted("the cleaner's offset map is a dict")),
+    ("log.cleaner.io.max.bytes.per.second", "double", sys.float_info.max, None,
+     NotYet("a throttled log cleaner")),
+    ("replica.socket.receive.buffer.bytes", "int", 65536, None,
+     Accepted("the kernel sizes a follower's receive buffer")),
+    ("zookeeper.max.in.flight.requests", "int", 10, at_least(1),
+     Accepted("kazoo pipelines the store's requests on its own")),
+    ("fetch.purgatory.purge.interval.requests", "int", 1000, None, _PURGATORY),
+    ("producer.purgatory.purge.interval.requests", "int", 1000, None, _PURGATORY),
+    ("delete.records.purgatory.purge.interval.requests", "int", 1, None, _PURGATORY),
+    ("group.coordinator.threads", "int", 1, at_least(1), _NEW_GROUPS),
+    ("group.coordinator.append.linger.ms", "int", 10, at_least(0), _NEW_GROUPS),
+    # -- checkpoints and timers folded into others
+    ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least(0),
+     Accepted("kt writes log-start-offset-checkpoint with the recovery points")),
+    ("replica.high.watermark.checkpoint.interval.ms", "long", 5000, None,
+     Accepted("the high watermark checkpoint is written with the recovery points")),
+    ("replica.socket.timeout.ms", "int", 30000, None,
+     Accepted("a fetcher's request waits replica.fetch.wait.max.ms; a dead leader is "
+              "noticed by the controller")),
+    ("log.initial.task.delay.ms", "long", 30000, at_least(0),
+     Accepted("kt's periodic log tasks (retention, flush) first run one interval after "
+              "start")),
+    ("log.dir.failure.timeout.ms", "long", 30000, at_least(1),
+     Accepted("KRaft's: a ZooKeeper-mode broker reports a failed log dir through "
+              "/log_dir_event_notification at once")),
+    ("socket.connection.setup.timeout.ms", "long", 10000, None,
+     Accepted("kt's connections to other brokers time out per request "
+              "(controller.socket.timeout.ms, replica.fetch.wait.max.ms)")),
+    ("socket.connection.setup.timeout.max.ms", "long", 30000, None,
+     Accepted("kt's connections to other brokers time out per request "
+              "(controller.socket.timeout.ms, replica.fetch.wait.max.ms)")),
+    ("controller.socket.timeout.ms", "int", 30000, None,
+     NotYet("a controller request timeout other than Kafka's 30 s")),
+    ("offsets.commit.required.acks", "short", -1, None,
+     Accepted("deprecated in Kafka; commits wait for the ISR")),
+    ("offsets.commit.timeout.ms", "int", 5000, at_least(1),
+     NotYet("an offset commit timeout other than Kafka's 5 s")),
+    ("offsets.topic.compression.codec", "int", 0, None,
+     NotYet("compressed __consumer_offsets writes")),
+    ("producer.id.expiration.ms", "int", 86400000, at_least(1),
+     NotYet("expiring idle producer ids (kt keeps a producer's state as long as its "
+            "log's batches)")),
+    ("producer.id.expiration.check.interval.ms", "int", 600000, at_least(1),
+     Accepted("kt keeps a producer's state as long as its log's batches")),
+    ("transaction.partition.verification.enable", "bool", True, None,
+     NotYet("turning off transaction verification (KIP-890)")),
+    ("unclean.leader.election.interval.ms", "long", 300000, at_least(1), _KRAFT),
+    ("broker.id.generation.enable", "bool", True, None,
+     Accepted("kt needs a broker.id (or takes 0): no ids from /brokers/seqid yet")),
+    ("reserved.broker.max.id", "int", 1000, at_least(0),
+     Accepted("only bounds generated ids, which kt does not make")),
+    # -- features kt does not have: the default only
+    ("process.roles", "list", "", None,
+     NotYet("KRaft mode", "; run it on ZooKeeper (zookeeper.connect) or on its embedded "
+            "store (neither process.roles nor zookeeper.connect)")),
+    ("zookeeper.metadata.migration.enable", "bool", False, None,
+     NotYet("the ZooKeeper to KRaft migration (KIP-866)")),
+    ("zookeeper.ssl.client.enable", "bool", False, None, NotYet("TLS to ZooKeeper")),
+    ("zookeeper.clientCnxnSocket", "string", None, None, NotYet("ZooKeeper client socket classes")),
+    ("remote.log.storage.system.enable", "bool", False, None, NotYet("tiered storage")),
+    ("metric.reporters", "list", "", None, NotYet("metrics reporters")),
+    ("kafka.metrics.reporters", "list", "", None, NotYet("metrics reporters")),
+    ("auto.include.jmx.reporter", "bool", True, None,
+     Accepted("kt has no JMX; its metrics are served on metrics.listeners")),
+    ("create.topic.policy.class.name", "class", None, None, NotYet("topic creation policies")),
+    ("alter.config.policy.class.name", "class", None, None, NotYet("config change policies")),
+    ("client.quota.callback.class", "class", None, None, NotYet("client quota callbacks")),
+    ("replica.selector.class", "class", None, None, NotYet("fetching from followers (KIP-392)")),
+    ("principal.builder.class", "class",
+     "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", None,
+     NotYet("principal builders other than DefaultKafkaPrincipalBuilder")),
+    ("sasl.server.callback.handler.class", "class", None, None, NotYet("SASL callback handlers")),
+    ("sasl.login.callback.handler.class", "class", None, None, NotYet("SASL callback handlers")),
+    ("sasl.client.callback.handler.class", "class", None, None, NotYet("SASL callback handlers")),
+    ("sasl.login.class", "class", None, None, NotYet("SASL login classes")),
+    ("security.providers", "string", None, None, NotYet("JCA security providers")),
+    ("ssl.allow.dn.changes", "bool", False, None,
+     NotYet("changing a listener's certificate subject at runtime")),
+    ("ssl.allow.san.changes", "bool", False, None,
+     NotYet("changing a listener's certificate SANs at runtime")),
+    ("group.coordinator.new.enable", "bool", False, None,
+     NotYet("Kafka 4's group coordinator (KIP-848)")),
+    ("group.share.enable", "bool", False, None, NotYet("share groups (KIP-932)")),
+    ("group.coordinator.rebalance.protocols", "list", "classic",
+     one_of("consumer", "classic", "share", "unknown"),
+     NotYet("group protocols beyond classic (KIP-848, KIP-932)")),
+    ("unstable.api.versions.enable", "bool", False, None, NotYet("unstable API versions")),
+    ("unstable.feature.versions.enable", "bool", False, None,
+     NotYet("unstable feature versions")),
+    ("eligible.leader.replicas.enable", "bool", False, None,
+     NotYet("eligible leader replicas (KIP-966)")),
+    ("fetch.max.bytes", "int", 57671680, at_least(1024),
+     NotYet("a broker-side cap on Fetch responses (kt sends up to the client's max_bytes)")),
+    ("max.incremental.fetch.session.cache.slots", "int", 1000, at_least(0),
+     Accepted("kt keeps no incremental fetch sessions (KIP-227), as Kafka with 0 slots: "
+              "every Fetch is a full one, which every client handles")),
+    ("max.request.partition.size.limit", "int", 2000, at_least(1),
+     Accepted("bounds DescribeTopicPartitions, which kt does not serve yet")),
+    ("sasl.server.max.receive.size", "int", 524288, None,
+     NotYet("a SASL token limit other than Kafka's 512 KiB")),
+    ("telemetry.max.bytes", "int", 1048576, at_least(1),
+     Accepted("bounds PushTelemetry (KIP-714), which kt does not serve")),
+    # -- the JVM's TLS
+    ("ssl.protocol", "string", "TLSv1.3", None, Accepted(_JSSE.format("SSLContext's name"))),
+    ("ssl.keymanager.algorithm", "string", "SunX509", None,
+     Accepted(_JSSE.format("KeyManagerFactory algorithm"))),
+    ("ssl.trustmanager.algorithm", "string", "PKIX", None,
+     Accepted(_JSSE.format("TrustManagerFactory algorithm"))),
+    ("ssl.secure.random.implementation", "string", None, None,
+     Accepted(_JSSE.format("SecureRandom"))),
+    ("ssl.provider", "string", None, None, Accepted(_JSSE.format("security provider"))),
+    # -- Kafka's Java metrics
+    ("metrics.num.samples", "int", 2, at_least(1), _METRICS_SAMPLES),
+    ("metrics.sample.window.ms", "long", 30000, at_least(1), _METRICS_SAMPLES),
+    ("metrics.recording.level", "string", "INFO", None, _METRICS_SAMPLES),
+    ("kafka.metrics.polling.interval.secs", "int", 10, at_least(1),
+     Accepted("read only by kafka.metrics.reporters, which kt refuses")),
+    ("replication.quota.window.num", "int", 11, at_least(1),
+     NotYet("a replication throttle window other than Kafka's 11 x 1 s")),
+    ("replication.quota.window.size.seconds", "int", 1, at_least(1),
+     NotYet("a replication throttle window other than Kafka's 11 x 1 s")),
+    ("alter.log.dirs.replication.quota.window.num", "int", 11, at_least(1),
+     NotYet("an alter-log-dirs throttle window other than Kafka's 11 x 1 s")),
+    ("alter.log.dirs.replication.quota.window.size.seconds", "int", 1, at_least(1),
+     NotYet("an alter-log-dirs throttle window other than Kafka's 11 x 1 s")),
+    ("controller.quota.window.num", "int", 11, at_least(1), _WINDOWS),
+    ("controller.quota.window.size.seconds", "int", 1, at_least(1), _WINDOWS),
+    # -- SASL mechanisms kt refuses, and the JAAS login
+    *((name, kind, default, None, _KERBEROS) for name, kind, default in (
+        ("sasl.kerberos.service.name", "string", None),
+        ("sasl.kerberos.kinit.cmd", "string", "/usr/bin/kinit"),
+        ("sasl.kerberos.ticket.renew.window.factor", "double", 0.8),
+        ("sasl.kerberos.ticket.renew.jitter", "double", 0.05),
+        ("sasl.kerberos.min.time.before.relogin", "long", 60000),
+        ("sasl.kerberos.principal.to.local.rules", "list", "DEFAULT"),
+    )),
+    *((name, kind, default, None, _LOGIN) for name, kind, default in (
+        ("sasl.login.refresh.window.factor", "double", 0.8),
+        ("sasl.login.refresh.window.jitter", "double", 0.05),
+        ("sasl.login.refresh.min.period.seconds", "short", 60),
+        ("sasl.login.refresh.buffer.seconds", "short", 300),
+        ("sasl.login.connect.timeout.ms", "int", None),
+        ("sasl.login.read.timeout.ms", "int", None),
+        ("sasl.login.retry.backoff.max.ms", "long", 10000),
+        ("sasl.login.retry.backoff.ms", "long", 100),
+    )),
+    *((name, kind, default, None, _OAUTH) for name, kind, default in (
+        ("sasl.oauthbearer.scope.claim.name", "string", "scope"),
+        ("sasl.oauthbearer.sub.claim.name", "string", "sub"),
+        ("sasl.oauthbearer.token.endpoint.url", "string", None),
+        ("sasl.oauthbearer.jwks.endpoint.url", "string", None),
+        ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "long", 3600000),
+        ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100),
+        ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000),
+        ("sasl.oauthbearer.clock.skew.seconds", "int", 30),
+        ("sasl.oauthbearer.expected.audience", "list", None),
+        ("sasl.oauthbearer.expected.issuer", "string", None),
+    )),
+    *((name, kind, default, None, _TOKENS) for name, kind, default in (
+        ("delegation.token.master.key", "password", None),
+        ("delegation.token.secret.key", "password", None),
+        ("delegation.token.max.lifetime.ms", "long", 604800000),
+        ("delegation.token.expiry.time.ms", "long", 86400000),
+        ("delegation.token.expiry.check.interval.ms", "long", 3600000),
+    )),
+    *((name, kind, default, None, _PASSWORDS) for name, kind, default in (
+        ("password.encoder.secret", "password", None),
+        ("password.encoder.old.secret", "password", None),
+        ("password.encoder.keyfactory.algorithm", "string", None),
+        ("password.encoder.cipher.algorithm", "string", "AES/CBC/PKCS5Padding"),
+        ("password.encoder.key.length", "int", 128),
+        ("password.encoder.iterations", "int", 4096),
+    )),
+    # -- ZooKeeper over TLS (refused above)
+    *((name, kind, default, None, _ZK_TLS) for name, kind, default in (
+        ("zookeeper.ssl.keystore.location", "string", None),
+        ("zookeeper.ssl.keystore.password", "password", None),
+        ("zookeeper.ssl.keystore.type", "string", None),
+        ("zookeeper.ssl.truststore.location", "string", None),
+        ("zookeeper.ssl.truststore.password", "password", None),
+        ("zookeeper.ssl.truststore.type", "string", None),
+        ("zookeeper.ssl.protocol", "string", "TLSv1.2"),
+        ("zookeeper.ssl.enabled.protocols", "list", None),
+        ("zookeeper.ssl.cipher.suites", "list", None),
+        ("zookeeper.ssl.endpoint.identification.algorithm", "string", "HTTPS"),
+        ("zookeeper.ssl.crl.enable", "bool", False),
+        ("zookeeper.ssl.ocsp.enable", "bool", False),
+    )),
+    # -- KRaft (refused above)
+    *((name, kind, default, None, _KRAFT) for name, kind, default in (
+        ("controller.listener.names", "string", None),
+        ("sasl.mechanism.controller.protocol", "string", "GSSAPI"),
+        ("early.start.listeners", "string", None),
+        ("initial.broker.registration.timeout.ms", "int", 60000),
+        ("broker.heartbeat.interval.ms", "int", 2000),
+        ("broker.session.timeout.ms", "int", 9000),
+        ("server.max.startup.time.ms", "long", _LONG_MAX),
+        ("metadata.log.dir", "string", None),
+        ("metadata.log.segment.bytes", "int", 1073741824),
+        ("metadata.log.segment.min.bytes", "int", 8388608),
+        ("metadata.log.segment.ms", "long", 604800000),
+        ("metadata.max.retention.bytes", "long", 104857600),
+        ("metadata.max.retention.ms", "long", 604800000),
+        ("metadata.max.idle.interval.ms", "int", 500),
+        ("metadata.log.max.record.bytes.between.snapshots", "long", 20971520),
+        ("metadata.log.max.snapshot.interval.ms", "long", 3600000),
+        ("zookeeper.metadata.migration.min.batch.size", "int", 200),
+        ("controller.quorum.voters", "list", ""),
+        ("controller.quorum.bootstrap.servers", "list", ""),
+        ("controller.quorum.election.timeout.ms", "int", 1000),
+        ("controller.quorum.fetch.timeout.ms", "int", 2000),
+        ("controller.quorum.election.backoff.max.ms", "int", 1000),
+        ("controller.quorum.append.linger.ms", "int", 25),
+        ("controller.quorum.request.timeout.ms", "int", 2000),
+        ("controller.quorum.retry.backoff.ms", "int", 20),
+    )),
+    # -- Kafka 4's groups (refused above)
+    *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
+        ("group.consumer.session.timeout.ms", "int", 45000),
+        ("group.consumer.min.session.timeout.ms", "int", 45000),
+        ("group.consumer.max.session.timeout.ms", "int", 60000),
+        ("group.consumer.heartbeat.interval.ms", "int", 5000),
+        ("group.consumer.min.heartbeat.interval.ms", "int", 5000),
+        ("group.consumer.max.heartbeat.interval.ms", "int", 15000),
+        ("group.consumer.max.size", "int", _INT_MAX),
+        ("group.consumer.assignors", "list",
+         "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+         "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+        ("group.consumer.migration.policy", "string", "disabled"),
+        ("group.share.session.timeout.ms", "int", 45000),
+        ("group.share.min.session.timeout.ms", "int", 45000),
+        ("group.share.max.session.timeout.ms", "int", 60000),
+        ("group.share.heartbeat.interval.ms", "int", 5000),
+        ("group.share.min.heartbeat.interval.ms", "int", 5000),
+        ("group.share.max.heartbeat.interval.ms", "int", 15000),
+        ("group.share.max.size", "short", 200),
+        ("group.share.delivery.count.limit", "int", 5),
+        ("group.share.record.lock.duration.ms", "int", 30000),
+        ("group.share.min.record.lock.duration.ms", "int", 15000),
+        ("group.share.max.record.lock.duration.ms", "int", 60000),
+        ("group.share.max.groups", "short", 10),
+        ("group.share.partition.max.record.locks", "int", 200),
+    )),
+    # -- tiered storage (refused above)
+    *((name, kind, default, None, _TIERED) for name, kind, default in (
+        ("remote.log.storage.manager.impl.prefix", "string", "rsm.config."),
+        ("remote.log.metadata.manager.impl.prefix", "string", "rlmm.config."),
+        ("remote.log.storage.manager.class.name", "string", None),
+        ("remote.log.storage.manager.class.path", "string", None),
+        ("remote.log.metadata.manager.class.name", "string",
+         "org.apache.kafka.server.log.remote.metadata.storage.TopicBasedRemoteLogMetadataManager"),
+        ("remote.log.metadata.manager.class.path", "string", None),
+        ("remote.log.metadata.manager.listener.name", "string", None),
+        ("remote.log.metadata.custom.metadata.max.bytes", "int", 128),
+        ("remote.log.index.file.cache.total.size.bytes", "long", 1073741824),
+        ("remote.log.manager.thread.pool.size", "int", 10),
+        ("remote.log.manager.copier.thread.pool.size", "int", -1),
+        ("remote.log.manager.expiration.thread.pool.size", "int", -1),
+        ("remote.log.manager.task.interval.ms", "long", 30000),
+        ("remote.log.manager.task.retry.backoff.ms", "long", 500),
+        ("remote.log.manager.task.retry.backoff.max.ms", "long", 30000),
+        ("remote.log.manager.task.retry.jitter", "double", 0.2),
+        ("remote.log.reader.threads", "int", 10),
+        ("remote.log.reader.max.pending.tasks", "int", 100),
+        ("remote.log.manager.copy.max.bytes.per.second", "long", _LONG_MAX),
+        ("remote.log.manager.copy.quota.window.num", "int", 11),
+        ("remote.log.manager.copy.quota.window.size.seconds", "int", 1),
+        ("remote.log.manager.fetch.max.bytes.per.second", "long", _LONG_MAX),
+        ("remote.log.manager.fetch.quota.window.num", "int", 11),
+        ("remote.log.manager.fetch.quota.window.size.seconds", "int", 1),
+        ("remote.fetch.max.wait.ms", "int", 500),
+    )),
+)  # fmt: skip
+
+UNREAD: dict[str, Accepted | NotYet] = {row[0]: row[4] for row in UNREAD_KEYS}
+
+
+def _as_text(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def refuse_unread(props: Mapping[str, str]) -> None:
+    """Stop a broker whose configuration gives a NotYet key anything but Kafka's default:
+    one line naming the key, the value and the feature it asks for."""
+    for name, kind, default, _, what in UNREAD_KEYS:
+        text = props.get(name)
+        if text is None or not isinstance(what, NotYet):
+            continue
+        parse = PARSERS["string" if kind in ("class", "password") else kind]
+        value = checked_value(name, parse, None, text)
+        default_text = _as_text(default)
+        at_default = value in ("", []) if default_text is None else value == parse(default_text)
+        if not at_default:
+            raise InvalidConfigError(
+                f"{name}={text.strip()}: kt does not support {what.feature} yet{what.instead}"
+            )
+
+
+def render_markdown() -> str:
+    """docs/config-keys.md: the two tables above as the operator reads them."""
+    lines = [
+        "# Kafka's broker keys that kt does not read",
+        "",
+        "Generated from kt/config_unread.py by `python scripts/gen_config_docs.py`; a test",
+        "fails when the two disagree. Every other key of Kafka 3.9's KafkaConfig is read and",
+        "honoured by kt (kt/config.py), and every topic config of Kafka 3.9's LogConfig too.",
+        "",
+        "## Refused unless at Kafka's default",
+        "",
+        "Any other value stops `kt server-start` with one line naming the key and the value.",
+        "",
+        "| key | Kafka's default | what another value asks for |",
+        "|---|---|---|",
+    ]
+    rows = sorted((row for row in UNREAD_KEYS if isinstance(row[4], NotYet)), key=lambda r: r[0])
+    lines += [f"| `{name}` | {_shown(default)} | {what.feature} |"
+              for name, _, default, _, what in rows]  # fmt: skip
+    lines += [
+        "",
+        "## Accepted, without effect",
+        "",
+        "Any value of the key's type is taken (a value Kafka refuses, kt refuses too) and",
+        "changes nothing, for the reason given.",
+        "",
+        "| key | Kafka's default | why it has no effect in kt |",
+        "|---|---|---|",
+    ]
+    rows = sorted((row for row in UNREAD_KEYS if isinstance(row[4], Accepted)), key=lambda r: r[0])
+    lines += [f"| `{name}` | {_shown(default)} | {what.reason} |"
+              for name, _, default, _, what in rows]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _shown(default: object) -> str:
+    text = _as_text(default)
+    return "(none)" if text is None else ("(empty)" if text == "" else f"`{text}`")
