@@ -123,6 +123,11 @@ class KafkaApis:
         if header.api_key == ApiKey.FETCH and header.api_version >= 15:
             # From v15 a follower names itself in the ReplicaState tagged field (KIP-903).
             request.replica_id = request.replica_state.replica_id if request.replica_state else -1
+        if not self.server.serving.is_set() and not _from_a_broker(header.api_key, request):
+            # Kafka enables request processing at the end of its start-up: a client's
+            # request waits until this broker's metadata names itself and a controller
+            # (an answer before that names no broker, and librdkafka may never ask again).
+            await self.server.serving.wait()
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")
@@ -160,6 +165,13 @@ _EXEMPT = frozenset({
     ApiKey.CONTROLLED_SHUTDOWN, ApiKey.ALTER_PARTITION, ApiKey.WRITE_TXN_MARKERS,
     ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
 })  # fmt: skip
+
+
+def _from_a_broker(api_key: ApiKey, request: Any) -> bool:
+    """A controller's or another broker's request, or a follower's Fetch."""
+    return api_key in _EXEMPT or (
+        api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0
+    )
 
 
 def _has_request_quota(quota: Any, api_key: ApiKey, request: Any, user: str, client: str) -> bool:

@@ -40,7 +40,7 @@ from kt.broker.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
-from kt.errors import KafkaError, store_error
+from kt.errors import InvalidConfigError, KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
@@ -123,6 +123,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.metrics_servers: list[MetricsHttpServer] = []
         self._tasks: list[BackgroundTask] = []
         self._stopped = asyncio.Event()
+        # Set once the broker's metadata names itself and a controller: clients' requests
+        # wait for it (the controller's and other brokers' do not).
+        self.serving = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
         self.controller_epoch_seen = -1  # the newest controller this broker has heard from
         # Why the broker stopped itself (every log dir failed); None while it runs.
@@ -184,7 +187,11 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         """A topic's effective config as stored now: this broker's defaults and the topic's
         overrides (a store read)."""
         assert self.zk is not None
-        return self.topic_defaults.with_overrides(self.zk.get_entity_config("topics", topic))
+        overrides = self.zk.get_entity_config("topics", topic)
+        try:
+            return self.topic_defaults.with_overrides(overrides)
+        except InvalidConfigError as e:  # say which topic: the store may hold many
+            raise InvalidConfigError(f"Topic {topic}'s config in the metadata store: {e}") from None
 
     def topic_config(self, topic: str) -> LogConfig:
         """A topic's config as this broker knows it: read when the topic's first replica
@@ -355,17 +362,20 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         return 7 if self._shutting_down else 3
 
     async def _wait_for_cluster_metadata(self, timeout_s: float = 10.0) -> None:
-        """Say "started" once the controller's first UpdateMetadata has come: before it, a
-        Metadata answer names no broker and no controller, and a client that bootstraps
-        from this broker (librdkafka's admin client) may wait minutes for its next look."""
+        """Serve clients and say "started" once the controller's UpdateMetadata names this
+        broker, and a controller is known: before it, a Metadata answer names no broker
+        and no controller, and a client that bootstraps from this broker (librdkafka's
+        admin client) may wait minutes for its next look."""
         deadline = time.monotonic() + timeout_s
-        while not self.metadata_cache.brokers:  # the store may have named the controller
+        cache = self.metadata_cache
+        while self.broker_id not in cache.brokers or cache.controller_id < 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 log.warning("[KafkaServer id=%s] no word from a controller after %.0f s; "
                             "serving without it", self.broker_id, timeout_s)  # fmt: skip
-                return
-            await self.metadata_cache.wait_changed(remaining)
+                break
+            await cache.wait_changed(remaining)
+        self.serving.set()
 
     def _on_session_state(self, state: SessionState, loop: asyncio.AbstractEventLoop) -> None:
         """The metadata session expired (LOST) and a new one began (CONNECTED): the broker
