@@ -61,6 +61,10 @@ T = TypeVar("T")
 # Store calls in flight at once: admin requests, config reads, registration (Kafka runs
 # them on its request handler threads, num.io.threads of them).
 STORE_CALL_THREADS = 4
+# How long a stopping broker waits for a step that needs the metadata store (resigning as
+# controller, closing the session) before it goes on without it: a ZooKeeper that is away
+# never answers, and SIGTERM must end the broker all the same (Kafka 3.9 exits in 0.5 s).
+STORE_STEP_AT_SHUTDOWN_S = 3.0
 
 
 @dataclass
@@ -133,6 +137,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._halt_task: asyncio.Task | None = None
         self._shutting_down = False
         self._session_lost = False
+        self.store_reachable = True  # the store session is connected (SUSPENDED/LOST: not)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._session_task: asyncio.Task | None = None
         # Where the leaders named by LeaderAndIsr listen for other brokers (its
@@ -384,6 +389,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         meter = _SESSION_METERS.get(state)
         if meter is not None:  # SessionExpireListener's
             self.metrics.meter("kafka.server", "SessionExpireListener", meter).mark()
+        self.store_reachable = state is SessionState.CONNECTED
         if state is SessionState.LOST:
             self._session_lost = True
         elif state is SessionState.CONNECTED and self._session_lost and not self._shutting_down:
@@ -543,7 +549,11 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             return
         self._shutting_down = True
         log.info("[KafkaServer id=%s] shutting down", self.broker_id)
-        if self.halt_reason is None:
+        if self.halt_reason is None and not self.store_reachable:
+            log.warning("[KafkaServer id=%s] the metadata store is unreachable: no controlled "
+                        "shutdown (no controller can move leadership without it)",
+                        self.broker_id)  # fmt: skip
+        elif self.halt_reason is None:
             await self._controlled_shutdown()
         await self._stop(clean=True)
         log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
@@ -574,16 +584,29 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             self.group_coordinator.shutdown()
             self.txn_coordinator.shutdown()
         if self.controller is not None:
-            await (self.controller.shutdown() if clean else self.controller.abandon())
+            await self._store_step(
+                self.controller.shutdown() if clean else self.controller.abandon(),
+                "stopping the controller",
+            )
         if self.log_manager is not None:
             if clean:
                 self.log_manager.shutdown()
             else:
                 self.log_manager.abandon()
         if self.zk is not None:
-            await self.store_call(self.zk.close)
+            await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
         self._store_calls.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
+
+    async def _store_step(self, step: Any, what: str) -> None:
+        """A step of the shutdown that needs the metadata store, given at most
+        STORE_STEP_AT_SHUTDOWN_S: the broker stops without it rather than never."""
+        try:
+            await asyncio.wait_for(step, STORE_STEP_AT_SHUTDOWN_S)
+        except TimeoutError:
+            log.warning("[KafkaServer id=%s] %s: no answer from the metadata store within "
+                        "%.0f s; going on without it", self.broker_id, what,
+                        STORE_STEP_AT_SHUTDOWN_S)  # fmt: skip
 
     async def _stop_listeners(self) -> None:
         for server in self.socket_servers:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -103,10 +104,27 @@ _STATE_LINES = {
 }
 
 
-def _log_state(name: str, state: Any) -> None:
-    """One line per change of the session's state (on kazoo's thread)."""
+# The clients kt is closing itself: their session's end is the expected one.
+_CLOSING: weakref.WeakSet[KazooClient] = weakref.WeakSet()
+
+
+def _log_state(name: str, client: KazooClient, state: Any) -> None:
+    """One line per change of the session's state (on kazoo's thread): a warning for a
+    lost connection or session, but not for the end of a session kt closed."""
+    if state == KazooState.LOST and client in _CLOSING:
+        log.info("[ZooKeeperClient %s] ZooKeeper session closed", name)
+        return
     level = logging.INFO if state == KazooState.CONNECTED else logging.WARNING
     log.log(level, "[ZooKeeperClient %s] %s", name, _STATE_LINES.get(state, state))
+
+
+def _stop(client: KazooClient) -> None:
+    """End a session kt no longer needs."""
+    _CLOSING.add(client)
+    try:
+        client.stop()
+    finally:
+        client.close()
 
 
 def split_connect(connect: str) -> tuple[str, str]:
@@ -248,10 +266,7 @@ class ZooKeeperSession(s.Session):
         self._client.remove_listener(self._listeners.pop(listener))
 
     def close(self) -> None:
-        try:
-            self._client.stop()
-        finally:
-            self._client.close()
+        _stop(self._client)
 
     def expire(self) -> None:
         """A second client takes the session over with its id and password and closes it,
@@ -293,18 +308,16 @@ class ZooKeeperStore(s.MetadataStore):
         try:
             yield client
         finally:
-            client.stop()
-            client.close()
+            _stop(client)
 
     def _start(self, hosts: str, name: str = "") -> KazooClient:
         client = KazooClient(hosts=hosts, timeout=self.session_timeout_s,
                              connection_retry=RECONNECT, sasl_options=self.sasl)  # fmt: skip
-        client.add_listener(lambda state: _log_state(name or hosts, state))
+        client.add_listener(lambda state: _log_state(name or hosts, client, state))
         try:
             client.start(timeout=self.connection_timeout_s)
         except (KazooTimeoutError, kx.AuthFailedError) as e:
-            client.stop()
-            client.close()
+            _stop(client)
             what = "authenticate to" if isinstance(e, kx.AuthFailedError) else "connect to"
             raise s.MetadataStoreError(
                 f"cannot {what} ZooKeeper at {hosts}: {type(e).__name__} {e}"
