@@ -17,6 +17,7 @@ from kt.client.connection import BrokerConnection, PendingResponse
 from kt.errors import KafkaError, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
+from kt.storage.control_records import ABORT, parse_control_type
 from kt.storage.records import Batch, iter_batches
 
 EARLIEST = -2
@@ -35,6 +36,12 @@ class ConsumerRecord:
     key: bytes | None
     value: bytes | None
     headers: Any
+
+
+def _is_abort_marker(batch: Batch) -> bool:
+    """A control batch holding an ABORT marker (EndTransactionMarker)."""
+    record = next(iter(batch.records()), None)
+    return record is not None and parse_control_type(record.key) == ABORT
 
 
 class FetchedBatch(NamedTuple):
@@ -185,7 +192,8 @@ class Consumer:
                     raise KafkaError(part.error_code, f"Fetch of {tp[0]}-{tp[1]} failed")
                 self.high_watermarks[tp] = part.high_watermark
                 if part.records:
-                    out += self._batches(tp, part.records)
+                    aborted = part.aborted_transactions if self.isolation_level else None
+                    out += self._batches(tp, part.records, aborted)
         if self.prefetch:
             self._in_flight[leader] = self._send_fetch(leader, tps, timeout_ms)
         return out
@@ -239,13 +247,27 @@ class Consumer:
             connection.close()
         self._fetch_connections.clear()
 
-    def _batches(self, tp: tuple[str, int], data: Any) -> list[FetchedBatch]:
+    def _batches(self, tp: tuple[str, int], data: Any, aborted: Any = None) -> list[FetchedBatch]:
+        """The data batches of one partition's answer. At read_committed (`aborted`, the
+        answer's aborted transactions), a transactional batch of a producer whose aborted
+        transaction began at or before it is left out, up to that producer's ABORT
+        marker: the Java consumer's CompletedFetch does the same."""
         position = self.positions[tp]
         out = []
+        pending = sorted(aborted or (), key=lambda txn: txn.first_offset)
+        aborting: set[int] = set()
         for batch in iter_batches(data):
             if batch.last_offset < position:
                 continue
-            if not getattr(batch, "is_control", False):
+            skip = getattr(batch, "is_control", False)
+            if pending or aborting:
+                while pending and pending[0].first_offset <= batch.last_offset:
+                    aborting.add(pending.pop(0).producer_id)
+                if skip and batch.producer_id in aborting and _is_abort_marker(batch):
+                    aborting.discard(batch.producer_id)
+                elif getattr(batch, "is_transactional", False) and batch.producer_id in aborting:
+                    skip = True
+            if not skip:
                 out.append(FetchedBatch(tp, batch, position))
             position = batch.last_offset + 1
         self.positions[tp] = position

@@ -128,3 +128,30 @@ def test_producer_line_errors(module_broker) -> None:
         "--property", "headers.delimiter=|", input="novalue|v\n",
     )  # fmt: skip
     assert error.endswith("No header key separator found in pair 'novalue' on line number 1")
+
+
+def test_read_committed_leaves_out_aborted_records(module_broker) -> None:
+    """--isolation-level read_committed prints the committed transactions' records only,
+    as Kafka's ConsoleConsumer does; read_uncommitted prints the aborted ones too."""
+    from confluent_kafka import Producer
+
+    create(module_broker, "transactional")
+    producer = Producer({"bootstrap.servers": module_broker.bootstrap,
+                         "transactional.id": "console-read-committed"})  # fmt: skip
+    producer.init_transactions(30)
+    for values, commit in ((["c1", "c2"], True), (["a1", "a2", "a3"], False), (["c3"], True),
+                           (["a4"], False), (["c4"], True)):  # fmt: skip
+        producer.begin_transaction()
+        for value in values:
+            producer.produce("transactional", value.encode())
+        producer.flush(30)  # librdkafka drops what it has not sent when a transaction aborts
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    committed, _ = consume(module_broker, "transactional", "--from-beginning", "--isolation-level",
+                           "read_committed", "--timeout-ms", "3000")  # fmt: skip
+    assert committed.splitlines() == ["c1", "c2", "c3", "c4"]
+    everything, _ = consume(module_broker, "transactional", "--from-beginning",
+                            "--timeout-ms", "3000")  # fmt: skip
+    assert everything.splitlines() == ["c1", "c2", "a1", "a2", "a3", "c3", "a4", "c4"]
