@@ -399,3 +399,30 @@ def store_error(e: Exception) -> KafkaError:
     that expired, a connection lost mid-call): UNKNOWN_SERVER_ERROR, as Kafka answers a
     ZooKeeper exception, naming it."""
     return KafkaError("UNKNOWN_SERVER_ERROR", f"metadata store: {type(e).__name__}: {e}")
+
+
+# The exception a Java client raises for each authorization refusal, with its message
+# (TopicAuthorizationException and its kin in org.apache.kafka.common.errors): the tools
+# say it in the words a Kafka user knows.
+_REFUSALS = {
+    "TOPIC_AUTHORIZATION_FAILED": ("TopicAuthorizationException",
+                                   "Not authorized to access topics: [{}]"),
+    "GROUP_AUTHORIZATION_FAILED": ("GroupAuthorizationException",
+                                   "Not authorized to access group: {}"),
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED": ("TransactionalIdAuthorizationException",
+                                              "Transactional Id authorization failed."),
+    "CLUSTER_AUTHORIZATION_FAILED": ("ClusterAuthorizationException",
+                                     "Cluster authorization failed."),
+}  # fmt: skip
+
+
+def authorization_refusal(code: int, resource: str) -> KafkaError | None:
+    """The KafkaError to raise for an authorization error code on `resource`, worded as
+    Kafka's Java exception; None for any other code."""
+    entry = error_for(code)
+    refusal = _REFUSALS.get(entry.name)
+    if refusal is None:
+        return None
+    exception, message = refusal
+    return KafkaError(code, f"org.apache.kafka.common.errors.{exception}: "
+                            f"{message.format(resource)}")  # fmt: skip

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from kt.client.client import KafkaClient
 from kt.client.connection import BrokerConnection, PendingResponse
-from kt.errors import KafkaError, error_for
+from kt.errors import KafkaError, authorization_refusal, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.storage.control_records import ABORT, parse_control_type
@@ -89,7 +89,9 @@ class Consumer:
         info = self.client.metadata([topic]).get(topic)
         if info is None or info.error_code:
             code = info.error_code if info is not None else 3
-            raise KafkaError(code or "UNKNOWN_TOPIC_OR_PARTITION", f"Topic {topic} not found")
+            raise authorization_refusal(code, topic) or KafkaError(
+                code or "UNKNOWN_TOPIC_OR_PARTITION", f"Topic {topic} not found"
+            )
         return sorted(info.partitions)
 
     def assign(self, offsets: dict[tuple[str, int], int]) -> None:
@@ -114,7 +116,9 @@ class Consumer:
             found = AdminClient(self.client).list_offsets(left, self._leaders)
             for tp, (code, offset, _) in found.items():
                 if code and not error_for(code).retriable:
-                    raise KafkaError(code, f"Cannot find the offset of {tp[0]}-{tp[1]}")
+                    raise authorization_refusal(code, tp[0]) or KafkaError(
+                        code, f"Cannot find the offset of {tp[0]}-{tp[1]}"
+                    )
                 if not code:
                     self.positions[tp] = offset
                     del left[tp]
@@ -189,7 +193,9 @@ class Consumer:
                     if error_for(part.error_code).invalid_metadata:
                         self._leaders.pop(tp, None)
                         continue
-                    raise KafkaError(part.error_code, f"Fetch of {tp[0]}-{tp[1]} failed")
+                    raise authorization_refusal(part.error_code, tp[0]) or KafkaError(
+                        part.error_code, f"Fetch of {tp[0]}-{tp[1]} failed"
+                    )
                 self.high_watermarks[tp] = part.high_watermark
                 if part.records:
                     aborted = part.aborted_transactions if self.isolation_level else None

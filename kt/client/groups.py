@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.client.client import KafkaClient
-from kt.errors import KafkaError, error_for
+from kt.errors import KafkaError, authorization_refusal, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
@@ -122,9 +122,15 @@ class GroupAdmin:
             code, node, host, port = self.client.find_coordinator(group_id, 0)
             if code == 0:
                 return node, host, port
-            self._retry_or_raise(code, deadline, f"Cannot find the coordinator of {group_id}")
+            self._retry_or_raise(
+                code, deadline, f"Cannot find the coordinator of {group_id}", group_id
+            )
 
-    def _retry_or_raise(self, code: int, deadline: float, message: str) -> None:
+    def _retry_or_raise(
+        self, code: int, deadline: float, message: str, group_id: str | None = None
+    ) -> None:
+        if group_id is not None and (refused := authorization_refusal(code, group_id)):
+            raise refused
         if error_for(code).name not in RETRIABLE_COORDINATOR_ERRORS:
             raise KafkaError(code, message)
         if time.monotonic() > deadline:

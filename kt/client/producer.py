@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from kt.client.client import KafkaClient, TopicInfo
 from kt.client.partitioner import StickyPartitioner
-from kt.errors import KafkaError, error_for
+from kt.errors import KafkaError, authorization_refusal, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.storage.record_batch import Record, build_batch
@@ -165,6 +165,8 @@ class Producer:
                 and all(p.leader >= 0 for p in info.partitions.values())
             ):
                 break
+            if info is not None and (refused := authorization_refusal(info.error_code, topic)):
+                raise refused  # no point waiting max.block.ms: Kafka's producer fails at once
             if time.monotonic() > deadline:
                 code = info.error_code if info is not None else 3
                 raise KafkaError(code or "LEADER_NOT_AVAILABLE", f"Topic {topic} not available")
