@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -620,3 +621,29 @@ def test_the_docs_table_of_unread_keys_is_generated_from_the_code() -> None:
     assert (ROOT / "docs" / "config-keys.md").read_text() == render_markdown(), (
         "docs/config-keys.md is out of date: run python scripts/gen_config_docs.py"
     )
+
+
+def _refused_keys_in_code() -> set[str]:
+    """Every key whose value kt may refuse because it cannot do what it asks."""
+    from kt.unsupported import BROKER_NOT_YET, CLIENT_NOT_YET, SPARK_NOT_YET
+
+    tables = (BROKER_NOT_YET, CLIENT_NOT_YET, SPARK_NOT_YET)
+    keys = {entry.key for table in tables for entry in table} | set(NOT_YET)
+    for path in ("kt/security/ssl_factory.py", "kt/security/sasl.py",
+                 "kt/security/sasl_client.py"):  # fmt: skip
+        keys |= set(re.findall(r'f"([a-z.]+)=\{[^}]*\}: kt does not',
+                               (ROOT / path).read_text()))  # fmt: skip
+    return keys
+
+
+def test_what_kt_refuses_says_what_the_code_refuses() -> None:
+    """design.md's "What kt refuses" names only keys the code refuses, and the code refuses
+    no key that it or docs/config-keys.md leaves out."""
+    design = (ROOT / "docs" / "design.md").read_text()
+    section = design.split("## What kt refuses\n", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z]+(?:\.[a-z]+)+)`", section)) - {"docs/config-keys.md"}
+    documented = set(re.findall(r"\| `([a-z.A-Z]+)` \|", (ROOT / "docs" / "config-keys.md")
+                                .read_text().split("## Accepted", 1)[0]))  # fmt: skip
+    refused = _refused_keys_in_code()
+    assert sorted(named - refused) == []  # said refused, yet the code takes it
+    assert sorted(refused - named - documented) == []  # refused, yet the docs are silent
