@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from kt.config import BROKER_KEYS, TOPIC_CONFIGS
 from kt.reference_kafka import TOOL_HEAP, _tool_log4j, java_command
@@ -84,3 +84,50 @@ def test_every_kafka_key_at_its_default_starts_kt_and_creates_a_topic(
     described = admin.describe_configs([resource])[resource].result(30)
     shown = {name: entry.value or "" for name, entry in described.items()}
     assert {name: shown.get(name) for name in topic_defaults} == topic_defaults
+
+
+# A value other than Kafka's default for each topic config kt honours, all valid together.
+HONOURED = {
+    "cleanup.policy": "compact,delete", "compression.type": "lz4",
+    "compression.gzip.level": "5", "compression.lz4.level": "12", "compression.zstd.level": "7",
+    "delete.retention.ms": "3600000", "file.delete.delay.ms": "30000",
+    "flush.messages": "1000", "flush.ms": "5000", "index.interval.bytes": "2048",
+    "leader.replication.throttled.replicas": "0:0", "local.retention.bytes": "-1",
+    "local.retention.ms": "-1", "max.compaction.lag.ms": "86400000",
+    "max.message.bytes": "2000000", "message.downconversion.enable": "false",
+    "message.timestamp.difference.max.ms": "1000", "message.timestamp.after.max.ms": "5000",
+    "min.cleanable.dirty.ratio": "0.3", "min.compaction.lag.ms": "1000",
+    "min.insync.replicas": "1", "preallocate": "true", "retention.bytes": "100000000",
+    "retention.ms": "86400000", "segment.bytes": "10485760", "segment.index.bytes": "1048576",
+    "segment.jitter.ms": "100", "segment.ms": "3600000",
+    "unclean.leader.election.enable": "true",
+}  # fmt: skip
+
+
+def described(bootstrap: str, topic: str) -> dict[str, tuple[str, bool]]:
+    """Each config of the topic: (value, whether the topic sets it)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    dynamic = ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    return {name: (e.value or "", e.source == dynamic) for name, e in entries.items()}
+
+
+def test_a_kafka_topic_with_every_config_kt_honours_survives_the_swap_to_kt(
+    broker_factory, kafka_factory, zookeeper: str, tmp_path
+) -> None:
+    """A topic created on Kafka 3.9 with a non-default value for each topic config kt
+    honours (message.timestamp.difference.max.ms among them, which stopped kt's start):
+    the broker swapped to kt on the same ZooKeeper and log dir starts and describes it
+    as Kafka did."""
+    log_dir = tmp_path / "broker-0"
+    log_dir.mkdir()
+    kafka = kafka_factory(broker_id=0, zookeeper_connect=zookeeper, log_dir=log_dir)
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    admin.create_topics([NewTopic("tuned", 1, 1, config=HONOURED)])["tuned"].result(30)
+    by_kafka = described(kafka.bootstrap, "tuned")
+    assert {k: v for k, (v, mine) in by_kafka.items() if mine} == HONOURED
+    kafka.stop()
+    kt = broker_factory(**{"broker.id": "0", "zookeeper.connect": zookeeper,
+                           "log.dirs": str(log_dir)})  # fmt: skip
+    assert described(kt.bootstrap, "tuned") == by_kafka

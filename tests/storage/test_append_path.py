@@ -161,3 +161,25 @@ def test_a_compacted_topic_refuses_a_record_without_a_key(tmp_path):
     with_keys.append(0, timestamp=TS, key=b"k", value=None, headers=[])  # a tombstone is fine
     log.append_as_leader(bytes(with_keys.build()), leader_epoch=0)
     assert log.log_end_offset == 1
+
+
+def test_the_old_difference_bound_applies_where_before_and_after_are_left_at_default(tmp_path):
+    """message.timestamp.difference.max.ms (deprecated by KIP-937) bounds both sides while
+    before/after are at their default, as Kafka 3.9's LogConfig reads it; a before/after
+    that is set wins on its side."""
+    old = LogConfig.from_props({"message.timestamp.difference.max.ms": "1000"})
+    log = Log(str(tmp_path / "t-0"), old, clock=lambda: NOW)
+    for ts in (NOW - 1001, NOW + 1001):  # a record stamped in 2001 is refused the same way
+        with pytest.raises(KafkaError) as refused:
+            log.append_as_leader(batch(1, ts=ts), leader_epoch=0)
+        assert refused.value.name == "INVALID_TIMESTAMP"
+    log.append_as_leader(batch(1, ts=NOW - 1000), leader_epoch=0)
+    mixed = LogConfig.from_props({"message.timestamp.difference.max.ms": "1000",
+                                  "message.timestamp.after.max.ms": "5000"})  # fmt: skip
+    assert (mixed.timestamp_before_max_ms, mixed.timestamp_after_max_ms) == (1000, 5000)
+    assert (
+        Log(str(tmp_path / "u-0"), mixed, clock=lambda: NOW)
+        .append_as_leader(batch(1, ts=NOW + 4000), leader_epoch=0)
+        .first_offset
+        == 0
+    )
