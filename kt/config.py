@@ -48,6 +48,9 @@ LONG_MIN = -(2**63)
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+# A topic's compression.type as the codec id of a batch's attributes (CompressionType.id);
+# "producer" keeps each batch's own codec.
+CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 CLEANUP_POLICIES = ("compact", "delete")
 
 
@@ -173,8 +176,17 @@ class LogConfig:
     validates_records: bool = dataclasses.field(init=False, repr=False, compare=False)
     timestamp_before_max_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     timestamp_after_max_ms: int = dataclasses.field(init=False, repr=False, compare=False)
+    # The codec the leader writes a client's batches in (None: the producer's own), and
+    # its level (KIP-390; None: the codec has no levels).
+    target_codec: int | None = dataclasses.field(init=False, repr=False, compare=False)
+    target_level: int | None = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        codec = CODEC_IDS.get(self.compression_type)
+        levels = {1: self.compression_gzip_level, 3: self.compression_lz4_level,
+                  4: self.compression_zstd_level}  # fmt: skip
+        object.__setattr__(self, "target_codec", codec)
+        object.__setattr__(self, "target_level", levels.get(codec))  # type: ignore[arg-type]
         difference = self.message_timestamp_difference_max_ms
         before, after = self.message_timestamp_before_max_ms, self.message_timestamp_after_max_ms
         object.__setattr__(self, "timestamp_before_max_ms",

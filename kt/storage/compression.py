@@ -79,17 +79,24 @@ def codec_name(codec: int) -> str:
     return name
 
 
-def compress(codec: int, data: bytes | bytearray | memoryview, magic: int = 2) -> bytes:
-    """Compress `data` the way Kafka's Java producer does for `codec` and `magic`."""
+def compress(
+    codec: int, data: bytes | bytearray | memoryview, magic: int = 2, level: int | None = None
+) -> bytes:
+    """Compress `data` the way Kafka's Java producer does for `codec` and `magic`, at the
+    codec's `level` (KIP-390: compression.gzip.level, .lz4.level, .zstd.level) or its
+    default."""
     if codec == NONE:
         return bytes(data)
-    if codec == GZIP:
-        return gzip.compress(bytes(data), compresslevel=6, mtime=0)
+    if codec == GZIP:  # -1: Deflater.DEFAULT_COMPRESSION, zlib's 6
+        gzip_level = 6 if level is None or level == -1 else level
+        return gzip.compress(bytes(data), compresslevel=gzip_level, mtime=0)
     if codec == SNAPPY:
         return xerial_snappy_encode(data)
     if codec == LZ4:
         framed = lz4.frame.compress(
             bytes(data),
+            # Kafka's levels run 1-17 (LZ4HC above 2, 17 its maximum); lz4's top is 16.
+            compression_level=0 if level is None else min(level, lz4.frame.COMPRESSIONLEVEL_MAX),
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             content_checksum=False,
@@ -99,7 +106,9 @@ def compress(codec: int, data: bytes | bytearray | memoryview, magic: int = 2) -
     if codec == ZSTD:
         if magic < 2:
             raise ValueError("zstd needs magic 2")
-        return _ZSTD_COMPRESSOR.compress(bytes(data))
+        if level is None or level == 3:
+            return _ZSTD_COMPRESSOR.compress(bytes(data))
+        return zstandard.ZstdCompressor(level=level).compress(bytes(data))
     raise ValueError(f"unknown compression codec id {codec}")
 
 

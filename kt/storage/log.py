@@ -40,6 +40,7 @@ from kt.storage.log_validator import (
     LogAppendInfo,
     analyze_follower_batches,
     assign_offsets_to_client_batch,
+    recompressed,
     validate_and_assign_offsets,
     validate_batches,
     validate_records,
@@ -183,6 +184,8 @@ class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
                 # Headers are patched in place: a copy of a caller's own bytes.
                 view = memoryview(view if type(view) is bytearray else bytearray(view))
             config = self.config
+            if config.target_codec is not None and origin == ORIGIN_CLIENT:
+                view = recompressed(view, config.target_codec, config.target_level, self.name)
             info = None
             plain = not (config.log_append_time or config.validates_records)
             if origin == ORIGIN_CLIENT and plain:

@@ -25,6 +25,7 @@ from kt.storage.batch_header import (
     TRANSACTIONAL_MASK,
 )
 from kt.storage.file_records import NO_TIMESTAMP, batch_is_valid, frame_at
+from kt.storage.record_batch import CREATE_TIME, LOG_APPEND_TIME, RecordBatch, build_batch
 from kt.storage.record_walk import walk_records
 
 # baseOffset, batchLength, partitionLeaderEpoch: the header up to magic, which the leader
@@ -34,6 +35,7 @@ assert OFFSET_LENGTH_EPOCH.size == MAGIC_OFFSET
 # Bound once: the leader's append runs them for every batch.
 _unpack_header, _pack_header = HEADER.unpack_from, HEADER.pack
 _patch_prefix = OFFSET_LENGTH_EPOCH.pack_into
+_CODEC_MASK = 0x07  # a batch's attributes: its compression codec
 # A client batch without a producer id may be neither transactional nor control.
 _NO_PID_REFUSED = CONTROL_MASK | TRANSACTIONAL_MASK
 
@@ -64,6 +66,40 @@ class LogAppendInfo:
             self.max_timestamp, self.offset_of_max_timestamp = timestamp, last_offset
         if h is not None:
             self.num_records += h[12]
+
+
+def recompressed(view: memoryview, codec: int, level: int | None, name: str) -> memoryview:
+    """A client's batches in the topic's codec (compression.type other than producer), as
+    Kafka's LogValidator rebuilds them when the source and target codecs differ: each v2
+    data batch in another codec is decoded and encoded again in `codec` at `level`,
+    keeping its offsets, timestamps, producer id, epoch, sequence and flags. `view` itself
+    when every batch is in `codec` already."""
+    batches = validate_batches(view, name)  # framing and CRC first: CORRUPT_MESSAGE
+    if all(h is None or h[5] & _CODEC_MASK == codec or h[5] & CONTROL_MASK
+           for _, _, h in batches):  # fmt: skip
+        return view
+    out = bytearray()
+    for position, size, h in batches:
+        if h is None or h[5] & _CODEC_MASK == codec or h[5] & CONTROL_MASK:
+            out += view[position : position + size]
+            continue
+        (base_offset, _, leader_epoch, _, _, attributes, delta, _, max_ts,
+         pid, epoch, seq, _) = h  # fmt: skip
+        out += build_batch(
+            list(RecordBatch(view, position).records()),
+            base_offset=base_offset,
+            compression_type=codec,
+            compression_level=level,
+            timestamp_type=LOG_APPEND_TIME if attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=bool(attributes & TRANSACTIONAL_MASK),
+            partition_leader_epoch=leader_epoch,
+            last_offset=base_offset + delta,
+            max_timestamp=max_ts,
+        )
+    return memoryview(out)
 
 
 def validate_batches(buf: bytes | bytearray | memoryview, name: str) -> list[ValidBatch]:

@@ -184,6 +184,7 @@ def build_batch(
     delete_horizon_ms: int | None = None,
     last_offset: int | None = None,
     max_timestamp: int | None = None,
+    compression_level: int | None = None,
 ) -> bytes:
     """Encode `records` as one v2 batch, the way Kafka's MemoryRecordsBuilder lays it out.
 
@@ -210,7 +211,7 @@ def build_batch(
                 record.headers,
             )
         )  # fmt: skip
-    body = compression.compress(compression_type, b"".join(encoded))
+    body = compression.compress(compression_type, b"".join(encoded), level=compression_level)
     attributes = (
         compression_type
         | (TIMESTAMP_TYPE_MASK if timestamp_type == LOG_APPEND_TIME else 0)

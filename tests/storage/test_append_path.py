@@ -15,6 +15,8 @@ from kt.storage import file_records
 from kt.storage.batch_header import iter_headers
 from kt.storage.file_records import FileRecords
 from kt.storage.log import Log
+from kt.storage.record_batch import Record, build_batch
+from kt.storage.records import iter_batches
 from tests.storage._batches import TS, batch
 
 
@@ -183,3 +185,57 @@ def test_the_old_difference_bound_applies_where_before_and_after_are_left_at_def
         .first_offset
         == 0
     )
+
+
+def stored_batches(log: Log) -> list:
+    return list(iter_batches(log_bytes(log)))
+
+
+@pytest.mark.parametrize(("topic_codec", "codec_id", "sent_with"),
+                         [("gzip", 1, 0), ("zstd", 4, 3), ("lz4", 3, 1), ("snappy", 2, 0),
+                          ("uncompressed", 0, 1)])  # fmt: skip
+def test_a_topic_codec_other_than_producer_rewrites_client_batches(
+    tmp_path, topic_codec, codec_id, sent_with
+):
+    """compression.type other than producer: the leader writes a client's batch in the
+    topic's codec (Kafka's LogValidator recompresses), keeping its records, offsets,
+    timestamps, producer id, epoch and sequence; a batch in that codec already is kept."""
+    log = Log(str(tmp_path / "t-0"), LogConfig.from_props({"compression.type": topic_codec}))
+    sent = batch(50, pid=7, epoch=2, seq=0, compression=sent_with, value_size=100)
+    info = log.append_as_leader(sent, leader_epoch=3)
+    assert (info.first_offset, info.last_offset) == (0, 49)
+    [stored] = stored_batches(log)
+    [original] = list(iter_batches(sent))
+    assert stored.compression_type == codec_id
+    assert stored.is_valid()
+    assert (stored.producer_id, stored.producer_epoch, stored.base_sequence) == (7, 2, 0)
+    assert (stored.base_offset, stored.last_offset, stored.max_timestamp) == (0, 49, TS + 49)
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in stored.records()] == [
+        (r.offset, r.timestamp, r.key, r.value) for r in original.records()
+    ]
+    again = build_batch([Record(None, TS, None, b"v" * 100)] * 3, compression_type=codec_id,
+                        producer_id=7, producer_epoch=2, base_sequence=50)  # fmt: skip
+    log.append_as_leader(again, leader_epoch=3)
+    kept = log_bytes(log)[stored.size :]
+    assert kept[16:] == again[16:]  # but for offset and leader epoch, the client's bytes
+    log.close()
+
+
+@pytest.mark.parametrize(("codec", "key", "low", "high"),
+                         [("gzip", "compression.gzip.level", "1", "9"),
+                          ("lz4", "compression.lz4.level", "1", "12"),
+                          ("zstd", "compression.zstd.level", "1", "19")])  # fmt: skip
+def test_the_topic_codec_level_reaches_the_codec(tmp_path, codec, key, low, high):
+    """KIP-390's levels: the same records written at a higher level take fewer bytes."""
+    words = [b"kafka", b"segment", b"offset", b"index", b"leader", b"replica", b"epoch"]
+    records = [Record(None, TS + i, None, b" ".join(words[(i * j * 7919) % 7]
+                                                   for j in range(60)))
+               for i in range(300)]  # fmt: skip
+    sizes = {}
+    for level in (low, high):
+        config = LogConfig.from_props({"compression.type": codec, key: level})
+        log = Log(str(tmp_path / f"{codec}-{level}-0"), config)
+        log.append_as_leader(build_batch(records), leader_epoch=0)
+        sizes[level] = log.size
+        log.close()
+    assert sizes[high] < sizes[low]
