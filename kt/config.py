@@ -33,7 +33,7 @@ from kt.config_def import (
     string,
     string_list,
 )
-from kt.config_unread import UNREAD_KEYS, refuse_unread
+from kt.config_unread import UNREAD, UNREAD_KEYS, refuse_unread
 from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
 from kt.errors import InvalidConfigError
 from kt.properties import parse_properties
@@ -492,7 +492,9 @@ class KafkaConfig(ListenerSecurity):
         for name, (kind, default) in BROKER_KEYS.items():
             raw = props.get(name)
             self.values[name] = default if raw is None else _coerce(name, kind, raw)
-        self.unknown_keys = sorted(k for k in props if _base_key(k) not in BROKER_KEYS)
+        self.unknown_keys = sorted(
+            k for k in props if _base_key(k) not in BROKER_KEYS and _base_key(k) not in UNREAD
+        )
         self._validate()
 
     @classmethod
@@ -564,7 +566,7 @@ class KafkaConfig(ListenerSecurity):
         )
         self.listener_config = Listeners.from_config(self.values, self.originals)
         refuse_broker_features(self.originals, self.listener_config)  # before Kafka's checks
-        refuse_unread(self.originals)
+        refuse_unread(self.originals, _base_key)
         self.listener_config.validate()
         self._read_security()  # key stores and JAAS lines now: a bad one stops the start
         queued = self["queued.max.request.bytes"]
@@ -628,13 +630,17 @@ class KafkaConfig(ListenerSecurity):
 
 
 def _base_key(key: str) -> str:
-    """`listener.name.<listener>.<key>` -> `<key>` (a listener's own value of a key)."""
+    """`listener.name.<listener>.<key>` -> `<key>` (a listener's own value of a key), and
+    `listener.name.<listener>.<mechanism>.<key>` -> `<key>` (a SASL mechanism's own on a
+    listener: sasl.jaas.config, the callback handlers, connections.max.reauth.ms)."""
     if key.startswith("listener.name."):
         parts = key.split(".", 3)
         if len(parts) == 4:
-            if parts[3].endswith(".sasl.jaas.config"):  # listener.name.<l>.<mechanism>.
-                return "sasl.jaas.config"
-            return parts[3]
+            rest = parts[3]
+            after_mechanism = rest.partition(".")[2]
+            if rest not in BROKER_KEYS and after_mechanism in BROKER_KEYS:
+                return after_mechanism
+            return rest
     return key
 
 

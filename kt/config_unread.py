@@ -15,7 +15,7 @@ test fails when the two disagree.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kt.config_def import PARSERS, at_least, checked_value, one_of
@@ -34,6 +34,7 @@ class Accepted:
 class NotYet:
     feature: str
     instead: str = ""  # what to do meanwhile
+    kafka_4_default: str | None = None  # Kafka 4.x's own default, accepted as 3.9's is
 
 
 _THREADS = Accepted("a thread pool's size: one asyncio event loop serves the broker")
@@ -46,7 +47,12 @@ _NEW_GROUPS = Accepted("Kafka 4's group coordinator's (consumer and share groups
                        "with group.coordinator.new.enable or a protocol beyond classic, "
                        "which kt refuses")  # fmt: skip
 _KERBEROS = Accepted("GSSAPI (Kerberos)'s, which kt refuses in sasl.enabled.mechanisms")
-_OAUTH = Accepted("SASL/OAUTHBEARER's, which kt refuses in sasl.enabled.mechanisms")
+_OIDC = Accepted("the OIDC token validator's (sasl.oauthbearer.jwks.endpoint.url), which kt "
+                 "refuses: its OAUTHBEARER takes unsecured JWS tokens")  # fmt: skip
+_OAUTH_LOGIN = Accepted("the OAUTHBEARER login's (a client's token request); kt's brokers "
+                        "log in to each other with unsecured JWS tokens")  # fmt: skip
+_NO_OIDC = NotYet("validating OAUTHBEARER tokens (OIDC, KIP-768): kt takes unsecured JWS "
+                  "tokens only")  # fmt: skip
 _JSSE = "a JSSE {}: kt's TLS is OpenSSL's (ssl.enabled.protocols, ssl.cipher.suites decide)"
 _LOGIN = Accepted("the JAAS login's refresh (SASL/OAUTHBEARER, GSSAPI), which kt refuses")
 _TOKENS = Accepted("delegation tokens' (KIP-48), which kt does not issue: "
@@ -92,7 +98,7 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("producer.purgatory.purge.interval.requests", "int", 1000, None, _PURGATORY),
     ("delete.records.purgatory.purge.interval.requests", "int", 1, None, _PURGATORY),
     ("group.coordinator.threads", "int", 1, at_least(1), _NEW_GROUPS),
-    ("group.coordinator.append.linger.ms", "int", 10, at_least(0), _NEW_GROUPS),
+    ("group.coordinator.append.linger.ms", "int", 10, at_least(-1), _NEW_GROUPS),  # 4.x: -1
     # -- checkpoints and timers folded into others
     ("log.flush.start.offset.checkpoint.interval.ms", "int", 60000, at_least(0),
      Accepted("kt writes log-start-offset-checkpoint with the recovery points")),
@@ -142,7 +148,8 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("zookeeper.ssl.client.enable", "bool", False, None, NotYet("TLS to ZooKeeper")),
     ("zookeeper.clientCnxnSocket", "string", None, None, NotYet("ZooKeeper client socket classes")),
     ("remote.log.storage.system.enable", "bool", False, None, NotYet("tiered storage")),
-    ("metric.reporters", "list", "", None, NotYet("metrics reporters")),
+    ("metric.reporters", "list", "", None,
+     NotYet("metrics reporters", kafka_4_default="org.apache.kafka.common.metrics.JmxReporter")),
     ("kafka.metrics.reporters", "list", "", None, NotYet("metrics reporters")),
     ("auto.include.jmx.reporter", "bool", True, None,
      Accepted("kt has no JMX; its metrics are served on metrics.listeners")),
@@ -166,7 +173,7 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
      NotYet("Kafka 4's group coordinator (KIP-848)")),
     ("group.share.enable", "bool", False, None, NotYet("share groups (KIP-932)")),
     ("group.coordinator.rebalance.protocols", "list", "classic",
-     one_of("consumer", "classic", "share", "unknown"),
+     one_of("consumer", "classic", "share", "streams", "unknown"),
      NotYet("group protocols beyond classic (KIP-848, KIP-932)")),
     ("unstable.api.versions.enable", "bool", False, None, NotYet("unstable API versions")),
     ("unstable.feature.versions.enable", "bool", False, None,
@@ -228,18 +235,18 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("sasl.login.retry.backoff.max.ms", "long", 10000),
         ("sasl.login.retry.backoff.ms", "long", 100),
     )),
-    *((name, kind, default, None, _OAUTH) for name, kind, default in (
+    *((name, kind, default, None, _OIDC) for name, kind, default in (
         ("sasl.oauthbearer.scope.claim.name", "string", "scope"),
         ("sasl.oauthbearer.sub.claim.name", "string", "sub"),
-        ("sasl.oauthbearer.token.endpoint.url", "string", None),
-        ("sasl.oauthbearer.jwks.endpoint.url", "string", None),
         ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "long", 3600000),
         ("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100),
         ("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000),
         ("sasl.oauthbearer.clock.skew.seconds", "int", 30),
-        ("sasl.oauthbearer.expected.audience", "list", None),
-        ("sasl.oauthbearer.expected.issuer", "string", None),
     )),
+    ("sasl.oauthbearer.token.endpoint.url", "string", None, None, _OAUTH_LOGIN),
+    ("sasl.oauthbearer.jwks.endpoint.url", "string", None, None, _NO_OIDC),
+    ("sasl.oauthbearer.expected.audience", "list", None, None, _NO_OIDC),
+    ("sasl.oauthbearer.expected.issuer", "string", None, None, _NO_OIDC),
     *((name, kind, default, None, _TOKENS) for name, kind, default in (
         ("delegation.token.master.key", "password", None),
         ("delegation.token.secret.key", "password", None),
@@ -356,7 +363,136 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
 )  # fmt: skip
 
-UNREAD: dict[str, Accepted | NotYet] = {row[0]: row[4] for row in UNREAD_KEYS}
+_KAFKA_4_GROUPS = Accepted("Kafka 4's consumer, share and streams groups' (KIP-848, KIP-932, "
+                           "KIP-1071), which kt does not serve yet")  # fmt: skip
+_KAFKA_4_SHARE = Accepted("Kafka 4's share coordinator's (KIP-932), which kt does not run yet")
+_KAFKA_4_OAUTH = Accepted("Kafka 4's OAUTHBEARER client credentials and JWT assertion "
+                          "login (KIP-1139): a client's; kt's brokers log in with unsecured "
+                          "JWS")  # fmt: skip
+
+# Keys that Kafka 4.x brokers (KRaft only) added after 3.9: known, so that a Kafka 4
+# server.properties names them without an "unknown" line, but not described, as a 3.9
+# broker does not describe them. Read off Kafka 4.4's AbstractKafkaConfig.CONFIG_DEF.
+KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
+    ("config.providers", "list", "", None, NotYet("config providers (KIP-297)")),
+    ("cordoned.log.dirs", "list", "", None, NotYet("cordoned log dirs (KIP-1066)")),
+    ("transaction.two.phase.commit.enable", "bool", False, None,
+     NotYet("two-phase commit transactions (KIP-939)")),
+    ("max.decompressed.message.bytes", "int", 2147483639, None,
+     NotYet("a bound on a batch's decompressed size")),
+    ("errors.deadletterqueue.auto.create.topics.enable", "bool", False, None, _KAFKA_4_SHARE),
+    ("errors.deadletterqueue.topic.name.prefix", "string", "dlq.", None, _KAFKA_4_SHARE),
+    ("add.partitions.to.txn.retry.backoff.max.ms", "int", 100, None,
+     Accepted("a broker's retries of AddPartitionsToTxn to the transaction coordinator: kt's "
+              "leaders verify a transaction in their own process or retry on its answer")),
+    ("add.partitions.to.txn.retry.backoff.ms", "int", 20, None,
+     Accepted("a broker's retries of AddPartitionsToTxn to the transaction coordinator: kt's "
+              "leaders verify a transaction in their own process or retry on its answer")),
+    *((name, kind, default, None, _TIERED) for name, kind, default in (
+        ("remote.log.index.file.cache.ttl.ms", "long", 900000),
+        ("remote.log.manager.follower.thread.pool.size", "int", 2),
+        ("log.remote.copy.lag.ms", "long", 0),
+        ("log.remote.copy.lag.bytes", "long", -1),
+        ("remote.list.offsets.request.timeout.ms", "long", 30000),
+        ("follower.fetch.last.tiered.offset.enable", "bool", False),
+    )),
+    *((name, kind, default, None, _KRAFT) for name, kind, default in (
+        ("controller.performance.sample.period.ms", "long", 60000),
+        ("controller.performance.always.log.threshold.ms", "long", 2000),
+        ("internal.metadata.log.segment.bytes", "int", None),
+        ("internal.metadata.max.batch.size.in.bytes", "int", 8388608),
+        ("internal.metadata.delete.delay.millis", "long", 60000),
+        ("controller.quorum.auto.join.enable", "bool", False),
+        ("controller.quorum.fetch.snapshot.max.bytes", "int", 1048576),
+        ("controller.quorum.fetch.max.bytes", "int", 1048576),
+    )),
+    *((name, kind, default, None, _KAFKA_4_GROUPS) for name, kind, default in (
+        ("group.coordinator.background.threads", "int", 2),
+        ("group.coordinator.cached.buffer.max.bytes", "int", 1048588),
+        ("group.consumer.assignment.interval.ms", "int", 1000),
+        ("group.consumer.min.assignment.interval.ms", "int", 0),
+        ("group.consumer.max.assignment.interval.ms", "int", 15000),
+        ("group.consumer.assignor.offload.enable", "bool", True),
+        ("group.consumer.regex.refresh.interval.ms", "int", 600000),
+        ("group.share.assignors", "list", "simple"),
+        ("group.share.assignment.interval.ms", "int", 1000),
+        ("group.share.min.assignment.interval.ms", "int", 0),
+        ("group.share.max.assignment.interval.ms", "int", 15000),
+        ("group.share.assignor.offload.enable", "bool", True),
+        ("group.share.initialize.retry.interval.ms", "int", 30000),
+        ("group.share.max.delivery.count.limit", "int", 10),
+        ("group.share.min.delivery.count.limit", "int", 2),
+        ("group.share.max.partition.max.record.locks", "int", 4000),
+        ("group.share.min.partition.max.record.locks", "int", 100),
+        ("group.share.max.share.sessions", "int", 2000),
+        ("group.share.persister.class.name", "string",
+         "org.apache.kafka.server.share.persister.DefaultStatePersister"),
+        ("group.share.dlq.manager.class.name", "string",
+         "org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager"),
+        ("share.fetch.purgatory.purge.interval.requests", "int", 1000),
+        ("group.streams.session.timeout.ms", "int", 45000),
+        ("group.streams.min.session.timeout.ms", "int", 45000),
+        ("group.streams.max.session.timeout.ms", "int", 60000),
+        ("group.streams.heartbeat.interval.ms", "int", 5000),
+        ("group.streams.min.heartbeat.interval.ms", "int", 5000),
+        ("group.streams.max.heartbeat.interval.ms", "int", 15000),
+        ("group.streams.max.size", "int", _INT_MAX),
+        ("group.streams.num.standby.replicas", "int", 0),
+        ("group.streams.max.standby.replicas", "int", 2),
+        ("group.streams.initial.rebalance.delay.ms", "int", 3000),
+        ("group.streams.assignment.interval.ms", "int", 1000),
+        ("group.streams.min.assignment.interval.ms", "int", 0),
+        ("group.streams.max.assignment.interval.ms", "int", 15000),
+        ("group.streams.assignors", "list", "sticky"),
+        ("group.streams.assignor.offload.enable", "bool", True),
+        ("group.streams.task.offset.interval.ms", "int", 60000),
+        ("group.streams.min.task.offset.interval.ms", "int", 15000),
+        ("group.streams.num.warmup.replicas", "int", 2),
+        ("group.streams.max.warmup.replicas", "int", 20),
+        ("group.streams.rack.aware.assignment.tags", "list", ""),
+        ("group.streams.topology.description.plugin.class", "class", None),
+        ("group.streams.acceptable.recovery.lag", "long", 10000),
+    )),
+    *((name, kind, default, None, _KAFKA_4_SHARE) for name, kind, default in (
+        ("share.coordinator.state.topic.num.partitions", "int", 50),
+        ("share.coordinator.state.topic.replication.factor", "short", 3),
+        ("share.coordinator.state.topic.min.isr", "short", 2),
+        ("share.coordinator.state.topic.segment.bytes", "int", 104857600),
+        ("share.coordinator.threads", "int", 1),
+        ("share.coordinator.snapshot.update.records.per.snapshot", "int", 500),
+        ("share.coordinator.load.buffer.size", "int", 5242880),
+        ("share.coordinator.state.topic.compression.codec", "int", 0),
+        ("share.coordinator.append.linger.ms", "int", -1),
+        ("share.coordinator.write.timeout.ms", "int", 5000),
+        ("share.coordinator.state.topic.prune.interval.ms", "int", 300000),
+        ("share.coordinator.cold.partition.snapshot.interval.ms", "int", 300000),
+        ("share.coordinator.cached.buffer.max.bytes", "int", 1048588),
+    )),
+    *((name, kind, default, None, _KAFKA_4_OAUTH) for name, kind, default in (
+        ("sasl.oauthbearer.jwt.retriever.class", "class",
+         "org.apache.kafka.common.security.oauthbearer.DefaultJwtRetriever"),
+        ("sasl.oauthbearer.scope", "string", None),
+        ("sasl.oauthbearer.client.credentials.client.id", "string", None),
+        ("sasl.oauthbearer.client.credentials.client.secret", "password", None),
+        ("sasl.oauthbearer.assertion.algorithm", "string", "RS256"),
+        ("sasl.oauthbearer.assertion.claim.aud", "string", None),
+        ("sasl.oauthbearer.assertion.claim.exp.seconds", "int", 300),
+        ("sasl.oauthbearer.assertion.claim.iss", "string", None),
+        ("sasl.oauthbearer.assertion.claim.jti.include", "bool", False),
+        ("sasl.oauthbearer.assertion.claim.nbf.seconds", "int", 60),
+        ("sasl.oauthbearer.assertion.claim.sub", "string", None),
+        ("sasl.oauthbearer.assertion.file", "string", None),
+        ("sasl.oauthbearer.assertion.private.key.file", "string", None),
+        ("sasl.oauthbearer.assertion.private.key.passphrase", "password", None),
+        ("sasl.oauthbearer.assertion.template.file", "string", None),
+    )),
+    ("sasl.oauthbearer.jwt.validator.class", "class",
+     "org.apache.kafka.common.security.oauthbearer.DefaultJwtValidator", None, _NO_OIDC),
+    ("sasl.oauthbearer.allow.unverified.audience", "bool", False, None, _NO_OIDC),
+    ("sasl.oauthbearer.allow.unverified.issuer", "bool", False, None, _NO_OIDC),
+)  # fmt: skip
+
+UNREAD: dict[str, Accepted | NotYet] = {row[0]: row[4] for row in (*UNREAD_KEYS, *KAFKA_4_KEYS)}
 
 
 def _as_text(value: object) -> str | None:
@@ -367,20 +503,36 @@ def _as_text(value: object) -> str | None:
     return str(value)
 
 
-def refuse_unread(props: Mapping[str, str]) -> None:
-    """Stop a broker whose configuration gives a NotYet key anything but Kafka's default:
-    one line naming the key, the value and the feature it asks for."""
-    for name, kind, default, _, what in UNREAD_KEYS:
-        text = props.get(name)
-        if text is None or not isinstance(what, NotYet):
+_ROWS = {row[0]: row for row in (*UNREAD_KEYS, *KAFKA_4_KEYS)}
+_KAFKA_4 = {row[0] for row in KAFKA_4_KEYS}
+_KAFKA_4_MARK = " (4.x)"
+
+
+def unread_key(name: str) -> tuple[str, object] | None:
+    """(type, Kafka's default) of a key kt knows and does not read; None for another."""
+    row = _ROWS.get(name)
+    return None if row is None else ("string" if row[1] in ("class", "password") else row[1],
+                                     row[2])  # fmt: skip
+
+
+def refuse_unread(props: Mapping[str, str], base_key: Callable[[str], str] = str) -> None:
+    """Stop a broker whose configuration gives a NotYet key anything but Kafka's default,
+    itself or for one listener (`base_key` maps listener.name.<l>.[<mechanism>.]<key> to
+    <key>): one line naming the key as given, the value and the feature it asks for."""
+    for given, text in props.items():
+        row = _ROWS.get(base_key(given))
+        if row is None or not isinstance(row[4], NotYet):
             continue
+        name, kind, default, _, what = row
         parse = PARSERS["string" if kind in ("class", "password") else kind]
         value = checked_value(name, parse, None, text)
         default_text = _as_text(default)
         at_default = value in ("", []) if default_text is None else value == parse(default_text)
+        if what.kafka_4_default is not None:
+            at_default = at_default or value == parse(what.kafka_4_default)
         if not at_default:
             raise InvalidConfigError(
-                f"{name}={text.strip()}: kt does not support {what.feature} yet{what.instead}"
+                f"{given}={text.strip()}: kt does not support {what.feature} yet{what.instead}"
             )
 
 
@@ -392,6 +544,8 @@ def render_markdown() -> str:
         "Generated from kt/config_unread.py by `python scripts/gen_config_docs.py`; a test",
         "fails when the two disagree. Every other key of Kafka 3.9's KafkaConfig is read and",
         "honoured by kt (kt/config.py), and every topic config of Kafka 3.9's LogConfig too.",
+        f"Keys marked {_KAFKA_4_MARK} are Kafka 4.x's (KRaft brokers only), known so that",
+        'their files start kt without an "unknown" line.',
         "",
         "## Refused unless at Kafka's default",
         "",
@@ -400,9 +554,9 @@ def render_markdown() -> str:
         "| key | Kafka's default | what another value asks for |",
         "|---|---|---|",
     ]
-    rows = sorted((row for row in UNREAD_KEYS if isinstance(row[4], NotYet)), key=lambda r: r[0])
-    lines += [f"| `{name}` | {_shown(default)} | {what.feature} |"
-              for name, _, default, _, what in rows]  # fmt: skip
+    rows = sorted((r for r in _ROWS.values() if isinstance(r[4], NotYet)), key=lambda r: r[0])
+    lines += [f"| `{name}`{_KAFKA_4_MARK if name in _KAFKA_4 else ''} | {_shown(default)} | "
+              f"{what.feature} |" for name, _, default, _, what in rows]  # fmt: skip
     lines += [
         "",
         "## Accepted, without effect",
@@ -413,9 +567,9 @@ def render_markdown() -> str:
         "| key | Kafka's default | why it has no effect in kt |",
         "|---|---|---|",
     ]
-    rows = sorted((row for row in UNREAD_KEYS if isinstance(row[4], Accepted)), key=lambda r: r[0])
-    lines += [f"| `{name}` | {_shown(default)} | {what.reason} |"
-              for name, _, default, _, what in rows]  # fmt: skip
+    rows = sorted((r for r in _ROWS.values() if isinstance(r[4], Accepted)), key=lambda r: r[0])
+    lines += [f"| `{name}`{_KAFKA_4_MARK if name in _KAFKA_4 else ''} | {_shown(default)} | "
+              f"{what.reason} |" for name, _, default, _, what in rows]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -221,3 +221,39 @@ def test_from_files_applies_overrides(tmp_path: Path) -> None:
 def test_missing_file_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfigError, match="Cannot read"):
         KafkaConfig.from_files([tmp_path / "nope.properties"])
+
+
+def test_a_plugin_set_for_one_listener_or_mechanism_is_refused_too() -> None:
+    """listener.name.<l>.[<mechanism>.]<key>: a listener's own value of a key kt cannot
+    honour is refused as the key itself is, naming the key as given."""
+    for key, feature in (
+        ("listener.name.sasl_ssl.plain.sasl.server.callback.handler.class",
+         "SASL callback handlers"),
+        ("listener.name.sasl_ssl.principal.builder.class",
+         "principal builders other than DefaultKafkaPrincipalBuilder"),
+    ):  # fmt: skip
+        with pytest.raises(InvalidConfigError) as refused:
+            KafkaConfig({key: "com.example.Plugin"})
+        assert str(refused.value) == f"{key}=com.example.Plugin: kt does not support {feature} yet"
+    config = KafkaConfig({"listener.name.sasl_ssl.scram-sha-512.connections.max.reauth.ms": "1"})
+    assert config.unknown_keys == []
+
+
+def test_kafka_4_keys_are_known_and_its_defaults_taken() -> None:
+    """A Kafka 4.x server.properties names keys that Kafka 3.9 lacks: kt knows them (no
+    "unknown" line) and takes Kafka 4's defaults where it behaves so (its JmxReporter in
+    metric.reporters: kt has no JMX, and reports nothing either way)."""
+    config = KafkaConfig({
+        "group.coordinator.append.linger.ms": "-1",  # Kafka 4's default
+        "metric.reporters": "org.apache.kafka.common.metrics.JmxReporter",
+        "share.coordinator.state.topic.num.partitions": "50",
+        "group.streams.session.timeout.ms": "45000",
+        "add.partitions.to.txn.retry.backoff.ms": "20",
+    })  # fmt: skip
+    assert config.unknown_keys == []
+    with pytest.raises(InvalidConfigError) as refused:
+        KafkaConfig({"group.coordinator.rebalance.protocols": "classic,consumer,streams"})
+    assert str(refused.value) == (
+        "group.coordinator.rebalance.protocols=classic,consumer,streams: kt does not support "
+        "group protocols beyond classic (KIP-848, KIP-932) yet"
+    )
