@@ -242,7 +242,7 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
     "ssl.truststore.password": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
     "ssl.truststore.certificates": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
     "connection.failed.authentication.delay.ms": ShownBy(
-        f"{SASL}::test_a_failed_authentication_closes_its_connection_after_the_delay"
+        f"{SASL}::test_a_failed_authentication_is_answered_after_the_delay"
     ),
     "max.connections": ShownBy(
         f"{CONNECTIONS}::test_max_connections_holds_new_connections_until_one_closes"

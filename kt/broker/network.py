@@ -123,7 +123,7 @@ class SocketServer:
     # by its listeners.
     limits: ConnectionLimits | None = None
     # connection.failed.authentication.delay.ms: a connection whose authentication failed
-    # is closed this long after the failure is answered (Kafka's delayed close), so that a
+    # is answered and closed this long after the failure (Kafka's delayed close), so that a
     # client with wrong credentials cannot make the broker spin.
     failed_authentication_delay_ms: int = 0
     request_metrics: RequestMetrics | None = None  # when metrics.listeners serves them
@@ -276,9 +276,12 @@ class SocketServer:
             parts = await auth.handle(frame, ctx)
         except AuthenticationFailed as e:
             log.info("Failed authentication with /%s (%s)", ctx.client_host, e)
+            # Kafka answers the failure only when its delayed close comes
+            # (KafkaChannel.completeCloseOnAuthenticationFailure): the client learns of it
+            # connection.failed.authentication.delay.ms later, and retries that much slower.
+            await asyncio.sleep(self.failed_authentication_delay_ms / 1000)
             if e.parts and (sent := channel.send(e.parts)) is not None:
                 await sent
-            await asyncio.sleep(self.failed_authentication_delay_ms / 1000)
             return False
         if auth.complete:
             ctx.principal = auth.principal

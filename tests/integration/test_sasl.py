@@ -185,30 +185,32 @@ def _frame(sock: socket.socket, api_key: ApiKey, version: int, body: object) -> 
     return decode_response(api_key, version, sock.recv(length, socket.MSG_WAITALL))[1]
 
 
-def seconds_to_close_after_a_failed_authentication(port: int) -> float:
-    """PLAIN with a wrong password on a new connection: the time from the refusal's answer
-    to the broker closing the connection."""
+def seconds_to_refuse_a_failed_authentication(port: int) -> float:
+    """PLAIN with a wrong password on a new connection: the time from the request to the
+    refusal's answer, after which the broker closes the connection."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         handshake = _frame(
             sock, ApiKey.SASL_HANDSHAKE, 1, m.SaslHandshakeRequest(mechanism="PLAIN")
         )
         assert handshake.error_code == 0
+        sent = time.monotonic()
         refused = _frame(sock, ApiKey.SASL_AUTHENTICATE, 1,
                          m.SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"))  # fmt: skip
         answered = time.monotonic()
         assert refused.error_code == 58  # SASL_AUTHENTICATION_FAILED
         assert sock.recv(1) == b""
-        return time.monotonic() - answered
+        return answered - sent
 
 
-def test_a_failed_authentication_closes_its_connection_after_the_delay(broker_factory) -> None:
+def test_a_failed_authentication_is_answered_after_the_delay(broker_factory) -> None:
     """connection.failed.authentication.delay.ms (Kafka's 100 ms by default): the broker
-    answers a failed authentication, then holds the connection that long before closing
-    it, so that a client retrying wrong credentials cannot make it spin."""
+    answers a failed authentication that long after it, then closes the connection (Kafka's
+    delayed close), so that a client retrying wrong credentials cannot make it spin
+    (librdkafka tried 194 times in 10 s without the delay, 23 with Kafka's 100 ms)."""
     broker, sasl = sasl_broker(broker_factory,
                                **{"connection.failed.authentication.delay.ms": "1500"})  # fmt: skip
     port = int(sasl.rsplit(":", 1)[1])
-    assert seconds_to_close_after_a_failed_authentication(port) >= 1.4
+    assert seconds_to_refuse_a_failed_authentication(port) >= 1.4
     assert delivered(client(sasl, "PLAIN", "alice", "alice-secret"), 5) == 5
 
 
