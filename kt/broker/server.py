@@ -583,17 +583,21 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         if self.apis is not None:
             self.group_coordinator.shutdown()
             self.txn_coordinator.shutdown()
+        store_away = self.zk is not None and not self.store_reachable
+        if store_away:  # closing the session first fails the calls blocked on it at once
+            await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
         if self.controller is not None:
             await self._store_step(
-                self.controller.shutdown() if clean else self.controller.abandon(),
+                self.controller.shutdown() if clean and not store_away
+                else self.controller.abandon(),
                 "stopping the controller",
-            )
+            )  # fmt: skip
         if self.log_manager is not None:
             if clean:
                 self.log_manager.shutdown()
             else:
                 self.log_manager.abandon()
-        if self.zk is not None:
+        if self.zk is not None and not store_away:
             await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
         self._store_calls.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
