@@ -162,6 +162,10 @@ class Consumer:
         """One round of fetches, as whole data batches: each with the position it was
         fetched from, since records before it (a compressed batch, or one fetched from its
         middle) are not the caller's. Positions move past every batch returned."""
+        if not self.positions:  # nothing assigned (a group with more members than
+            # partitions): wait as a Fetch would, rather than spin
+            time.sleep((self.max_wait_ms if timeout_ms is None else timeout_ms) / 1000)
+            return []
         by_leader: dict[int, list[tuple[str, int]]] = {}
         for tp in self.positions:
             by_leader.setdefault(self._leaders.get(tp, -1), []).append(tp)

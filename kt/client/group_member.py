@@ -23,7 +23,7 @@ from kt.client.groups import (
     encode_assignment,
     encode_subscription,
 )
-from kt.errors import KafkaError, error_for
+from kt.errors import KafkaError, authorization_refusal, error_for
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
@@ -79,7 +79,12 @@ class GroupMember:
         return self.client.connection(node)
 
     def join(self) -> list[tuple[str, int]]:
-        """Join (or rejoin) the group; returns this member's partitions."""
+        """Join (or rejoin) the group; returns this member's partitions. A subscribed
+        topic the principal may not describe fails the join at once, as the Java
+        consumer's poll raises TopicAuthorizationException from its metadata."""
+        for topic, info in self.client.metadata(self.topics).items():
+            if refused := authorization_refusal(info.error_code, topic):
+                raise refused
         deadline = time.monotonic() + self.rebalance_timeout_ms / 1000
         while True:
             response = self._coordinator().send(

@@ -210,6 +210,11 @@ def test_the_console_tools_stop_at_once_on_an_authorization_refusal(secured, tmp
                           "--consumer.config", str(config), timeout_s=30)  # fmt: skip
     assert consumer.returncode == 1
     assert topic_refused in consumer.stderr.splitlines()[0]
+    in_a_group = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "secret",
+                            "--group", "g1", "--consumer.config", str(config),
+                            timeout_s=30)  # fmt: skip
+    assert in_a_group.returncode == 1  # a group alice may use, a topic she may not
+    assert topic_refused in in_a_group.stderr.splitlines()[0]
     readable = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "orders",
                           "--consumer.config", str(config), timeout_s=30)  # fmt: skip
     assert readable.returncode == 1  # alice may describe orders, not read it
