@@ -198,36 +198,35 @@ def test_a_client_certificates_subject_is_its_principal(broker_factory, tmp_path
 
 def test_the_console_tools_stop_at_once_on_an_authorization_refusal(secured, tmp_path) -> None:
     """A topic or group the principal may not use: the console consumer and producer say
-    Kafka's exception in one line and exit 1 within seconds (no busy loop, no 60 s wait)."""
+    Kafka's exception in one line and exit 1 at once (each is given 20 s: the producer
+    waited 60 s for the topic, and the consumer in a group spun for good)."""
     _, sasl, _, _ = secured
     config = tmp_path / "alice.properties"
     config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
                       "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
                       'required username="alice" password="alice-secret";\n')  # fmt: skip
     topic_refused = "TopicAuthorizationException: Not authorized to access topics: [secret]"
-    started = time.monotonic()
     consumer = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "secret",
-                          "--consumer.config", str(config), timeout_s=30)  # fmt: skip
+                          "--consumer.config", str(config), timeout_s=20)  # fmt: skip
     assert consumer.returncode == 1
     assert topic_refused in consumer.stderr.splitlines()[0]
     in_a_group = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "secret",
                             "--group", "g1", "--consumer.config", str(config),
-                            timeout_s=30)  # fmt: skip
+                            timeout_s=20)  # fmt: skip
     assert in_a_group.returncode == 1  # a group alice may use, a topic she may not
     assert topic_refused in in_a_group.stderr.splitlines()[0]
     readable = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "orders",
-                          "--consumer.config", str(config), timeout_s=30)  # fmt: skip
+                          "--consumer.config", str(config), timeout_s=20)  # fmt: skip
     assert readable.returncode == 1  # alice may describe orders, not read it
     assert ("TopicAuthorizationException: Not authorized to access topics: [orders]"
             in readable.stderr.splitlines()[0])  # fmt: skip
     producer = kt_command("console-producer", "--bootstrap-server", sasl, "--topic", "secret",
-                          "--producer.config", str(config), input="x\n", timeout_s=30)  # fmt: skip
+                          "--producer.config", str(config), input="x\n", timeout_s=20)  # fmt: skip
     assert producer.returncode == 1
     assert topic_refused in producer.stderr.splitlines()[0]
     group = kt_command("console-consumer", "--bootstrap-server", sasl, "--topic", "logs-app",
                        "--group", "other", "--consumer.config", str(config),
-                       timeout_s=30)  # fmt: skip
+                       timeout_s=20)  # fmt: skip
     assert group.returncode == 1
     assert ("GroupAuthorizationException: Not authorized to access group: other"
             in group.stderr.splitlines()[0])  # fmt: skip
-    assert time.monotonic() - started < 30  # "within seconds": three tools, each at once
