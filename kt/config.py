@@ -568,6 +568,9 @@ class KafkaConfig(ListenerSecurity):
         refuse_broker_features(self.originals, self.listener_config)  # before Kafka's checks
         refuse_unread(self.originals, _base_key)
         self.listener_config.validate()
+        for endpoint in self.listener_config.bound:  # a listener's own limits, checked now
+            for key in ("max.connections", "max.connection.creation.rate"):
+                self.listener_value(endpoint.listener_name, key)
         self._read_security()  # key stores and JAAS lines now: a bad one stops the start
         queued = self["queued.max.request.bytes"]
         require(
@@ -576,6 +579,15 @@ class KafkaConfig(ListenerSecurity):
         )
         self.inter_broker_protocol = InterBrokerProtocol(self["inter.broker.protocol.version"])
         self.inter_broker_protocol.check_message_format(self["log.message.format.version"])
+
+    def listener_value(self, listener_name: str, key: str) -> Any:
+        """A listener's own value of a broker key (listener.name.<listener>.<key>), parsed
+        and checked as the key is; None where the listener sets none."""
+        name = f"listener.name.{listener_name.lower()}.{key}"
+        raw = self.originals.get(name)
+        if raw is None:
+            return None
+        return checked_value(name, PARSERS[BROKER_KEYS[key][0]], _BROKER_VALIDATORS.get(key), raw)
 
     @property
     def broker_id(self) -> int:

@@ -9,7 +9,9 @@
   the kernel's backlog, as Kafka's acceptor waits for a slot) until one closes;
 - max.connection.creation.rate: new connections per second, the inter-broker listener
   exempt; over the rate a listener stops accepting for as long as the rate needs to fall
-  back (Kafka's acceptor throttling).
+  back (Kafka's acceptor throttling);
+- listener.name.<listener>.max.connections and .max.connection.creation.rate: the same
+  for one listener's own connections, beside the broker's.
 
 Invariant: `open_by_ip` counts exactly the connections admitted and not yet released.
 """
@@ -62,6 +64,8 @@ class ConnectionLimits:
         inter_broker_listener: str = "",
         window_ms: int = 1000,
         samples: int = 11,
+        listener_max: dict[str, int] | None = None,
+        listener_rates: dict[str, int] | None = None,
     ) -> None:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
@@ -71,6 +75,10 @@ class ConnectionLimits:
         self.open_by_ip: dict[str, int] = {}
         self.total = 0  # connections counted against max.connections
         self._rate = Rate(window_ms, samples)
+        self.listener_max = listener_max or {}
+        self.listener_open: dict[str, int] = {}
+        self._listener_rates = {listener: (rate, Rate(window_ms, samples))
+                                for listener, rate in (listener_rates or {}).items()}  # fmt: skip
         # Called when a slot frees: the listeners that stopped at max.connections resume.
         self.on_slot_freed: list[Callable[[], None]] = []
 
@@ -81,21 +89,22 @@ class ConnectionLimits:
         return listener == self.inter_broker_listener
 
     def at_max_connections(self, listener: str) -> bool:
+        if self.listener_open.get(listener, 0) >= self.listener_max.get(listener, UNLIMITED):
+            return True
         return not self.exempt(listener) and self.total >= self.max_connections
 
     def creation_delay_s(self, listener: str) -> float:
         """Record one new connection on `listener`; how long its acceptor should pause so
-        that the broker's creation rate stays within max.connection.creation.rate."""
-        if self.exempt(listener) or self.creation_rate >= UNLIMITED:
-            return 0.0
+        that the broker's creation rate, and the listener's own, stay within their
+        max.connection.creation.rate."""
         now = time.monotonic() * 1000
-        self._rate.record(1, now)
-        observed = self._rate.rate(now)
-        if observed <= self.creation_rate:
-            return 0.0
-        if self.creation_rate <= 0:
-            return self._rate.window(now) / 1000
-        return (observed - self.creation_rate) / self.creation_rate * self._rate.window(now) / 1000
+        delay = 0.0
+        if not self.exempt(listener) and self.creation_rate < UNLIMITED:
+            delay = _throttle_s(self._rate, self.creation_rate, now)
+        if listener in self._listener_rates:
+            limit, rate = self._listener_rates[listener]
+            delay = max(delay, _throttle_s(rate, limit, now))
+        return delay
 
     def admit(self, ip: str, listener: str) -> bool:
         """Count a new connection from `ip`, or refuse it (False) when its address holds
@@ -107,6 +116,7 @@ class ConnectionLimits:
                      "maximum of %d connections.", ip, limit)  # fmt: skip
             return False
         self.open_by_ip[ip] = held + 1
+        self.listener_open[listener] = self.listener_open.get(listener, 0) + 1
         if not self.exempt(listener):
             self.total += 1
         return True
@@ -117,9 +127,19 @@ class ConnectionLimits:
             self.open_by_ip.pop(ip, None)
         else:
             self.open_by_ip[ip] = held - 1
+        self.listener_open[listener] = self.listener_open.get(listener, 1) - 1
         if not self.exempt(listener):
-            was_full = self.total >= self.max_connections
             self.total -= 1
-            if was_full and self.total < self.max_connections:
-                for resume in list(self.on_slot_freed):
-                    resume()
+        for resume in list(self.on_slot_freed):  # each paused listener looks again
+            resume()
+
+
+def _throttle_s(rate: Rate, limit: int, now_ms: float) -> float:
+    """Record one connection in `rate`; how long to pause to keep it within `limit`/s."""
+    rate.record(1, now_ms)
+    observed = rate.rate(now_ms)
+    if observed <= limit:
+        return 0.0
+    if limit <= 0:
+        return rate.window(now_ms) / 1000
+    return (observed - limit) / limit * rate.window(now_ms) / 1000

@@ -307,6 +307,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             # protected beside others only (ConnectionQuotas.protectedListener)
             self.inter_broker_listener if len(cfg.listeners) > 1 else "",
             window_ms, cfg["quota.window.num"],
+            *({listener.listener_name: value for listener in cfg.listeners
+               if (value := cfg.listener_value(listener.listener_name, key)) is not None}
+              for key in ("max.connections", "max.connection.creation.rate")),
         )  # fmt: skip
         self.controller_security = cfg.client_security(cfg.listener_config.controller_listener)
         for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name

@@ -210,10 +210,12 @@ def _admits_one_more(broker) -> bool:
         return served(sock, 5.0)
 
 
-def test_max_connections_holds_new_connections_until_one_closes(broker_factory) -> None:
-    """At max.connections the broker stops accepting: a new connection waits unserved
-    (Kafka's acceptor waits for a slot) and is served the moment another one closes."""
-    broker = broker_factory(**{"max.connections": "2"})
+@pytest.mark.parametrize("key", ["max.connections", "listener.name.plaintext.max.connections"])
+def test_max_connections_holds_new_connections_until_one_closes(broker_factory, key) -> None:
+    """At max.connections (the broker's, or its listener's own) the broker stops
+    accepting: a new connection waits unserved (Kafka's acceptor waits for a slot) and is
+    served the moment another one closes."""
+    broker = broker_factory(**{key: "2"})
     held = [BrokerConnection("127.0.0.1", broker.port) for _ in range(2)]
     assert [api_versions(c) for c in held] == [0, 0]
     with socket.create_connection(("127.0.0.1", broker.port)) as waiting:
@@ -226,11 +228,14 @@ def test_max_connections_holds_new_connections_until_one_closes(broker_factory) 
     held[0].close()
 
 
-def test_max_connection_creation_rate_spaces_new_connections(broker_factory) -> None:
-    """max.connection.creation.rate=4, measured over two 1-second samples: twelve
-    connections opened at once are served over seconds (the acceptor pauses), not at
-    once; every one is served."""
-    broker = broker_factory(**{"max.connection.creation.rate": "4", "quota.window.num": "2"})
+@pytest.mark.parametrize(
+    "key", ["max.connection.creation.rate", "listener.name.plaintext.max.connection.creation.rate"]
+)
+def test_max_connection_creation_rate_spaces_new_connections(broker_factory, key) -> None:
+    """max.connection.creation.rate=4 (the broker's, or its listener's own), measured over
+    two 1-second samples: twelve connections opened at once are served over seconds (the
+    acceptor pauses), not at once; every one is served."""
+    broker = broker_factory(**{key: "4", "quota.window.num": "2"})
     start = time.monotonic()
     socks = [socket.create_connection(("127.0.0.1", broker.port)) for _ in range(12)]
     try:
