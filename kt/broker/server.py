@@ -138,6 +138,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._shutting_down = False
         self._session_lost = False
         self.store_reachable = True  # the store session is connected (SUSPENDED/LOST: not)
+        self._store_lost = asyncio.Event()  # set when the session is not connected
         self.loop: asyncio.AbstractEventLoop | None = None
         self._session_task: asyncio.Task | None = None
         # Where the leaders named by LeaderAndIsr listen for other brokers (its
@@ -393,6 +394,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         if meter is not None:  # SessionExpireListener's
             self.metrics.meter("kafka.server", "SessionExpireListener", meter).mark()
         self.store_reachable = state is SessionState.CONNECTED
+        if not self.store_reachable:  # wakes a controlled shutdown waiting on the store
+            loop.call_soon_threadsafe(self._store_lost.set)
         if state is SessionState.LOST:
             self._session_lost = True
         elif state is SessionState.CONNECTED and self._session_lost and not self._shutting_down:
@@ -557,7 +560,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                         "shutdown (no controller can move leadership without it)",
                         self.broker_id)  # fmt: skip
         elif self.halt_reason is None:
-            await self._controlled_shutdown()
+            await self._unless_the_store_goes(self._controlled_shutdown(), "controlled shutdown")
         await self._stop(clean=True)
         log.info("[KafkaServer id=%s] shut down completed", self.broker_id)
 
@@ -604,6 +607,24 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
         self._store_calls.shutdown(wait=False, cancel_futures=True)
         self._stopped.set()
+
+    async def _unless_the_store_goes(self, step: Any, what: str) -> None:
+        """Run a step of the shutdown that waits on the store, giving it up if the store's
+        session is lost meanwhile (a ZooKeeper that went away answers nothing)."""
+        self._store_lost.clear()
+        if not self.store_reachable:  # lost since the caller looked
+            self._store_lost.set()
+        task = asyncio.ensure_future(step)
+        lost = asyncio.ensure_future(self._store_lost.wait())
+        await asyncio.wait((task, lost), return_when=asyncio.FIRST_COMPLETED)
+        lost.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            log.warning("[KafkaServer id=%s] %s given up: the metadata store is unreachable",
+                        self.broker_id, what)  # fmt: skip
+        else:
+            task.result()
 
     async def _store_step(self, step: Any, what: str) -> None:
         """A step of the shutdown that needs the metadata store, given at most

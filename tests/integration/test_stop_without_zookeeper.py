@@ -62,6 +62,25 @@ def test_sigterm_ends_brokers_whose_zookeeper_was_killed(
                 broker.kill()
 
 
+def test_sigterm_ends_a_broker_whose_zookeeper_stops_answering(
+    tmp_path: Path, own_zookeeper: ZooKeeperServer
+) -> None:
+    """ZooKeeper paused (SIGSTOP: its connections stay open, nothing is answered), then
+    SIGTERM: the broker, its own controller, starts a controlled shutdown that waits on
+    the store, goes on once its session is lost, and exits."""
+    broker = new_broker(tmp_path, "kt-logs", {"zookeeper.connect": own_zookeeper.connect,
+                                               "zookeeper.session.timeout.ms": "4000"})  # fmt: skip
+    try:
+        own_zookeeper.pause()
+        assert seconds_to_exit([broker]) <= 10
+        assert broker.proc is not None and broker.proc.returncode == 0, broker.run_log()
+        assert (broker.log_dir / ".kafka_cleanshutdown").exists()
+    finally:
+        own_zookeeper.resume()
+        if broker.alive:
+            broker.kill()
+
+
 @pytest.mark.parametrize("store", ["embedded", "zookeeper"])
 def test_a_normal_start_and_stop_log_no_warning(tmp_path: Path, zookeeper: str, store: str) -> None:
     """One log line per real event: nothing at WARNING or above when all goes well."""
