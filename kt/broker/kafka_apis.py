@@ -168,13 +168,13 @@ _EXEMPT = frozenset({
 
 
 def _from_a_broker(api_key: ApiKey, request: Any) -> bool:
-    """A controller's or another broker's request, a follower's Fetch, or ApiVersions,
-    which every connection sends first (the controller's too) and which does not depend
-    on the metadata."""
+    """A controller's or another broker's request, a follower's (Fetch, ListOffsets,
+    OffsetForLeaderEpoch name a replica id), or ApiVersions, which every connection sends
+    first (the controller's too) and which does not depend on the metadata."""
     return (
         api_key in _EXEMPT
         or api_key == ApiKey.API_VERSIONS
-        or (api_key == ApiKey.FETCH and getattr(request, "replica_id", -1) >= 0)
+        or getattr(request, "replica_id", -1) >= 0
     )
 
 
