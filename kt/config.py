@@ -309,6 +309,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", None),
     ("sasl.jaas.config", "string", None, None),
     ("connections.max.reauth.ms", "long", 0, at_least(0)),
+    ("sasl.server.max.receive.size", "int", 524288, None),
     # Prometheus metrics (kt/metrics/http_server.py): http://host:port endpoints, or none.
     ("metrics.listeners", "string", "", None),
     # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).

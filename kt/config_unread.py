@@ -128,12 +128,14 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("offsets.topic.compression.codec", "int", 0, None,
      NotYet("compressed __consumer_offsets writes")),
     ("producer.id.expiration.ms", "int", 86400000, at_least(1),
-     NotYet("expiring idle producer ids (kt keeps a producer's state as long as its "
-            "log's batches)")),
+     Accepted("kt keeps a producer's state as long as its log holds the producer's "
+              "batches, and expires no idle producer id")),
     ("producer.id.expiration.check.interval.ms", "int", 600000, at_least(1),
      Accepted("kt keeps a producer's state as long as its log's batches")),
     ("transaction.partition.verification.enable", "bool", True, None,
-     NotYet("turning off transaction verification (KIP-890)")),
+     Accepted("kt's leaders do not ask the transaction coordinator before a transaction's "
+              "first write (KIP-890's verification), whatever the value; a transaction "
+              "left hanging is found with kt transactions find-hanging")),
     ("unclean.leader.election.interval.ms", "long", 300000, at_least(1), _KRAFT),
     ("broker.id.generation.enable", "bool", True, None,
      Accepted("kt needs a broker.id (or takes 0): no ids from /brokers/seqid yet")),
@@ -187,8 +189,6 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
               "every Fetch is a full one, which every client handles")),
     ("max.request.partition.size.limit", "int", 2000, at_least(1),
      Accepted("bounds DescribeTopicPartitions, which kt does not serve yet")),
-    ("sasl.server.max.receive.size", "int", 524288, None,
-     NotYet("a SASL token limit other than Kafka's 512 KiB")),
     ("telemetry.max.bytes", "int", 1048576, at_least(1),
      Accepted("bounds PushTelemetry (KIP-714), which kt does not serve")),
     # -- the JVM's TLS

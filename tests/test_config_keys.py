@@ -241,6 +241,9 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
     "ssl.truststore.location": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
     "ssl.truststore.password": ShownBy(f"{SSL_FACTORY}::test_pkcs12_stores_load"),
     "ssl.truststore.certificates": ShownBy(f"{SSL_FACTORY}::test_inline_pem_stores"),
+    "sasl.server.max.receive.size": ShownBy(
+        f"{SASL}::test_a_frame_before_authentication_is_bounded"
+    ),
     "connection.failed.authentication.delay.ms": ShownBy(
         f"{SASL}::test_a_failed_authentication_is_answered_after_the_delay"
     ),

@@ -126,6 +126,10 @@ class SocketServer:
     # is answered and closed this long after the failure (Kafka's delayed close), so that a
     # client with wrong credentials cannot make the broker spin.
     failed_authentication_delay_ms: int = 0
+    # sasl.server.max.receive.size: the largest frame a SASL listener reads before the
+    # connection is authenticated (SaslServerAuthenticator's bound), against a client
+    # that is nobody yet making the broker buffer socket.request.max.bytes.
+    sasl_max_receive_bytes: int = 524288
     request_metrics: RequestMetrics | None = None  # when metrics.listeners serves them
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
@@ -216,8 +220,11 @@ class SocketServer:
         self._next_id += 1
         ctx = RequestContext(self._next_id, ip, int(peer[1]), self.listener_name,
                              self.security_protocol)  # fmt: skip
+        first_frames = self.max_request_bytes  # before authentication, on a SASL listener:
+        if self.authenticator is not None:
+            first_frames = min(self.sasl_max_receive_bytes, self.max_request_bytes)
         try:
-            channel = KafkaChannel(loop, sock, self.max_request_bytes, self.memory_pool,
+            channel = KafkaChannel(loop, sock, first_frames, self.memory_pool,
                                    self.tls)  # fmt: skip
         except OSError as e:  # the peer went before TLS could start
             log.info("connection from %s:%s closed: %s", ctx.client_host, ctx.client_port, e)
@@ -285,6 +292,7 @@ class SocketServer:
             return False
         if auth.complete:
             ctx.principal = auth.principal
+            channel.frames_up_to(self.max_request_bytes)
         if parts and (sent := channel.send(parts)) is not None:
             await sent
         channel.busy = False
@@ -413,6 +421,11 @@ class KafkaChannel:
         self.last_active = time.monotonic()  # the last bytes in or out
         self.busy = False  # a request is being handled
         loop.add_reader(self._fd, self._on_readable)
+
+    def frames_up_to(self, max_bytes: int) -> None:
+        """Read frames of up to `max_bytes` from now on (authenticated: the listener's
+        socket.request.max.bytes)."""
+        self._frames.max_bytes = max_bytes
 
     # -- TLS --------------------------------------------------------------------------
 

@@ -331,6 +331,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                 connection_quota=self.connection_quotas.record,
                 limits=connection_limits,
                 failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
+                sasl_max_receive_bytes=cfg["sasl.server.max.receive.size"],
                 request_metrics=request_metrics,
             )
             try:

@@ -27,6 +27,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from kt.protocol import ApiKey, decode_response, encode_request
 from kt.protocol import messages as m
+from kt.storage.record_batch import Record, build_batch
 from kt.testing.certificates import PASSWORD, issue, make_ca, write_party
 from tests.integration.conftest import kt_command, kt_ok
 from tests.integration.read_to_end import read_to_end
@@ -212,6 +213,42 @@ def test_a_failed_authentication_is_answered_after_the_delay(broker_factory) -> 
     port = int(sasl.rsplit(":", 1)[1])
     assert seconds_to_refuse_a_failed_authentication(port) >= 1.4
     assert delivered(client(sasl, "PLAIN", "alice", "alice-secret"), 5) == 5
+
+
+@pytest.mark.parametrize(("limit", "answered"), [(None, False), ("600000", True)])
+def test_a_frame_before_authentication_is_bounded(broker_factory, limit, answered) -> None:
+    """sasl.server.max.receive.size (Kafka's 512 KiB by default): a SASL listener reads no
+    larger frame before the connection is authenticated, and closes the connection."""
+    extra = {"sasl.server.max.receive.size": limit} if limit else {}
+    _, sasl = sasl_broker(broker_factory, **extra)
+    port = int(sasl.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        handshake = _frame(
+            sock, ApiKey.SASL_HANDSHAKE, 1, m.SaslHandshakeRequest(mechanism="PLAIN")
+        )
+        assert handshake.error_code == 0
+        big = m.SaslAuthenticateRequest(auth_bytes=b"\0alice\0" + b"x" * 550_000)  # 550 KB
+        try:
+            sock.sendall(encode_request(ApiKey.SASL_AUTHENTICATE, 1, 2, "raw", big))
+            size = sock.recv(4, socket.MSG_WAITALL)
+        except (ConnectionResetError, BrokenPipeError):  # closed with the frame unread
+            size = b""
+    if answered:  # read whole, and refused as a wrong password
+        (length,) = struct.unpack(">i", size)
+        assert length > 0
+    else:  # closed unread
+        assert size == b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:  # authenticated:
+        _frame(sock, ApiKey.SASL_HANDSHAKE, 1, m.SaslHandshakeRequest(mechanism="PLAIN"))
+        ok = _frame(sock, ApiKey.SASL_AUTHENTICATE, 1,
+                    m.SaslAuthenticateRequest(auth_bytes=b"\0alice\0alice-secret"))  # fmt: skip
+        assert ok.error_code == 0
+        records = build_batch([Record(None, 1_700_000_000_000, None, b"x" * 600_000)])
+        P = m.ProduceRequest
+        produced = _frame(sock, ApiKey.PRODUCE, 7, P(acks=1, timeout_ms=5000, topic_data=[
+            P.TopicProduceData(name="nowhere", partition_data=[
+                P.PartitionProduceData(index=0, records=records)])]))  # fmt: skip
+        assert produced.responses[0].partition_responses[0].error_code != 0  # read, answered
 
 
 def test_scram_sha_512_over_sasl_ssl(broker_factory, tmp_path) -> None:
