@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
-import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -31,8 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.server import KafkaServer
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
-from kt.config_unread import KAFKA_4_KEYS, UNREAD, Accepted, NotYet, unread_key
-from kt.errors import InvalidConfigError
+from kt.config_unread import KAFKA_4_KEYS, UNREAD
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.testing import KtCluster
@@ -530,8 +528,9 @@ def test_a_named_test_shows_the_key(key: str, entry: ShownBy) -> None:
 # Modules that name keys without acting on them: the config table, DescribeConfigs, the
 # reference broker's settings, and `kt reassign`, which sets and clears throttle keys on
 # the brokers as Kafka's tool does.
-NAMING_ONLY = {"kt/config.py", "kt/config_unread.py", "kt/broker/handlers/configs.py",
-               "kt/reference_kafka.py", "kt/tools/reassign.py"}  # fmt: skip
+NAMING_ONLY = {"kt/config.py", "kt/log_config.py", "kt/config_unread.py",
+               "kt/broker/handlers/configs.py", "kt/reference_kafka.py",
+               "kt/tools/reassign.py"}  # fmt: skip
 
 
 def _kt_sources() -> str:
@@ -540,50 +539,6 @@ def _kt_sources() -> str:
         for p in (ROOT / "kt").rglob("*.py")
         if str(p.relative_to(ROOT)) not in NAMING_ONLY
     )
-
-
-ACCEPTED = sorted(k for k, what in UNREAD.items() if isinstance(what, Accepted))
-NOT_YET = sorted(k for k, what in UNREAD.items() if isinstance(what, NotYet))
-
-
-@pytest.mark.parametrize("key", ACCEPTED)
-def test_a_key_without_effect_is_read_nowhere(key: str) -> None:
-    assert UNREAD[key].reason
-    assert f'"{key}"' not in _kt_sources(), f"{key} is read: say what it does"
-
-
-def _another_value(key: str) -> str:
-    """A value of the key's type other than Kafka's default, which Kafka would take."""
-    kind, default = BROKER_KEYS.get(key) or unread_key(key)  # type: ignore[misc]
-    if kind == "bool":
-        return "false" if default else "true"
-    if kind == "double":
-        return str(default / 2)
-    if kind in ("int", "long", "short"):
-        return str(int(default) + 1 if default is not None else 1)
-    if key == "group.coordinator.rebalance.protocols":
-        return "classic,consumer"
-    return "org.example.Other"
-
-
-@pytest.mark.parametrize("key", NOT_YET)
-def test_a_key_kt_cannot_honour_is_refused_unless_at_its_default(key: str) -> None:
-    kind, default = BROKER_KEYS.get(key) or unread_key(key)  # type: ignore[misc]
-    if default is not None:
-        KafkaConfig({key: _kafka_text(default)})  # Kafka's default is always taken
-    value = _another_value(key)
-    with pytest.raises(InvalidConfigError) as refused:
-        KafkaConfig({key: value})
-    assert str(refused.value).startswith(f"{key}={value}: kt does not support ")
-
-
-def _kafka_text(value: object) -> str:
-    """A default as Kafka's ConfigDef prints it (Java's Boolean and Double toString)."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return repr(value).replace("e+", "E")
-    return str(value)
 
 
 @pytest.mark.slow
@@ -618,37 +573,3 @@ def test_controlled_shutdown_keys(
         assert len(attempts) == 2
         assert 0.3 <= attempts[1] - attempts[0] < 5.0
         assert "all the controlled shutdown attempts failed" in caplog.text
-
-
-def test_the_docs_table_of_unread_keys_is_generated_from_the_code() -> None:
-    from kt.config_unread import render_markdown
-
-    assert (ROOT / "docs" / "config-keys.md").read_text() == render_markdown(), (
-        "docs/config-keys.md is out of date: run python scripts/gen_config_docs.py"
-    )
-
-
-def _refused_keys_in_code() -> set[str]:
-    """Every key whose value kt may refuse because it cannot do what it asks."""
-    from kt.unsupported import BROKER_NOT_YET, CLIENT_NOT_YET, SPARK_NOT_YET
-
-    tables = (BROKER_NOT_YET, CLIENT_NOT_YET, SPARK_NOT_YET)
-    keys = {entry.key for table in tables for entry in table} | set(NOT_YET)
-    for path in ("kt/security/ssl_factory.py", "kt/security/sasl.py",
-                 "kt/security/sasl_client.py"):  # fmt: skip
-        keys |= set(re.findall(r'f"([a-z.]+)=\{[^}]*\}: kt does not',
-                               (ROOT / path).read_text()))  # fmt: skip
-    return keys
-
-
-def test_what_kt_refuses_says_what_the_code_refuses() -> None:
-    """design.md's "What kt refuses" names only keys the code refuses, and the code refuses
-    no key that it or docs/config-keys.md leaves out."""
-    design = (ROOT / "docs" / "design.md").read_text()
-    section = design.split("## What kt refuses\n", 1)[1].split("\n## ", 1)[0]
-    named = set(re.findall(r"`([a-z]+(?:\.[a-z]+)+)`", section)) - {"docs/config-keys.md"}
-    refused_table = (ROOT / "docs" / "config-keys.md").read_text().split("## Accepted", 1)[0]
-    documented = set(re.findall(r"\| `([a-z.A-Z]+)`(?: \(4\.x\))? \|", refused_table))
-    refused = _refused_keys_in_code()
-    assert sorted(named - refused) == []  # said refused, yet the code takes it
-    assert sorted(refused - named - documented) == []  # refused, yet the docs are silent
