@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kt.cached_file import cached_file
+
 LOG4J2_ERRORS = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
@@ -48,10 +50,7 @@ SOCKET_GONE = re.compile(r"(BrokenPipeError|ConnectionResetError)\b")
 def quiet_java_options() -> str:
     """The driver JVM's option that points log4j2 at our ERROR-level configuration."""
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kt"
-    path = cache / "spark-log4j2-errors.properties"
-    if not path.exists() or path.read_text() != LOG4J2_ERRORS:
-        cache.mkdir(parents=True, exist_ok=True)
-        path.write_text(LOG4J2_ERRORS)
+    path = cached_file(cache / "spark-log4j2-errors.properties", LOG4J2_ERRORS)
     return f"-Dlog4j2.configurationFile=file:{path}"
 
 
