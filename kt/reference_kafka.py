@@ -29,6 +29,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from kt.cached_file import cached_file
 from kt.metadata.znodes import random_uuid, uuid_to_str
 
 KAFKA_VERSION = "3.9.1"  # interop/pom.xml's kafka.version
@@ -54,7 +55,8 @@ TOOL_CLASSES = {
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 
-# kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS; heaps as small as the tests allow.
+# kafka-run-class.sh's default KAFKA_JVM_PERFORMANCE_OPTS (jvm_options() takes that
+# variable from the environment as the script does); heaps as small as the tests allow.
 JVM_OPTIONS = [
     "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
     "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
@@ -99,6 +101,12 @@ def spark_kafka_jars() -> list[Path]:
     return sorted((kafka_home() / "spark-kafka").glob("*.jar"))
 
 
+def jvm_options() -> list[str]:
+    """$KAFKA_JVM_PERFORMANCE_OPTS when set, else kafka-run-class.sh's default."""
+    value = os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "")
+    return value.split() if value.strip() else JVM_OPTIONS
+
+
 def java_command(
     main_class: str, heap: list[str], log4j: Path, extra: Sequence[str] = ()
 ) -> list[str]:
@@ -106,7 +114,7 @@ def java_command(
     if reason is not None:
         raise KafkaUnavailableError(reason)
     return [
-        "java", *heap, *JVM_OPTIONS, *extra, f"-Dlog4j.configuration=file:{log4j}",
+        "java", *heap, *jvm_options(), *extra, f"-Dlog4j.configuration=file:{log4j}",
         "-cp", str(kafka_home() / "libs" / "*"), main_class,
     ]  # fmt: skip
 
@@ -118,10 +126,7 @@ def jmx_exporter_agent() -> Path | None:
 
 
 def _tool_log4j() -> Path:
-    path = kafka_home() / "tools-log4j.properties"
-    if not path.exists() or path.read_text() != _TOOL_LOG4J:
-        path.write_text(_TOOL_LOG4J)
-    return path
+    return cached_file(kafka_home() / "tools-log4j.properties", _TOOL_LOG4J)
 
 
 def tool_command(tool: str, *args: str) -> list[str]:

@@ -19,3 +19,18 @@ def test_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) ->
     draws = iter([dashed, plain])
     monkeypatch.setattr(znodes.uuid, "uuid4", lambda: next(draws))
     assert reference_kafka._kafka_uuid() == znodes.uuid_to_str(plain)
+
+
+def test_kafka_jvm_performance_opts_replace_the_scripts_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as kafka-run-class.sh: the variable, when set, instead of its default options
+    monkeypatch.setattr(reference_kafka, "unavailable_reason", lambda: None)
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", " -XX:+UseSerialGC  -Dx=1 ")
+    command = reference_kafka.java_command("Main", ["-Xmx1m"], reference_kafka.Path("l4j"))
+    assert command[:4] == ["java", "-Xmx1m", "-XX:+UseSerialGC", "-Dx=1"]
+    assert "-XX:+UseG1GC" not in command
+    monkeypatch.setenv("KAFKA_JVM_PERFORMANCE_OPTS", " ")
+    assert reference_kafka.jvm_options() == reference_kafka.JVM_OPTIONS
+    monkeypatch.delenv("KAFKA_JVM_PERFORMANCE_OPTS")
+    assert reference_kafka.jvm_options()[:2] == ["-server", "-XX:+UseG1GC"]
