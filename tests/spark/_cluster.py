@@ -75,7 +75,7 @@ class SparkStandalone:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json", timeout=5) as r:
                 state = json.load(r)
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or a page cut short while it starts
             return 0
         return int(state.get("aliveworkers", 0))
 
