@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kt.broker.inter_broker_protocol import InterBrokerProtocol
 from kt.config_def import (
     PARSERS,
     Validator,
@@ -25,6 +24,7 @@ from kt.config_def import (
 from kt.config_unread import UNREAD, UNREAD_KEYS, refuse_unread
 from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
 from kt.errors import InvalidConfigError
+from kt.inter_broker_protocol import InterBrokerProtocol
 from kt.log_config import (  # noqa: F401 (re-exported: kt.config is where callers look)
     CLEANUP_POLICIES,
     CODEC_IDS,

@@ -332,6 +332,14 @@ BY_CODE: dict[int, ErrorCode] = {
 }
 BY_NAME: dict[str, ErrorCode] = {e.name: e for e in BY_CODE.values()}
 
+# The codes that modules answer with by name.
+TOPIC_AUTHORIZATION_FAILED = BY_NAME["TOPIC_AUTHORIZATION_FAILED"].code
+GROUP_AUTHORIZATION_FAILED = BY_NAME["GROUP_AUTHORIZATION_FAILED"].code
+CLUSTER_AUTHORIZATION_FAILED = BY_NAME["CLUSTER_AUTHORIZATION_FAILED"].code
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = BY_NAME["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"].code
+INVALID_REQUEST = BY_NAME["INVALID_REQUEST"].code
+SECURITY_DISABLED = BY_NAME["SECURITY_DISABLED"].code
+
 
 def error_for(code: int) -> ErrorCode:
     """The table entry for `code`; unknown codes map to UNKNOWN_SERVER_ERROR's shape."""

@@ -8,11 +8,12 @@ broker writes; CreateAcls and DeleteAcls change the znodes with conditional writ
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
 
-from kt.metadata.store import BadVersionError, MetadataStoreError, NodeExistsError, NoNodeError
+from kt.broker.change_notifications import ChangeNotificationListener
+from kt.metadata.store import BadVersionError, NodeExistsError, NoNodeError
 from kt.security import acls as a
 
 if TYPE_CHECKING:
@@ -33,9 +34,14 @@ class AclAuthorizer:
         self.super_users = super_users
         self.allow_if_none = allow_if_none
         self.acls: dict[a.ResourcePattern, set[a.AccessControlEntry]] = {}
-        self._last_seen = {a.LITERAL_CHANGES: -1, a.EXTENDED_CHANGES: -1}
-        self._reading = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._notifications = [
+            ChangeNotificationListener(
+                directory, a.CHANGE_PREFIX, lambda: server.zk.session, server.store_call,
+                lambda: server.store_calls_open, functools.partial(self._read_change, directory),
+                self._apply,
+            )
+            for directory in (a.LITERAL_CHANGES, a.EXTENDED_CHANGES)
+        ]  # fmt: skip
 
     # -- decisions ------------------------------------------------------------------------
 
@@ -76,16 +82,16 @@ class AclAuthorizer:
     # -- loading and change notifications ---------------------------------------------
 
     async def startup(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self.acls = await self.server.store_call(self._load_all)
+        self.acls = await self.server.store_call(self._load_all, asyncio.get_running_loop())
 
-    def _load_all(self) -> dict[a.ResourcePattern, set[a.AccessControlEntry]]:
+    def _load_all(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> dict[a.ResourcePattern, set[a.AccessControlEntry]]:
         session = self.server.zk.session
         for path in (a.LITERAL_ROOT, a.EXTENDED_ROOT, a.LITERAL_CHANGES, a.EXTENDED_CHANGES):
             session.ensure_path(path)
-        for directory in self._last_seen:  # what is already there is in what we read
-            children = session.get_children(directory, self._on_watch(directory))
-            self._last_seen[directory] = max((_sequence(c) for c in children), default=-1)
+        for notifications in self._notifications:  # what is already there is in what we read
+            notifications.begin(loop)
         found = {}
         roots = [(a.LITERAL_ROOT, a.LITERAL), (f"{a.EXTENDED_ROOT}/prefixed", a.PREFIXED)]
         for root, pattern_type in roots:
@@ -110,47 +116,15 @@ class AclAuthorizer:
             return set(), -1
         return a.decode_acls(data), stat.version
 
-    def _on_watch(self, directory: str) -> Any:
-        def fire(_event: Any) -> None:
-            if self._loop is not None and not self._loop.is_closed():
-                self._loop.call_soon_threadsafe(self._process_soon, directory)
+    def _read_change(
+        self, directory: str, data: bytes
+    ) -> tuple[a.ResourcePattern, set[a.AccessControlEntry]]:
+        """The pattern a notification names, with its entries as they are now."""
+        pattern = a.decode_change(directory, data)
+        return pattern, self._read(pattern)[0]
 
-        return fire
-
-    def _process_soon(self, directory: str) -> None:
-        if not self.server.store_calls_open:
-            return
-        future = asyncio.ensure_future(self.server.store_call(self._read_changes, directory))
-        future.add_done_callback(self._apply)
-
-    def _read_changes(self, directory: str) -> dict[a.ResourcePattern, set]:
-        """The patterns named by notifications newer than the last seen, as they are now."""
-        changed = {}
-        with self._reading:
-            session = self.server.zk.session
-            try:
-                children = session.get_children(directory, self._on_watch(directory))
-            except MetadataStoreError:
-                return {}
-            for child in sorted(children, key=_sequence):
-                if _sequence(child) <= self._last_seen[directory]:
-                    continue
-                self._last_seen[directory] = _sequence(child)
-                try:
-                    data, _ = session.get(f"{directory}/{child}")
-                    pattern = a.decode_change(directory, data)
-                except NoNodeError:
-                    continue
-                except (ValueError, KeyError) as e:
-                    log.warning("Ignoring the ACL change notification %s: %s", child, e)
-                    continue
-                changed[pattern] = self._read(pattern)[0]
-        return changed
-
-    def _apply(self, future: asyncio.Future) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return
-        for pattern, entries in future.result().items():
+    def _apply(self, changes: list[tuple[a.ResourcePattern, set[a.AccessControlEntry]]]) -> None:
+        for pattern, entries in changes:
             self._set(pattern, entries)
 
     def _set(self, pattern: a.ResourcePattern, entries: set[a.AccessControlEntry]) -> None:
@@ -202,10 +176,3 @@ class AclAuthorizer:
             session.create(f"{directory}/{a.CHANGE_PREFIX}", data, sequential=True,
                            make_parents=True)  # fmt: skip
             return new
-
-
-def _sequence(child: str) -> int:
-    try:
-        return int(child.rsplit("_", 1)[-1])
-    except ValueError:
-        return -1

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.change_notifications import ChangeNotificationListener
 from kt.metadata import znodes as z
-from kt.metadata.store import MetadataStoreError, NoNodeError
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
@@ -29,54 +28,25 @@ class DynamicConfigManager:
 
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
-        self.last_seen = -1
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._reading = threading.Lock()  # one reader at a time: notifications stay in order
+        self.notifications: ChangeNotificationListener[tuple[str, Any]] = (
+            ChangeNotificationListener(
+                z.CONFIG_CHANGES, z.CONFIG_CHANGE_PREFIX, lambda: server.zk.session,
+                server.store_call, lambda: server.store_calls_open, self._read_change,
+                self._apply_all,
+            )
+        )  # fmt: skip
 
     async def startup(self) -> None:
-        self._loop = asyncio.get_running_loop()
         # Notifications written before start-up are already reflected in what we read.
-        children = await self.server.store_call(self._children)
-        if children:
-            self.last_seen = max(_sequence(c) for c in children)
-
-    def _children(self) -> list[str]:
-        return self.server.zk.session.get_children(z.CONFIG_CHANGES, self._on_watch)
-
-    def _on_watch(self, _event: Any) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(self.process_soon)
+        await self.server.store_call(self.notifications.begin, asyncio.get_running_loop())
 
     def process_soon(self) -> None:
         """Read the new notifications (on a store thread), then apply them (here)."""
-        if not self.server.store_calls_open:
-            return
-        future = asyncio.ensure_future(self.server.store_call(self._read_changes))
-        future.add_done_callback(self._apply_read)
+        self.notifications.process_soon()
 
-    def _read_changes(self) -> list[tuple[str, Any]]:
-        """The entities named by notifications newer than the last seen, each with what
-        it now holds (watching the directory again)."""
-        changes = []
-        with self._reading:
-            try:
-                children = self._children()
-            except MetadataStoreError:  # the session closed during shutdown, or expired
-                return []
-            for child in sorted(children, key=_sequence):
-                sequence = _sequence(child)
-                if sequence <= self.last_seen:
-                    continue
-                self.last_seen = sequence
-                try:
-                    data, _ = self.server.zk.session.get(f"{z.CONFIG_CHANGES}/{child}")
-                    entity = z.decode_config_change(data)
-                    changes.append((entity, self._read_entity(entity)))
-                except NoNodeError:
-                    continue
-                except Exception:
-                    log.exception("cannot read config change %s", child)
-        return changes
+    def _read_change(self, data: bytes) -> tuple[str, Any]:
+        entity = z.decode_config_change(data)
+        return entity, self._read_entity(entity)
 
     def _read_entity(self, entity_path: str) -> Any:
         entity_type, _, name = entity_path.partition("/")
@@ -86,10 +56,8 @@ class DynamicConfigManager:
             return self.server.read_dynamic_broker_config()
         return None
 
-    def _apply_read(self, future: asyncio.Future) -> None:
-        if future.cancelled() or future.exception() is not None:
-            return  # the broker is stopping
-        for entity_path, value in future.result():
+    def _apply_all(self, changes: list[tuple[str, Any]]) -> None:
+        for entity_path, value in changes:
             self.apply(entity_path, value)
 
     def apply(self, entity_path: str, value: Any) -> None:
@@ -105,7 +73,3 @@ class DynamicConfigManager:
         elif value is not None:
             self.server.apply_dynamic_broker_config(*value)
             log.info("applied new dynamic config of broker %s", name)
-
-
-def _sequence(name: str) -> int:
-    return z.sequence_number(name, z.CONFIG_CHANGE_PREFIX)

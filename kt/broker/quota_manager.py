@@ -111,7 +111,7 @@ class ClientQuotaManager:
 
 def quotas_from_store(zk: object, kind: str) -> dict[tuple[str | None, str | None], float]:
     """Every entity's `kind` quota in the store (read on a store thread)."""
-    from kt.broker.handlers.quotas import desanitize
+    from kt.metadata.znodes import desanitize
 
     found: dict[tuple[str | None, str | None], float] = {}
 
@@ -176,7 +176,7 @@ class ConnectionQuotas:
 
 def ip_quotas_from_store(zk: object) -> dict[str, float]:
     """Every IP's connection_creation_rate in the store (read on a store thread)."""
-    from kt.broker.handlers.quotas import desanitize
+    from kt.metadata.znodes import desanitize
 
     found = {}
     for ip in zk.entity_names("ips"):  # type: ignore[attr-defined]

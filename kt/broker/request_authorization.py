@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from kt.errors import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.security import acls as a
-
-CLUSTER_AUTHORIZATION_FAILED = 31
-TOPIC_AUTHORIZATION_FAILED = 29
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 # API -> the operation it needs on the cluster (KafkaApis).
 CLUSTER_OPERATIONS = {

@@ -32,6 +32,10 @@ from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
+from kt.broker.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
+from kt.broker.metrics.kafka_exporter import KafkaExporterSeries
+from kt.broker.metrics.kafka_exporter import rows as kafka_exporter_rows
+from kt.broker.metrics.metrics_servers import start_metrics_servers
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.quota_manager import FETCH, PRODUCE, REQUEST, ClientQuotaManager, ConnectionQuotas
@@ -43,12 +47,8 @@ from kt.config import KafkaConfig, LogConfig
 from kt.errors import InvalidConfigError, KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
-from kt.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
 from kt.metrics.broker_topic_stats import BrokerTopicStats
 from kt.metrics.http_server import MetricsHttpServer
-from kt.metrics.kafka_exporter import KafkaExporterSeries
-from kt.metrics.kafka_exporter import rows as kafka_exporter_rows
-from kt.metrics.metrics_servers import start_metrics_servers
 from kt.metrics.registry import MetricsRegistry
 from kt.protocol import ApiKey
 from kt.storage.log import wall_clock_ms

@@ -61,7 +61,7 @@ class ServerSecurity:
 
     async def scram_credential(self, user: str, mechanism: str) -> Any:
         """A user's SCRAM credential for `mechanism` from `/config/users/<user>`, or None."""
-        from kt.broker.handlers.quotas import sanitize
+        from kt.metadata.znodes import sanitize
         from kt.security.scram import ScramCredential
 
         config = await self.store_call(self.zk.get_entity_config, "users", sanitize(user))

@@ -44,6 +44,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, unquote
 
 from kt.metadata.jvm_order import (
     java_properties_order,
@@ -79,6 +80,17 @@ CONSUMERS = "/consumers"
 # ConfigType.ALL, in Kafka's order; "<default>" names the cluster-wide default entity.
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 DEFAULT_ENTITY = "<default>"
+
+
+def sanitize(name: str | None) -> str:
+    """An entity's name in its znode's (Sanitizer.sanitize: URL-encoded), None being the
+    default entity."""
+    return DEFAULT_ENTITY if name is None else quote(name, safe="")
+
+
+def desanitize(name: str) -> str | None:
+    return None if name == DEFAULT_ENTITY else unquote(name)
+
 
 # ZkData.PersistentZkPaths: created (with parents) by every broker at start-up.
 PERSISTENT_PATHS = (

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from kt.broker.controller_channel import _RequestSender
-from kt.broker.inter_broker_protocol import InterBrokerProtocol
+from kt.inter_broker_protocol import InterBrokerProtocol
 from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import ApiKey, decode_request, encode_response
 from kt.protocol import messages as m

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kt.broker.inter_broker_protocol import InterBrokerProtocol, resolve
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig
 from kt.errors import InvalidConfigError
+from kt.inter_broker_protocol import InterBrokerProtocol, resolve
 from kt.protocol import ApiKey
 
 L, U, S, F, LO = (ApiKey.LEADER_AND_ISR, ApiKey.UPDATE_METADATA, ApiKey.STOP_REPLICA,

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kt.errors import KafkaError
+from kt.errors import CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST, SECURITY_DISABLED, KafkaError
 from kt.protocol import messages as m
 from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
-SECURITY_DISABLED = 54
-CLUSTER_AUTHORIZATION_FAILED = 31
-INVALID_REQUEST = 42
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 

@@ -1,5 +1,6 @@
 """What the handlers ask of the authorizer (KafkaApis' authHelper): every check passes
-when no authorizer is configured. The operations and error codes are Kafka's, per API."""
+when no authorizer is configured. The operations are Kafka's, per API; the codes of the
+refusals are kt/errors.py's."""
 
 from __future__ import annotations
 
@@ -9,11 +10,6 @@ from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
-
-TOPIC_AUTHORIZATION_FAILED = 29
-GROUP_AUTHORIZATION_FAILED = 30
-CLUSTER_AUTHORIZATION_FAILED = 31
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
 def allowed(server: KafkaServer, ctx: Any, operation: int, resource_type: int, name: str) -> bool:

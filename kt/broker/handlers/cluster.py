@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin_manager import INTERNAL_TOPICS, NewTopic
 from kt.broker.handlers import authz
-from kt.errors import KafkaError
+from kt.errors import TOPIC_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
 from kt.security import acls as a
 from kt.storage.names import validate_topic_name
@@ -52,7 +52,7 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
         refused_creation = explicit and allow_create and not create and not cache.contains(name)
         if name not in described or refused_creation:
             topics.append(m.MetadataResponse.MetadataResponseTopic(
-                error_code=authz.TOPIC_AUTHORIZATION_FAILED, name=name,
+                error_code=TOPIC_AUTHORIZATION_FAILED, name=name,
                 is_internal=name in INTERNAL_TOPICS, partitions=[],
             ))  # fmt: skip
             continue

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kt.broker.handlers import authz
 from kt.broker.partition import TopicPartition
 from kt.broker.replica_manager import READ_COMMITTED, FetchRequestPartition, FetchResult
-from kt.errors import KafkaError
+from kt.errors import TOPIC_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
 from kt.security import acls as a
 
@@ -77,7 +77,7 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
     stats = server.topic_stats
     for tp, result in results.items():
         stats.fetched(tp.topic, result.error_code, result.size, replica_id >= 0)
-    denied = FetchResult(authz.TOPIC_AUTHORIZATION_FAILED)
+    denied = FetchResult(TOPIC_AUTHORIZATION_FAILED)
     unknown_id = FetchResult(UNKNOWN_TOPIC_ID)
     topics = []
     for i, topic in enumerate(request.topics):
@@ -153,7 +153,7 @@ async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any)
         partitions = [
             _list_offset(server, header.api_version, request, topic.name, p)
             if topic.name in described else Response(partition_index=p.partition_index,
-                                                     error_code=authz.TOPIC_AUTHORIZATION_FAILED)
+                                                     error_code=TOPIC_AUTHORIZATION_FAILED)
             for p in topic.partitions
         ]  # fmt: skip
         topics.append(

@@ -21,7 +21,7 @@ from kt.broker.group.group_metadata_manager import (
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.handlers import authz
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
-from kt.errors import KafkaError
+from kt.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
 from kt.security import acls as a
 
@@ -133,7 +133,7 @@ def _create_internal_topic(server: KafkaServer, topic: str) -> None:
 
 async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(server, ctx, a.READ, request.group_id):
-        return m.JoinGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, generation_id=-1,
+        return m.JoinGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, generation_id=-1,
                                    member_id=request.member_id, members=[])  # fmt: skip
     version = header.api_version
     session_timeout = request.session_timeout_ms
@@ -171,7 +171,7 @@ async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
 
 async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(server, ctx, a.READ, request.group_id):
-        return m.SyncGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, assignment=b"")
+        return m.SyncGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, assignment=b"")
     version = header.api_version
     result = await server.group_coordinator.sync_group(
         request.group_id,
@@ -193,7 +193,7 @@ async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
 
 async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(server, ctx, a.READ, request.group_id):
-        return m.HeartbeatResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED)
+        return m.HeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)
     error = server.group_coordinator.heartbeat(
         request.group_id,
         request.member_id,
@@ -205,7 +205,7 @@ async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) ->
 
 async def leave_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(server, ctx, a.READ, request.group_id):
-        return m.LeaveGroupResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, members=[])
+        return m.LeaveGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, members=[])
     version = header.api_version
     if version >= 3:
         leaving = [(x.member_id, x.group_instance_id) for x in request.members]
@@ -341,7 +341,7 @@ def _fetched_topics(
     for topic, partition in result.denied:
         by_topic.setdefault(topic, []).append(Partition(
             partition_index=partition, committed_offset=-1, committed_leader_epoch=-1,
-            metadata="", error_code=authz.TOPIC_AUTHORIZATION_FAILED,
+            metadata="", error_code=TOPIC_AUTHORIZATION_FAILED,
         ))  # fmt: skip
     for (topic, partition), o in result.offsets.items():
         if (topic, partition) in result.unstable:
@@ -362,7 +362,7 @@ def _fetched_topics(
 
 async def offset_delete(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(server, ctx, a.DELETE, request.group_id):
-        return m.OffsetDeleteResponse(error_code=authz.GROUP_AUTHORIZATION_FAILED, topics=[])
+        return m.OffsetDeleteResponse(error_code=GROUP_AUTHORIZATION_FAILED, topics=[])
     cache = server.metadata_cache
     results: dict[tuple[str, int], str] = {}
     partitions = []
@@ -400,7 +400,7 @@ async def describe_groups(server: KafkaServer, header: Any, request: Any, ctx: A
     for group_id in request.groups:
         if not authz.group_allowed(server, ctx, a.DESCRIBE, group_id):
             groups.append(R.DescribedGroup(
-                error_code=authz.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                error_code=GROUP_AUTHORIZATION_FAILED, group_id=group_id,
                 group_state="", protocol_type="", protocol_data="", members=[],
             ))  # fmt: skip
             continue

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kt.broker.handlers import authz
 from kt.broker.partition import TopicPartition
 from kt.broker.replica_manager import ProduceResult
-from kt.errors import KafkaError
+from kt.errors import TOPIC_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
 from kt.security import acls as a
 from kt.storage.batch_header import ATTRIBUTES_OFFSET, CODEC_MASK, MAGIC_OFFSET, iter_headers
@@ -30,7 +30,7 @@ async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
     txn_id = getattr(request, "transactional_id", None)
     if txn_id is not None and not authz.allowed(server, ctx, a.WRITE, a.TRANSACTIONAL_ID, txn_id):
         denied = {TopicPartition(t.name, p.index): ProduceResult(
-            authz.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
             for t in request.topic_data for p in t.partition_data}  # fmt: skip
         return _response(request, denied) if acks != 0 else None
     writable = authz.topics_allowed(server, ctx, a.WRITE, (t.name for t in request.topic_data))
@@ -38,7 +38,7 @@ async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
         for part in topic.partition_data:
             tp = TopicPartition(topic.name, part.index)
             if topic.name not in writable:
-                results[tp] = ProduceResult(authz.TOPIC_AUTHORIZATION_FAILED)
+                results[tp] = ProduceResult(TOPIC_AUTHORIZATION_FAILED)
                 continue
             error = _precheck(server, header.api_version, tp, part.records)
             if error is not None:

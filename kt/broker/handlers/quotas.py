@@ -13,17 +13,16 @@ import ipaddress
 import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
 
 from kt.errors import KafkaError
 from kt.metadata.jvm_order import java_hash_order
+from kt.metadata.znodes import desanitize, sanitize
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
-DEFAULT_ENTITY = "<default>"
 EXACT, DEFAULT, ANY = 0, 1, 2  # DescribeClientQuotasRequest's match types
 # The quota keys (DynamicConfig.User/Client/Ip) and their types: "long" and "int" values
 # must be whole numbers, and are stored without a fraction.
@@ -36,15 +35,6 @@ USER_CLIENT_KEYS = {
 IP_KEYS = {"connection_creation_rate": "int"}
 
 Entity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None = default), ...)
-
-
-def sanitize(name: str | None) -> str:
-    """Sanitizer.sanitize, with None as the default entity."""
-    return DEFAULT_ENTITY if name is None else quote(name, safe="")
-
-
-def desanitize(name: str) -> str | None:
-    return None if name == DEFAULT_ENTITY else unquote(name)
 
 
 # -- describe -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.handlers.quotas import desanitize, sanitize
+from kt.metadata.znodes import desanitize, sanitize
 from kt.protocol import messages as m
 from kt.security.scram import BY_ID, MAX_ITERATIONS, ScramCredential
 

@@ -3,7 +3,7 @@ kafka_topic_partition_current_offset, ...), under its names and labels, served b
 brokers that own what they describe, so that summing them over the brokers gives the
 one exporter's values, each series once:
 
-- a partition's (kafka_topic_partition_*) by its leader (kt/metrics/broker_metrics.py
+- a partition's (kafka_topic_partition_*) by its leader (kt/broker/metrics/broker_metrics.py
   serves them with the partition's own gauges): current offset (the high
   watermark, what ListOffsets LATEST answers), oldest offset, replicas, in-sync
   replicas, leader, leader_is_preferred, under_replicated_partition;

@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.metrics.kafka_exporter import PARTITION_SERIES
 from kt.metrics.exposition import gauge_name, kafka_metric_name
-from kt.metrics.kafka_exporter import PARTITION_SERIES
 from kt.metrics.registry import MetricName, MetricsRegistry
 from kt.storage.log_flush_stats import LOG_FLUSH_TIMER
 

@@ -1,0 +1,110 @@
+"""The import rules of kt's layers, read from the code with `ast` (every import: at the
+top, inside functions, under TYPE_CHECKING).
+
+- Nothing below the broker imports it: kt's config, errors, metrics, storage, protocol,
+  metadata and client know no kt.broker.
+- The broker's parts do not reach into KafkaServer, and only the request layer
+  (kt/broker/kafka_apis.py and kt/broker/handlers/) imports a handler. The modules that
+  still do are listed, to be untangled (issue 39); the lists only shrink: a module that no
+  longer does must leave its list, and one not listed fails.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+KT = Path(__file__).resolve().parent.parent / "kt"
+
+BELOW_THE_BROKER = (
+    "config.py", "config_def.py", "config_unread.py", "log_config.py", "errors.py",
+    "inter_broker_protocol.py", "endpoints.py", "properties.py", "metrics", "storage",
+    "protocol", "metadata", "client",
+)  # fmt: skip
+SERVER_AND_ITS_RUNNER = ("broker/server.py", "broker/runner.py")
+REQUEST_LAYER = ("broker/kafka_apis.py", "broker/handlers/")
+
+STILL_IMPORTING_THE_SERVER = frozenset(
+    {
+        "broker/admin_manager.py",
+        "broker/authorizer.py",
+        "broker/controller_channel.py",
+        "broker/coordinators.py",
+        "broker/dynamic_config.py",
+        "broker/handlers/acls.py",
+        "broker/handlers/authz.py",
+        "broker/handlers/cluster.py",
+        "broker/handlers/configs.py",
+        "broker/handlers/controller.py",
+        "broker/handlers/elections.py",
+        "broker/handlers/fetch.py",
+        "broker/handlers/groups.py",
+        "broker/handlers/log_dirs.py",
+        "broker/handlers/produce.py",
+        "broker/handlers/quotas.py",
+        "broker/handlers/reassignments.py",
+        "broker/handlers/scram.py",
+        "broker/handlers/topics.py",
+        "broker/handlers/transactions.py",
+        "broker/kafka_apis.py",
+        "broker/metrics/broker_metrics.py",
+        "broker/metrics/kafka_exporter.py",
+        "broker/metrics/metrics_servers.py",
+    }
+)
+STILL_IMPORTING_A_HANDLER = frozenset(
+    {
+        "broker/controller_channel.py",
+        "broker/coordinators.py",
+    }
+)
+
+
+def imports(path: Path) -> set[str]:
+    """The modules `path` imports (for `from a.b import c`: a.b and a.b.c)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def modules(*under: str) -> dict[str, set[str]]:
+    """Each module of kt under these files or folders (relative to kt/) -> its imports."""
+    found = {}
+    for name in under:
+        paths = [KT / name] if name.endswith(".py") else sorted((KT / name).rglob("*.py"))
+        for path in paths:
+            if path.exists():
+                found[str(path.relative_to(KT))] = imports(path)
+    return found
+
+
+def test_nothing_below_the_broker_imports_it() -> None:
+    offenders = {
+        module: sorted(i for i in found if i == "kt.broker" or i.startswith("kt.broker."))
+        for module, found in modules(*BELOW_THE_BROKER).items()
+    }
+    assert {m: i for m, i in offenders.items() if i} == {}
+
+
+def test_only_the_server_and_its_runner_import_it() -> None:
+    importing = {
+        module for module, found in modules("broker").items()
+        if "kt.broker.server.KafkaServer" in found and module not in SERVER_AND_ITS_RUNNER
+    }  # fmt: skip
+    assert importing - STILL_IMPORTING_THE_SERVER == set(), "not listed"
+    assert STILL_IMPORTING_THE_SERVER - importing == set(), "no longer: take them off the list"
+
+
+def test_only_the_request_layer_imports_handlers() -> None:
+    importing = {
+        module for module, found in modules("").items()
+        if any(i.startswith("kt.broker.handlers") for i in found)
+        and not module.startswith(REQUEST_LAYER)
+    }  # fmt: skip
+    assert importing - STILL_IMPORTING_A_HANDLER == set(), "not listed"
+    assert STILL_IMPORTING_A_HANDLER - importing == set(), "no longer: take them off the list"
