@@ -55,7 +55,6 @@ STILL_IMPORTING_THE_SERVER = frozenset(
 STILL_IMPORTING_A_HANDLER = frozenset(
     {
         "broker/controller_channel.py",
-        "broker/coordinators.py",
     }
 )
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
-from kt.broker.handlers import transactions
+from kt.broker.transaction import marker_writer
 from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kt.broker.transaction.transaction_marker_channel import TransactionMarkerChannelManager
@@ -59,7 +59,10 @@ class TxnMarkerSender:
     async def send(self, broker_id: int, request: Any) -> Any:
         server = self.server
         if broker_id == server.broker_id:
-            return await transactions.write_txn_markers_locally(server, request)
+            return await marker_writer.write_txn_markers(
+                server.replica_manager, server.group_coordinator.manager, request,
+                server.config["request.timeout.ms"],
+            )  # fmt: skip
         connection = self.connections.get(broker_id)
         if connection is None or connection.closed:
             endpoint = server._broker_endpoint(broker_id)

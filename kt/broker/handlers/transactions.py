@@ -11,22 +11,15 @@ as Kafka answers them.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.group import group_admin
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, now_ms
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.partition import TopicPartition
+from kt.broker.transaction import marker_writer
 from kt.errors import KafkaError
 from kt.protocol import messages as m
-from kt.storage.control_records import (
-    ABORT,
-    COMMIT,
-    EndTransactionMarker,
-    build_end_txn_marker_batch,
-)
-from kt.storage.producer_state import ORIGIN_COORDINATOR
 
 if TYPE_CHECKING:
     from kt.broker.server import KafkaServer
@@ -171,53 +164,10 @@ async def end_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
 
 
 async def write_txn_markers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    return await write_txn_markers_locally(server, request)
-
-
-async def write_txn_markers_locally(server: KafkaServer, request: Any) -> Any:
-    """Append each marker to its partitions (acks=all, as Kafka); a COMMIT or ABORT in
-    `__consumer_offsets` also settles the producer's pending offsets of that partition."""
-    R = m.WriteTxnMarkersResponse
-    timeout_ms = server.config["request.timeout.ms"]
-    answers = []
-    for marker in request.markers:
-        control = COMMIT if marker.transaction_result else ABORT
-        batch = build_end_txn_marker_batch(
-            EndTransactionMarker(control, marker.coordinator_epoch),
-            producer_id=marker.producer_id,
-            producer_epoch=marker.producer_epoch,
-            timestamp=int(time.time() * 1000),
-        )
-        entries: dict[TopicPartition, Any] = {}
-        errors: dict[TopicPartition, str] = {}
-        for topic in marker.topics:
-            for p in topic.partition_indexes:
-                tp = TopicPartition(topic.name, p)
-                if server.replica_manager.partitions.get(tp) is None:
-                    errors[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
-                else:
-                    entries[tp] = bytearray(batch)
-        if entries:
-            appended = await server.replica_manager.append_records(
-                timeout_ms, -1, entries, ORIGIN_COORDINATOR
-            )
-            for tp, result in appended.items():
-                errors[tp] = KafkaError(result.error_code).name if result.error_code else "NONE"
-                if tp.topic == GROUP_METADATA_TOPIC and errors[tp] == "NONE":
-                    server.group_coordinator.manager.complete_txn_offsets(
-                        marker.producer_id, tp.partition, control == COMMIT
-                    )
-        by_topic: dict[str, list[Any]] = {}
-        for tp, error in errors.items():
-            by_topic.setdefault(tp.topic, []).append(R.WritableTxnMarkerPartitionResult(
-                partition_index=tp.partition, error_code=code(error)
-            ))  # fmt: skip
-        answers.append(R.WritableTxnMarkerResult(
-            producer_id=marker.producer_id,
-            topics=[R.WritableTxnMarkerTopicResult(name=t, partitions=ps)
-                    for t, ps in by_topic.items()],
-        ))  # fmt: skip
-    return R(markers=answers)
+    return await marker_writer.write_txn_markers(
+        server.replica_manager, server.group_coordinator.manager, request,
+        server.config["request.timeout.ms"],
+    )  # fmt: skip
 
 
 # -- TxnOffsetCommit ----------------------------------------------------------------------
