@@ -4,18 +4,16 @@ out of server.py, which only starts them)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
+from kt.broker.inter_broker_connections import InterBrokerConnections
 from kt.broker.transaction import marker_writer
 from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kt.broker.transaction.transaction_marker_channel import TransactionMarkerChannelManager
 from kt.broker.transaction.transaction_state_manager import TransactionStateManager
-from kt.client.async_connection import AsyncBrokerConnection
-from kt.errors import KafkaError
 from kt.protocol import ApiKey
 
 if TYPE_CHECKING:
@@ -54,7 +52,10 @@ class TxnMarkerSender:
 
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
-        self.connections: dict[int, AsyncBrokerConnection] = {}
+        self.connections = InterBrokerConnections(
+            f"broker-{server.broker_id}-txn-marker-sender", server._broker_endpoint,
+            server.inter_broker_security, unknown="NOT_LEADER_OR_FOLLOWER",
+        )  # fmt: skip
 
     async def send(self, broker_id: int, request: Any) -> Any:
         server = self.server
@@ -63,25 +64,11 @@ class TxnMarkerSender:
                 server.replica_manager, server.group_coordinator.manager, request,
                 server.config["request.timeout.ms"],
             )  # fmt: skip
-        connection = self.connections.get(broker_id)
-        if connection is None or connection.closed:
-            endpoint = server._broker_endpoint(broker_id)
-            if endpoint is None:
-                raise KafkaError("NOT_LEADER_OR_FOLLOWER", f"broker {broker_id} is not known")
-            connection = self.connections[broker_id] = await AsyncBrokerConnection.connect(
-                *endpoint, client_id=f"broker-{server.broker_id}-txn-marker-sender",
-                timeout_s=10.0, **server.inter_broker_security,
-            )  # fmt: skip
-        try:
-            async with asyncio.timeout(server.config["request.timeout.ms"] / 1000 + 5):
-                return await connection.send(ApiKey.WRITE_TXN_MARKERS, request)
-        except TimeoutError:
-            connection.close()
-            raise KafkaError("REQUEST_TIMED_OUT", f"broker {broker_id} did not answer") from None
+        timeout_s = server.config["request.timeout.ms"] / 1000 + 5
+        return await self.connections.send(broker_id, ApiKey.WRITE_TXN_MARKERS, request, timeout_s)
 
     def close(self) -> None:
-        for connection in self.connections.values():
-            connection.close()
+        self.connections.close()
 
 
 def create_transaction_coordinator(server: KafkaServer) -> TransactionCoordinator:

@@ -278,6 +278,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         )
         self.replica_manager.topic_stats = self.topic_stats
         register_broker_metrics(self, self.metrics)
+        # what the broker's own links to other brokers connect with (built before them)
+        self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
         self.kafka_exporter_series = KafkaExporterSeries(self)
         self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
         self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
@@ -299,7 +301,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         request_metrics = await start_metrics_servers(self)
         # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
-        self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
         window_ms = cfg["quota.window.size.seconds"] * 1000
         connection_limits = ConnectionLimits(
             cfg["max.connections"], cfg["max.connections.per.ip"],

@@ -25,8 +25,8 @@ import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.inter_broker_connections import InterBrokerConnections
 from kt.broker.partition import TopicPartition
-from kt.client.async_connection import AsyncBrokerConnection
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -46,7 +46,10 @@ class KafkaExporterSeries:
     def __init__(self, server: KafkaServer) -> None:
         self.server = server
         self.high_watermarks: dict[TopicPartition, int] = {}  # other leaders', last asked
-        self._connections: dict[int, AsyncBrokerConnection] = {}
+        self._connections = InterBrokerConnections(
+            f"broker-{server.broker_id}-consumer-lag", server._broker_endpoint,
+            server.inter_broker_security, connect_timeout_s=5.0,
+        )  # fmt: skip
 
     # -- on the scrape's thread ------------------------------------------------------
 
@@ -134,11 +137,11 @@ class KafkaExporterSeries:
                 R.ListOffsetsPartition(partition_index=p, timestamp=LATEST) for p in parts])
             for t, parts in topics.items()])  # fmt: skip
         try:
-            connection = await self._connection(leader)
+            connection = await self._connections.connection(leader)
             response = await connection.send(ApiKey.LIST_OFFSETS, request)
         except (KafkaError, OSError, EOFError) as e:
             log.info("consumer lag: broker %s did not answer ListOffsets: %s", leader, e)
-            self._connections.pop(leader, None)
+            self._connections.close(leader)
             for tp in tps:
                 self.high_watermarks.pop(tp, None)
             return
@@ -150,24 +153,8 @@ class KafkaExporterSeries:
                 else:
                     self.high_watermarks.pop(tp, None)
 
-    async def _connection(self, broker_id: int) -> AsyncBrokerConnection:
-        connection = self._connections.get(broker_id)
-        if connection is not None and not connection.closed:
-            return connection
-        endpoint = self.server._broker_endpoint(broker_id)
-        if endpoint is None:
-            raise KafkaError("BROKER_NOT_AVAILABLE", f"broker {broker_id} is not known")
-        connection = await AsyncBrokerConnection.connect(
-            *endpoint, client_id=f"broker-{self.server.broker_id}-consumer-lag", timeout_s=5.0,
-            **self.server.inter_broker_security,
-        )  # fmt: skip
-        self._connections[broker_id] = connection
-        return connection
-
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._connections.close()
 
 
 PARTITION_SERIES = (
