@@ -118,7 +118,10 @@ def test_a_throttled_move_under_production(kt_cluster, tmp_path: Path) -> None:
         copied = bytes_on(cluster, 2, "orders", 3)
         time.sleep(8)
         rate = (bytes_on(cluster, 2, "orders", 3) - copied) / 8
-        assert 0.8 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
+        # The throttle bounds the copy from above (<= 1.2x). From below the copy also needs
+        # CPU: beside three other busy test workers one measured 0.72x, so 0.5x, which
+        # still catches a throttle mis-scaled (per partition, or in other units).
+        assert 0.5 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
         cluster.wait_until(
             lambda: reassign(cluster, "--list") == ["No partition reassignments found."],
             timeout_s=90,
@@ -252,7 +255,10 @@ def test_a_throttled_move_on_zookeeper(zk_brokers: ZkCluster, tmp_path: Path) ->
         copied = disk_bytes(target, "zk-orders")
         time.sleep(8)
         rate = (disk_bytes(target, "zk-orders") - copied) / 8
-        assert 0.8 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
+        # The throttle bounds the copy from above (<= 1.2x). From below the copy also needs
+        # CPU: beside three other busy test workers one measured 0.72x, so 0.5x, which
+        # still catches a throttle mis-scaled (per partition, or in other units).
+        assert 0.5 * THROTTLE <= rate <= 1.2 * THROTTLE, rate
         cluster.wait_until(lambda: kt_ok(*tool, "--list") == ["No partition reassignments found."],
                            "the move completing", timeout_s=90)  # fmt: skip
     finally:

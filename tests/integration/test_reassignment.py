@@ -162,7 +162,10 @@ def test_a_throttled_move_copies_at_the_throttled_rate(kt_cluster) -> None:
         )
         time.sleep(8)
         rate = (replica_bytes(cluster, 2, "throttled") - copied_at_2) / 8
-        assert 0.8 * RATE <= rate <= 1.2 * RATE, rate
+        # The throttle bounds the copy from above (<= 1.2x). From below the copy also needs
+        # CPU: beside three other busy test workers one measured 0.72x, so 0.5x, which
+        # still catches a throttle mis-scaled (per partition, or in other units).
+        assert 0.5 * RATE <= rate <= 1.2 * RATE, rate
         cluster.wait_until(lambda: admin.list_partition_reassignments() == {}, timeout_s=60,
                            what="the move completing")  # fmt: skip
     finally:
