@@ -71,7 +71,6 @@ def group_of(nodeid: str) -> str:
     return module
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest groups first, the `alone` test's last; within a group, the collection's
     order."""

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
+from kt.broker.background_task import BackgroundTask
+from kt.broker.config_repository import ConfigRepository
 from kt.broker.connection_limits import ConnectionLimits, parse_overrides
 from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller import KafkaController
@@ -44,7 +46,7 @@ from kt.broker.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
-from kt.errors import InvalidConfigError, KafkaError, store_error
+from kt.errors import KafkaError, store_error
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_topic_stats import BrokerTopicStats
@@ -67,30 +69,6 @@ STORE_CALL_THREADS = 4
 STORE_STEP_AT_SHUTDOWN_S = 3.0
 
 
-@dataclass
-class BackgroundTask:
-    """A periodic job on the event loop: retention, flush, checkpoints."""
-
-    name: str
-    interval_s: float
-    action: Any
-    task: asyncio.Task | None = None
-
-    def start(self) -> None:
-        self.task = asyncio.create_task(self._run(), name=self.name)
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                self.action()
-            except MetadataStoreError as e:  # ZooKeeper away: one line, not a traceback
-                log.warning("background task %s failed: %s: %s", self.name,
-                            type(e).__name__, e)  # fmt: skip
-            except Exception:
-                log.exception("background task %s failed", self.name)
-
-
 _SESSION_METERS = {
     SessionState.LOST: "ZooKeeperExpiresPerSec",
     SessionState.SUSPENDED: "ZooKeeperDisconnectsPerSec",
@@ -99,7 +77,7 @@ _SESSION_METERS = {
 
 
 @dataclass
-class KafkaServer(ServerSecurity, ControlledShutdown):
+class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
 
     config: KafkaConfig
@@ -170,57 +148,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             log.warning("[KafkaServer id=%s] metadata store: %s: %s",
                         self.broker_id, type(e).__name__, e)  # fmt: skip
             raise store_error(e) from None
-
-    def read_dynamic_broker_config(self) -> tuple[dict[str, str], dict[str, str]]:
-        """This broker's dynamic config and the cluster default (a store read)."""
-        assert self.zk is not None
-        return (self.zk.get_entity_config("brokers", str(self.broker_id)),
-                self.zk.get_entity_config("brokers", "<default>"))  # fmt: skip
-
-    def apply_dynamic_broker_config(self, mine: dict[str, str], default: dict[str, str]) -> None:
-        """The dynamic broker configs that act at once: this broker's override, else the
-        cluster default, else server.properties (DynamicBrokerConfig's precedence).
-        Today: the replication throttle rates."""
-        rm = self.replica_manager
-        for key, quota in (("leader.replication.throttled.rate", rm.leader_quota),
-                           ("follower.replication.throttled.rate", rm.follower_quota),
-                           ("replica.alter.log.dirs.io.max.bytes.per.second",
-                            rm.log_dir_mover.quota)):  # fmt: skip
-            value = mine.get(key) or default.get(key)
-            quota.update_quota(float(value) if value else float(self.config[key]))
-
-    def read_topic_config(self, topic: str) -> LogConfig:
-        """A topic's effective config as stored now: this broker's defaults and the topic's
-        overrides (a store read)."""
-        assert self.zk is not None
-        overrides = self.zk.get_entity_config("topics", topic)
-        try:
-            return self.topic_defaults.with_overrides(overrides)
-        except InvalidConfigError as e:  # say which topic: the store may hold many
-            raise InvalidConfigError(f"Topic {topic}'s config in the metadata store: {e}") from None
-
-    def topic_config(self, topic: str) -> LogConfig:
-        """A topic's config as this broker knows it: read when the topic's first replica
-        came here, and kept current by the config change notifications."""
-        assert self.log_manager is not None
-        return self.log_manager.config_for(topic)
-
-    async def load_topic_configs(self, topics: set[str]) -> dict[str, KafkaError]:
-        """Read the config of each topic this broker has not seen yet (LeaderAndIsr for a
-        new topic: Kafka's fetchLogConfig), off the event loop; the topics whose config
-        could not be read, with the error (their replicas wait for the next LeaderAndIsr
-        rather than start with configs that may not be theirs)."""
-        assert self.log_manager is not None
-        known = self.log_manager.topic_configs
-        failed = {}
-        for topic in sorted(t for t in topics if t not in known):
-            try:
-                config = await self.store_call(self.read_topic_config, topic)
-            except KafkaError as e:
-                failed[topic] = e
-                continue
-            known.setdefault(topic, config)
-        return failed
 
     @property
     def socket_server(self) -> SocketServer:

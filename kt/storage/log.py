@@ -20,9 +20,6 @@ from collections.abc import Callable
 from kt.config import LogConfig
 from kt.errors import KafkaError, KafkaStorageError
 from kt.storage import names
-from kt.storage.batch_header import (
-    CONTROL_MASK,
-)
 from kt.storage.checkpoints import LeaderEpochCheckpointFile
 from kt.storage.leader_epoch import LeaderEpochFileCache
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel, maybe_handle_io_exception
@@ -45,6 +42,7 @@ from kt.storage.log_validator import (
     validate_batches,
     validate_records,
 )
+from kt.storage.producer_append import analyze_and_validate_producer_state
 from kt.storage.producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_REPLICATION,
@@ -304,7 +302,14 @@ class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
             segment = self.roll(info.first_offset)
         producers = None
         if producer_batches:  # idempotent, transactional or control batches
-            producers = self._check_producers(view, entries, producer_batches, origin)
+            producers = analyze_and_validate_producer_state(
+                self.producer_state,
+                view,
+                entries,
+                producer_batches,
+                origin,
+                self.log_start_offset,
+            )
             if isinstance(producers, LogAppendInfo):
                 return producers  # a retried batch, already in the log
         segment.append(view, entries)
@@ -330,38 +335,6 @@ class Log(LogRetention, LogOffsetLookups, LogTransactionReads):
         if end - self.recovery_point >= self.config.flush_messages:
             self.flush()
         return info
-
-    def _check_producers(
-        self, view: memoryview, entries: list, producer_batches: list, origin: str
-    ) -> dict[int, ProducerAppendInfo] | LogAppendInfo:
-        """Each producer's batches checked against its state (epoch, sequence, transaction):
-        the updates to merge once written, or the LogAppendInfo of a duplicate batch."""
-        producers: dict[int, ProducerAppendInfo] = {}
-        for i, h in producer_batches:
-            position, size, last_offset, _ = entries[i]
-            pid = h[9]
-            if pid >= 0 and origin == ORIGIN_CLIENT:
-                duplicate = self._find_duplicate(h, last_offset)
-                if duplicate is not None:
-                    return LogAppendInfo(
-                        duplicate.first_offset,
-                        duplicate.last_offset,
-                        log_append_time=duplicate.timestamp,
-                        log_start_offset=self.log_start_offset,
-                        duplicate=True,
-                    )
-            append_info = producers.get(pid) or self.producer_state.prepare_update(pid, origin)
-            producers[pid] = append_info
-            control = view[position : position + size] if h[5] & CONTROL_MASK else None
-            append_info.append(h, control)
-        return producers
-
-    def _find_duplicate(self, h: tuple, last_offset: int):  # type: ignore[no-untyped-def]
-        entry = self.producer_state.last_entry(h[9])
-        if entry is None or h[11] < 0:
-            return None
-        last_seq = (h[11] + h[6]) & 0x7FFFFFFF
-        return entry.find_duplicate_batch(h[10], h[11], last_seq)
 
     # -- rolling ------------------------------------------------------------------------
 
