@@ -128,10 +128,15 @@ def internal_topic(topic: str) -> Callable[[KtCluster], tuple[int, int, LogConfi
             client.any_connection().send(ApiKey.FIND_COORDINATOR, request)
         cluster.wait_until(lambda: topic in server(cluster).zk.get_all_topics(), what=topic)
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        cluster.wait_until(lambda: topic in admin.list_topics(topic, timeout=30).topics
-                           and not admin.list_topics(topic).topics[topic].error,
-                           what=f"{topic} in Metadata")  # fmt: skip
-        described = admin.list_topics(topic, timeout=30).topics[topic]
+        answers = []  # one answer read whole: each Metadata may go to either broker, and
+        # the controller tells the brokers of a new topic one after the other
+
+        def known() -> bool:
+            answers.append(admin.list_topics(topic, timeout=30).topics.get(topic))
+            return answers[-1] is not None and not answers[-1].error
+
+        cluster.wait_until(known, what=f"{topic} in Metadata")
+        described = answers[-1]
         replicas = len(described.partitions[0].replicas)
         return len(described.partitions), replicas, server(cluster).topic_config(topic)
 

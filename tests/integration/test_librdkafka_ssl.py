@@ -12,9 +12,12 @@ first flight is already there as SSL_connect reads after writing the ClientHello
 client's thread preempted between the two), the verification callback refuses the
 certificate inside SSL_connect, whose failure librdkafka reports as _TRANSPORT
 (rd_kafka_transport_ssl_connect, then rd_kafka_transport_connect_done), not as the _SSL
-that 0097 expects. Seen in 3 of 6 runs beside three busy processes, never alone. So the
-test runs `alone` (tests/_scheduling.py), in a module of its own that is scheduled last,
-and a run that failed with that race and nothing else is tried again.
+that 0097 expects. Seen in 3 of 6 runs beside three busy processes, in every run beside
+two processes spinning on both cores, and once in a CI run alone. So the test runs `alone`
+(tests/_scheduling.py), in a module of its own that is scheduled last, and a run that
+failed with that race is tried again, up to five runs (the race's line is on the runner's
+stderr, with the "thread(s) still active" it leaves behind: the failed sub-test's producer
+is never destroyed).
 """
 
 from __future__ import annotations
