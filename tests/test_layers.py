@@ -28,7 +28,6 @@ STILL_IMPORTING_THE_SERVER = frozenset(
     {
         "broker/admin_manager.py",
         "broker/authorizer.py",
-        "broker/controller_channel.py",
         "broker/coordinators.py",
         "broker/dynamic_config.py",
         "broker/handlers/acls.py",
@@ -52,11 +51,7 @@ STILL_IMPORTING_THE_SERVER = frozenset(
         "broker/metrics/metrics_servers.py",
     }
 )
-STILL_IMPORTING_A_HANDLER = frozenset(
-    {
-        "broker/controller_channel.py",
-    }
-)
+STILL_IMPORTING_A_HANDLER: frozenset[str] = frozenset()
 
 
 def imports(path: Path) -> set[str]:

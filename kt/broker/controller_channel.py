@@ -1,10 +1,10 @@
 """How the controller's requests reach brokers (ControllerChannelManager).
 
 For every broker started in the controller's process (the embedded cluster), requests
-are direct calls of kt.broker.handlers.controller's `apply_*` functions; brokers in other
-processes get the same requests over the wire (LeaderAndIsr, UpdateMetadata,
-StopReplica), through one connection each, and run the same functions in their
-handlers. A broker that cannot be reached is logged and skipped: when it comes back, the
+are direct calls of its ControllerRequests (kt.broker.controller_requests), on its loop;
+brokers in other processes get the same requests over the wire (LeaderAndIsr,
+UpdateMetadata, StopReplica), through one connection each, and their handlers make the
+same calls. A broker that cannot be reached is logged and skipped: when it comes back, the
 controller sends it its whole state (KafkaController._send_full_state).
 """
 
@@ -14,10 +14,11 @@ import asyncio
 import logging
 import uuid
 import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.controller_event_manager import call_in_loop
-from kt.broker.handlers import controller as requests
+from kt.broker.controller_requests import LEADER_DURING_DELETE, ControllerRequests
 from kt.broker.metadata_cache import Broker, PartitionState
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.endpoints import SECURITY_PROTOCOLS
@@ -29,7 +30,8 @@ from kt.protocol import messages as m
 if TYPE_CHECKING:
     from kt.broker.controller import KafkaController
     from kt.broker.partition import TopicPartition
-    from kt.broker.server import KafkaServer
+    from kt.config import KafkaConfig
+    from kt.metadata.kafka_zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("state.change.logger")  # Kafka's state-change.log
@@ -40,33 +42,56 @@ CONTROLLER_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms
 # Brokers of this process, by their metadata store and then by id: the brokers of one
 # cluster share one store (and one loop); two clusters in one process (tests, notebooks)
 # must not reach each other's brokers because their ids are the same.
-LOCAL_BROKERS: weakref.WeakKeyDictionary[Any, dict[int, KafkaServer]] = weakref.WeakKeyDictionary()
+LOCAL_BROKERS: weakref.WeakKeyDictionary[Any, dict[int, LocalBroker]] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class LocalBroker:
+    """A broker of this process as the controllers of its cluster reach it: its event
+    loop, what their requests do to it, and its own controller (once it has one)."""
+
+    broker_id: int
+    store: Any
+    loop: asyncio.AbstractEventLoop
+    requests: ControllerRequests
+    controller: KafkaController | None = None
 
 
 class ControllerChannel:
-    """Delivers controller requests; `server` is the broker hosting this controller.
+    """Delivers controller requests for the controller of the broker `host`.
 
     Invariant: at most one sender (one connection) per remote broker."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
+    def __init__(
+        self, host: LocalBroker, zk: KafkaZkClient, config: KafkaConfig,
+        security: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.host = host
+        self.broker_id = host.broker_id
+        self.zk = zk
+        self.config = config
+        self.security = security  # the controller listener's, as a client
         self._senders: dict[int, _RequestSender] = {}
         # Registrations read once per broker process (not once per request): dropped
         # with the broker's connection when it leaves or comes back, and on fail-over.
         self._registrations: dict[int, Broker] = {}
         self._epochs: dict[int, int] = {}  # by broker id, read with the registrations
-        self._local = LOCAL_BROKERS.setdefault(server.store, {})
-        self._local[server.broker_id] = server
+        self._local = LOCAL_BROKERS.setdefault(host.store, {})
 
     @staticmethod
-    def forget(server: KafkaServer) -> None:
+    def register(local: LocalBroker) -> None:
+        """Reach `local` directly from now on (no connection)."""
+        LOCAL_BROKERS.setdefault(local.store, {})[local.broker_id] = local
+
+    @staticmethod
+    def forget(local: LocalBroker) -> None:
         """A broker of this process stopped: nothing is delivered to it any more."""
-        local = LOCAL_BROKERS.get(server.store, {})
-        if local.get(server.broker_id) is server:
-            del local[server.broker_id]
+        brokers = LOCAL_BROKERS.get(local.store, {})
+        if brokers.get(local.broker_id) is local:
+            del brokers[local.broker_id]
 
     @staticmethod
-    def local_broker(store: Any, broker_id: int) -> KafkaServer | None:
+    def local_broker(store: Any, broker_id: int) -> LocalBroker | None:
         """The broker `broker_id` of the cluster on `store`, if it runs in this process."""
         return LOCAL_BROKERS.get(store, {}).get(broker_id)
 
@@ -91,7 +116,7 @@ class ControllerChannel:
             "become-leader and %s become-follower partitions", controller.broker_id,
             controller.ctx.epoch, broker_id, become_leader, len(states) - become_leader,
         )  # fmt: skip
-        listener = self.server.inter_broker_listener
+        listener = self.config.listener_config.inter_broker
         leaders = {
             b: (e.host or "", e.port) for b in sorted({s.leader for s in states})
             if (e := self.listener_endpoint(b, listener)) is not None
@@ -99,8 +124,9 @@ class ControllerChannel:
         local = self._local_broker(broker_id)
         if local is not None:
             await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-                requests.apply_leader_and_isr(local, controller.broker_id, controller.ctx.epoch,
-                                              states, topic_ids, leaders),
+                local.requests.become_leader_or_follower(
+                    controller.broker_id, controller.ctx.epoch, states, topic_ids, leaders
+                ),
                 local.loop,
             ))  # fmt: skip
             return
@@ -149,8 +175,8 @@ class ControllerChannel:
         endpoints = [e for e in live if e is not None]
         local = self._local_broker(broker_id)
         if local is not None:
-            await call_in_loop(local.loop, lambda: requests.apply_update_metadata(
-                local, controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
+            await call_in_loop(local.loop, lambda: local.requests.update_metadata(
+                controller.broker_id, controller.ctx.epoch, endpoints, states, topic_ids
             ))  # fmt: skip
             return
         request = _update_metadata_request(controller, endpoints, states, topic_ids)
@@ -160,11 +186,8 @@ class ControllerChannel:
     async def name_controller(self, controller_id: int) -> None:
         """The hosting broker's metadata cache names `controller_id` (read from the store)
         as the controller, until the controller's own UpdateMetadata says more."""
-        server = self.server
-        if server.loop is not None:
-            await call_in_loop(
-                server.loop, lambda: server.metadata_cache.name_controller(controller_id)
-            )
+        host = self.host
+        await call_in_loop(host.loop, lambda: host.requests.name_controller(controller_id))
 
     async def stop_replica(
         self,
@@ -175,8 +198,8 @@ class ControllerChannel:
     ) -> None:
         local = self._local_broker(broker_id)
         if local is not None:
-            await call_in_loop(local.loop, lambda: requests.apply_stop_replica(
-                local, controller.ctx.epoch, partitions, delete
+            await call_in_loop(local.loop, lambda: local.requests.stop_replicas(
+                controller.ctx.epoch, partitions, delete
             ))  # fmt: skip
             return
         R = m.StopReplicaRequest
@@ -213,7 +236,7 @@ class ControllerChannel:
     ) -> None:
         """Tell every broker a topic is gone: its partitions led by -2 (LeaderDuringDelete)."""
         gone = [
-            PartitionState(topic, p, requests.LEADER_DURING_DELETE, 0, [], [],
+            PartitionState(topic, p, LEADER_DURING_DELETE, 0, [], [],
                            controller_epoch=controller.ctx.epoch)
             for p in partitions
         ]  # fmt: skip
@@ -222,7 +245,7 @@ class ControllerChannel:
 
     # -- connections -------------------------------------------------------------------
 
-    def _local_broker(self, broker_id: int) -> KafkaServer | None:
+    def _local_broker(self, broker_id: int) -> LocalBroker | None:
         """The broker of this process with that id, if any. Requests queued for the wire
         while it was not one (it had crashed and not yet restarted) are dropped: they were
         for the process that crashed, and the one that came back hears the whole state
@@ -238,8 +261,7 @@ class ControllerChannel:
         known = self._registrations.get(broker_id)
         if known is not None:
             return known
-        assert self.server.zk is not None
-        registration = self.server.zk.get_broker(broker_id)
+        registration = self.zk.get_broker(broker_id)
         if registration is None:
             return None
         known = self._registrations[broker_id] = Broker(
@@ -265,8 +287,7 @@ class ControllerChannel:
         known = self._epochs.get(broker_id)
         if known is None:
             return False
-        assert self.server.zk is not None
-        registration = self.server.zk.get_broker(broker_id)
+        registration = self.zk.get_broker(broker_id)
         return registration is not None and registration.epoch != known
 
     def forget_registrations(self) -> None:
@@ -364,16 +385,16 @@ class _RequestSender:
     async def _connect_and_send(self, api_key: ApiKey, request: Any) -> Any:
         """The broker's answer; None while it has no endpoint on the controller listener."""
         if self._connection is None or self._connection.closed:
-            server = self.channel.server
-            endpoint = self.channel.listener_endpoint(
-                self.broker_id, server.config.listener_config.controller_listener
+            channel = self.channel
+            endpoint = channel.listener_endpoint(
+                self.broker_id, channel.config.listener_config.controller_listener
             )
             if endpoint is None:
                 return None
             self._connection = await AsyncBrokerConnection.connect(
                 endpoint.host, endpoint.port,
-                client_id=f"controller-{server.broker_id}", timeout_s=10.0,
-                caps=server.config.inter_broker_protocol.caps, **server.controller_security,
+                client_id=f"controller-{channel.broker_id}", timeout_s=10.0,
+                caps=channel.config.inter_broker_protocol.caps, **channel.security,
             )  # fmt: skip
         return await self._connection.send(api_key, request)
 

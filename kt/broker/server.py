@@ -15,9 +15,8 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
@@ -26,7 +25,12 @@ from kt.broker.config_repository import ConfigRepository
 from kt.broker.connection_limits import ConnectionLimits, parse_overrides
 from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller import KafkaController
-from kt.broker.controller_channel import CONTROLLER_REQUEST_TIMEOUT_S, ControllerChannel
+from kt.broker.controller_channel import (
+    CONTROLLER_REQUEST_TIMEOUT_S,
+    ControllerChannel,
+    LocalBroker,
+)
+from kt.broker.controller_requests import ControllerRequests
 from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
 from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.kafka_apis import KafkaApis
@@ -44,9 +48,10 @@ from kt.broker.quota_manager import FETCH, PRODUCE, REQUEST, ClientQuotaManager,
 from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
+from kt.broker.store_executor import StoreExecutor
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
-from kt.errors import KafkaError, store_error
+from kt.errors import KafkaError
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_topic_stats import BrokerTopicStats
@@ -59,10 +64,6 @@ from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-# Store calls in flight at once: admin requests, config reads, registration (Kafka runs
-# them on its request handler threads, num.io.threads of them).
-STORE_CALL_THREADS = 4
 # How long a stopping broker waits for a step that needs the metadata store (resigning as
 # controller, closing the session) before it goes on without it: a ZooKeeper that is away
 # never answers, and SIGTERM must end the broker all the same (Kafka 3.9 exits in 0.5 s).
@@ -109,7 +110,6 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         # wait for it (the controller's and other brokers' do not).
         self.serving = asyncio.Event()
         self.failure_channel = LogDirFailureChannel()
-        self.controller_epoch_seen = -1  # the newest controller this broker has heard from
         # Why the broker stopped itself (every log dir failed); None while it runs.
         self.halt_reason: str | None = None
         self._halt_task: asyncio.Task | None = None
@@ -119,35 +119,28 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         self._store_lost = asyncio.Event()  # set when the session is not connected
         self.loop: asyncio.AbstractEventLoop | None = None
         self._session_task: asyncio.Task | None = None
-        # Where the leaders named by LeaderAndIsr listen for other brokers (its
-        # live_leaders), for fetchers that start before UpdateMetadata names them.
-        self.leader_endpoints: dict[int, tuple[str, int]] = {}
-        self.broker_epoch = -1  # the czxid of this broker's registration
+        self.controller_requests: ControllerRequests | None = None
+        self.local_broker: LocalBroker | None = None  # as its process's controllers reach it
         self._controller_connection: AsyncBrokerConnection | None = None
         self._controller_connected_to = -1
         # The broker's metadata store calls (ZooKeeper reads and writes for admin requests,
-        # configs, registration) run here, never on the event loop that serves clients.
-        self._store_calls = ThreadPoolExecutor(
-            STORE_CALL_THREADS, thread_name_prefix=f"kt-store-calls-{self.broker_id}"
-        )
+        # configs, registration) run there, never on the event loop that serves clients.
+        self.store_executor = StoreExecutor(self.broker_id)
+        self.store_call = self.store_executor.call
+
+    @property
+    def controller_epoch_seen(self) -> int:
+        """The newest controller epoch this broker has heard from."""
+        return self.controller_requests.controller_epoch_seen if self.controller_requests else -1
+
+    @property
+    def broker_epoch(self) -> int:
+        """The czxid of this broker's registration; -1 before it registers."""
+        return self.controller_requests.broker_epoch if self.controller_requests else -1
 
     @property
     def store_calls_open(self) -> bool:
-        return not self._stopped.is_set()
-
-    async def store_call(self, function: Callable[..., T], *args: Any) -> T:
-        """Run a blocking metadata store call on the broker's store threads and await it:
-        a ZooKeeper that is slow or away holds up this request, not every client (kazoo
-        queues a call until it is connected again). A store error comes back as a
-        KafkaError, UNKNOWN_SERVER_ERROR as Kafka answers a ZooKeeper exception."""
-        try:
-            return await asyncio.get_running_loop().run_in_executor(
-                self._store_calls, functools.partial(function, *args)
-            )
-        except MetadataStoreError as e:
-            log.warning("[KafkaServer id=%s] metadata store: %s: %s",
-                        self.broker_id, type(e).__name__, e)  # fmt: skip
-            raise store_error(e) from None
+        return self.store_executor.open
 
     @property
     def socket_server(self) -> SocketServer:
@@ -197,6 +190,9 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         )  # fmt: skip
         self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
             self.replica_manager, self.log_manager
+        )
+        self.controller_requests = ControllerRequests(
+            self.metadata_cache, self.replica_manager, self.load_topic_configs
         )
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             self.replica_manager,
@@ -271,19 +267,24 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         # Reached directly by its process's controller from now on, before the store names
         # it: a request queued for it over the wire meanwhile could arrive after a later,
         # direct one and undo it (a restarted broker kept a partition's old leader).
-        channel = ControllerChannel(self)
+        self.local_broker = LocalBroker(
+            self.broker_id, self.store, self.loop, self.controller_requests
+        )
+        ControllerChannel.register(self.local_broker)
+        channel = ControllerChannel(self.local_broker, self.zk, cfg, self.controller_security)
         registration = await self.store_call(functools.partial(
             self.zk.register_broker, self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
             wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
             else 0.0,
         ))  # fmt: skip
-        self.broker_epoch = registration.epoch
+        self.controller_requests.broker_epoch = registration.epoch
         self.controller = KafkaController(
             self.broker_id, self.zk, channel,
             auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
             imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
             imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],
         )  # fmt: skip
+        self.local_broker.controller = self.controller
         register_controller_metrics(self.controller, self.metrics)
         await self.controller.startup()
         loop = asyncio.get_running_loop()
@@ -344,7 +345,7 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
                 self.zk.register_broker,
                 self.broker_id, self.advertised_endpoints, self.config["broker.rack"],
             )  # fmt: skip
-            self.broker_epoch = registration.epoch
+            self.controller_requests.broker_epoch = registration.epoch
         except MetadataStoreError as e:  # the next session's CONNECTED tries again
             log.warning("[KafkaServer id=%s] cannot register again: %s: %s",
                         self.broker_id, type(e).__name__, e)  # fmt: skip
@@ -401,7 +402,7 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         broker = self.metadata_cache.alive_broker(broker_id)
         endpoint = broker.endpoint(self.inter_broker_listener) if broker is not None else None
         if endpoint is None:
-            return self.leader_endpoints.get(broker_id)
+            return self.controller_requests.leader_endpoints.get(broker_id)
         return endpoint.host, endpoint.port
 
     @property
@@ -497,7 +498,8 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         """Stop serving, then let go of the controller, the logs and the store session:
         `clean` resigns and flushes, checkpoints and marks the log dirs; otherwise (a
         crash) nothing more is written."""
-        ControllerChannel.forget(self)
+        if self.local_broker is not None:
+            ControllerChannel.forget(self.local_broker)
         for task in self._tasks:
             if task.task is not None:
                 task.task.cancel()
@@ -534,7 +536,7 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
                 self.log_manager.abandon()
         if self.zk is not None and not store_away:
             await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
-        self._store_calls.shutdown(wait=False, cancel_futures=True)
+        self.store_executor.shutdown()
         self._stopped.set()
 
     async def _unless_the_store_goes(self, step: Any, what: str) -> None:

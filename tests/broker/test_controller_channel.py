@@ -59,8 +59,7 @@ def test_a_sender_survives_what_is_not_a_kafka_error_and_delivers_in_order() -> 
             inter_broker_protocol=InterBrokerProtocol("3.9"),
         )
         channel = SimpleNamespace(
-            server=SimpleNamespace(config=config, broker_id=0, controller_security={}),
-            listener_endpoint=listener_endpoint,
+            config=config, broker_id=0, security={}, listener_endpoint=listener_endpoint
         )
         sender = _RequestSender(channel, 1)  # type: ignore[arg-type]
         for epoch in (1, 2, 3):

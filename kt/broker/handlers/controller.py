@@ -1,13 +1,7 @@
-"""The controller's requests to a broker: LeaderAndIsr, UpdateMetadata, StopReplica.
-
-A broker in the controller's process receives them as direct calls to the `apply_*`
-functions (ControllerChannel); a broker in another process receives them over the wire,
-and the handlers below decode them into the same calls. Either way a request from a
-controller older than the newest this broker has heard from is refused with
-STALE_CONTROLLER_EPOCH, as Kafka's brokers refuse it.
-
-Topic deletion travels as Kafka sends it: UpdateMetadata with the topic's partitions led
-by -2 (LeaderAndIsr.LeaderDuringDelete), which removes the topic from the cache.
+"""The controller's requests to a broker over the wire: LeaderAndIsr, UpdateMetadata,
+StopReplica, decoded into the calls of kt.broker.controller_requests (which a broker in the
+controller's process receives directly); and the requests brokers send their controller:
+ControlledShutdown, AlterPartition, AllocateProducerIds.
 """
 
 from __future__ import annotations
@@ -28,86 +22,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-LEADER_DURING_DELETE = -2
-_STALE = KafkaError("STALE_CONTROLLER_EPOCH").code
 # kt brokers have no KRaft-to-ZooKeeper migration (KIP-866): a KRaft controller's
 # LeaderAndIsr, UpdateMetadata or StopReplica (isKRaftController) is refused, not obeyed.
 _FROM_KRAFT = KafkaError("UNSUPPORTED_VERSION").code
 _STALE_BROKER_EPOCH = KafkaError("STALE_BROKER_EPOCH").code
 _NULL_TOPIC_ID = uuid.UUID(int=0)
-
-
-def _is_stale(server: KafkaServer, controller_epoch: int) -> bool:
-    """Fence a controller older than the newest one heard from (and remember a newer)."""
-    if controller_epoch < server.controller_epoch_seen:
-        return True
-    server.controller_epoch_seen = controller_epoch
-    return False
-
-
-# -- what a broker does with each request --------------------------------------------------
-
-
-async def apply_leader_and_isr(
-    server: KafkaServer,
-    controller_id: int,
-    controller_epoch: int,
-    states: list[PartitionState],
-    topic_ids: dict[str, Any],
-    live_leaders: dict[int, tuple[str, int]],
-) -> dict[TopicPartition, int]:
-    """Become leader or follower of each partition; an error code per partition. The
-    config of a topic new to this broker is read first (off the event loop); the
-    leaders' inter-broker endpoints are where its fetchers connect."""
-    if _is_stale(server, controller_epoch):
-        return {TopicPartition(s.topic, s.partition): _STALE for s in states}
-    server.leader_endpoints.update(live_leaders)
-    unread = await server.load_topic_configs({s.topic for s in states})
-    errors = {TopicPartition(s.topic, s.partition): unread[s.topic].code
-              for s in states if s.topic in unread}  # fmt: skip
-    return errors | server.replica_manager.become_leader_or_follower(
-        controller_id, controller_epoch, [s for s in states if s.topic not in unread], topic_ids
-    )
-
-
-def apply_update_metadata(
-    server: KafkaServer,
-    controller_id: int,
-    controller_epoch: int,
-    live_brokers: list[Broker],
-    states: list[PartitionState],
-    topic_ids: dict[str, Any],
-) -> int:
-    """Replace the live brokers and update these partitions; an error code."""
-    if _is_stale(server, controller_epoch):
-        return _STALE
-    cache = server.metadata_cache
-    cache.update_brokers(live_brokers, controller_id)
-    for state in states:
-        if state.leader == LEADER_DURING_DELETE:
-            cache.remove_topic(state.topic)
-        else:
-            cache.update_partition(state, topic_ids.get(state.topic))
-    for state in states:
-        server.replica_manager.wake_partition(state.topic, state.partition)
-    cache.notify_changed()
-    return 0
-
-
-def apply_stop_replica(
-    server: KafkaServer,
-    controller_epoch: int,
-    partitions: list[TopicPartition],
-    delete: bool,
-) -> int:
-    if _is_stale(server, controller_epoch):
-        return _STALE
-    for tp in partitions:
-        server.replica_manager.stop_replica(tp, delete)
-    return 0
-
-
-# -- the wire --------------------------------------------------------------------------------
 
 
 def _refusal(server: KafkaServer, request: Any) -> int:
@@ -116,8 +35,7 @@ def _refusal(server: KafkaServer, request: Any) -> int:
     isBrokerEpochStale; -1 is a controller that does not say)."""
     if _from_kraft_controller(request):
         return _FROM_KRAFT
-    epoch = request.broker_epoch
-    if epoch != -1 and server.broker_epoch != -1 and epoch < server.broker_epoch:
+    if server.controller_requests.is_broker_epoch_stale(request.broker_epoch):
         return _STALE_BROKER_EPOCH
     return 0
 
@@ -159,8 +77,8 @@ async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: An
             )  # fmt: skip
         )
     live_leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
-    errors = await apply_leader_and_isr(
-        server, request.controller_id, request.controller_epoch, states, topic_ids, live_leaders
+    errors = await server.controller_requests.become_leader_or_follower(
+        request.controller_id, request.controller_epoch, states, topic_ids, live_leaders
     )
     Error = m.LeaderAndIsrResponse.LeaderAndIsrPartitionError
     if version < 5:
@@ -234,8 +152,8 @@ async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: A
                 zk_version=p.zk_version,
             )  # fmt: skip
         )
-    code = apply_update_metadata(
-        server, request.controller_id, request.controller_epoch, live, states, topic_ids
+    code = server.controller_requests.update_metadata(
+        request.controller_id, request.controller_epoch, live, states, topic_ids
     )
     return m.UpdateMetadataResponse(error_code=code)
 
@@ -262,7 +180,10 @@ async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any)
                 deletes.setdefault(p.delete_partition, []).append(tp)
     code = 0
     for delete, partitions in deletes.items():
-        code = apply_stop_replica(server, request.controller_epoch, partitions, delete) or code
+        code = (
+            server.controller_requests.stop_replicas(request.controller_epoch, partitions, delete)
+            or code
+        )
     Error = m.StopReplicaResponse.StopReplicaPartitionError
     return m.StopReplicaResponse(
         error_code=code,
