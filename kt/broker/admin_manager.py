@@ -68,7 +68,7 @@ class AdminManager:
 
     def log_config(self, topic: str) -> LogConfig:
         """A topic's effective config: broker defaults overlaid with its overrides."""
-        defaults = self.server.topic_defaults
+        defaults = self.server.configs.topic_defaults
         return defaults.with_overrides(self.zk.get_entity_config("topics", topic))
 
     # -- create ---------------------------------------------------------------------
@@ -87,7 +87,7 @@ class AdminManager:
             if topic.name in self.zk.get_all_topics():
                 raise KafkaError("TOPIC_ALREADY_EXISTS", f"Topic '{topic.name}' already exists.")
             assignment = self._assignment_for(topic)
-            config = self.server.topic_defaults.with_overrides(topic.configs)
+            config = self.server.configs.topic_defaults.with_overrides(topic.configs)
         except InvalidConfigError as e:
             return TopicResult.failed(topic.name, e)
         except KafkaError as e:

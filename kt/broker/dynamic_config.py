@@ -51,9 +51,9 @@ class DynamicConfigManager:
     def _read_entity(self, entity_path: str) -> Any:
         entity_type, _, name = entity_path.partition("/")
         if entity_type == "topics":
-            return self.server.read_topic_config(name)
+            return self.server.configs.read_topic_config(name)
         if entity_type == "brokers" and name in (str(self.server.broker_id), "<default>"):
-            return self.server.read_dynamic_broker_config()
+            return self.server.configs.read_dynamic_broker_config()
         return None
 
     def _apply_all(self, changes: list[tuple[str, Any]]) -> None:
@@ -71,5 +71,5 @@ class DynamicConfigManager:
                     partition.min_insync_replicas = value.min_insync_replicas
             log.info("applied new config of topic %s", name)
         elif value is not None:
-            self.server.apply_dynamic_broker_config(*value)
+            self.server.replica_manager.reconfigure_throttles(*value, self.server.config)
             log.info("applied new dynamic config of broker %s", name)

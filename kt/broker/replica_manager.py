@@ -206,6 +206,19 @@ class ReplicaManager:
             listener(leaders, resigned)
         return errors
 
+    def reconfigure_throttles(
+        self, mine: dict[str, str], default: dict[str, str], static: Any
+    ) -> None:
+        """The replication throttle rates, as the dynamic broker configs say: this broker's
+        override, else the cluster default, else server.properties (`static`:
+        DynamicBrokerConfig's precedence); they act at once."""
+        for key, quota in (("leader.replication.throttled.rate", self.leader_quota),
+                           ("follower.replication.throttled.rate", self.follower_quota),
+                           ("replica.alter.log.dirs.io.max.bytes.per.second",
+                            self.log_dir_mover.quota)):  # fmt: skip
+            value = mine.get(key) or default.get(key)
+            quota.update_quota(float(value) if value else float(static[key]))
+
     def wake_partition(self, topic: str, partition: int) -> None:
         self.wake(TopicPartition(topic, partition))
 

@@ -78,7 +78,7 @@ _SESSION_METERS = {
 
 
 @dataclass
-class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
+class KafkaServer(ServerSecurity, ControlledShutdown):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
 
     config: KafkaConfig
@@ -138,6 +138,12 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         """The czxid of this broker's registration; -1 before it registers."""
         return self.controller_requests.broker_epoch if self.controller_requests else -1
 
+    def topic_config(self, topic: str) -> LogConfig:
+        """A topic's config as this broker knows it: read when the topic's first replica
+        came here, and kept current by the config change notifications."""
+        assert self.log_manager is not None
+        return self.log_manager.config_for(topic)
+
     @property
     def store_calls_open(self) -> bool:
         return self.store_executor.open
@@ -164,19 +170,26 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
                 "kafka.server", "ZooKeeperClientMetrics", "ZooKeeperRequestLatencyMs"
             )
         self.zk = KafkaZkClient(session)
+        self.configs = ConfigRepository(
+            self.broker_id, self.zk, LogConfig.from_props(self.config.topic_defaults()),
+            self.store_call,
+        )  # fmt: skip
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
-        return cluster_id, {t: self.read_topic_config(t) for t in self.zk.get_all_topics()}
+        read = self.configs.read_topic_config
+        return cluster_id, {t: read(t) for t in self.zk.get_all_topics()}
 
     async def startup(self) -> None:
         cfg = self.config
         self.loop = asyncio.get_running_loop()
-        self.topic_defaults = LogConfig.from_props(cfg.topic_defaults())
         cluster_id, topic_configs = await self.store_call(self._open_store)
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
         self.log_manager = LogManager(
-            cfg.log_dirs, self.topic_defaults, topic_configs, failure_channel=self.failure_channel
+            cfg.log_dirs,
+            self.configs.topic_defaults,
+            topic_configs,
+            failure_channel=self.failure_channel,
         )
         self.replica_manager = ReplicaManager(
             self.broker_id,
@@ -191,9 +204,11 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
             self.replica_manager, self.log_manager
         )
+        known_topics = self.log_manager.topic_configs
         self.controller_requests = ControllerRequests(
-            self.metadata_cache, self.replica_manager, self.load_topic_configs
-        )
+            self.metadata_cache, self.replica_manager,
+            functools.partial(self.configs.load_topic_configs, known=known_topics),
+        )  # fmt: skip
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             self.replica_manager,
             FetcherConfig.from_broker_config(self.broker_id, cfg),
@@ -219,7 +234,9 @@ class KafkaServer(ConfigRepository, ServerSecurity, ControlledShutdown):
         self.apis = KafkaApis(self)
         self.dynamic_config = DynamicConfigManager(self)
         await self.dynamic_config.startup()
-        self.apply_dynamic_broker_config(*await self.store_call(self.read_dynamic_broker_config))
+        self.replica_manager.reconfigure_throttles(
+            *await self.store_call(self.configs.read_dynamic_broker_config), cfg
+        )
         pool = MemoryPool(cfg["queued.max.request.bytes"])
         request_metrics = await start_metrics_servers(self)
         # Every TLS context before any listener binds: a bad key store stops the start.

@@ -131,14 +131,14 @@ def test_a_topic_config_that_cannot_be_read_holds_back_only_its_partitions(
     topics of the same request are led."""
     cluster = kt_cluster(1)
     server = cluster.brokers[0]
-    read = server.read_topic_config
+    read = server.configs.read_topic_config
 
     def failing(topic: str) -> Any:
         if topic == "unreadable":
             raise SessionExpiredError("ZooKeeper went away", f"/config/topics/{topic}")
         return read(topic)
 
-    monkeypatch.setattr(server, "read_topic_config", failing)
+    monkeypatch.setattr(server.configs, "read_topic_config", failing)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     futures = admin.create_topics([NewTopic("unreadable", 1, 1), NewTopic("readable", 1, 1)],
                                   operation_timeout=5)  # fmt: skip

@@ -204,7 +204,7 @@ def _describe_resource(
         validate_topic_name(name)
         if not server.metadata_cache.contains(name):
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
-        config = server.read_topic_config(name)
+        config = server.configs.read_topic_config(name)
         return describe_topic_configs(server, name, config, keys, synonyms)
     if rtype == BROKER:
         if name and name != str(server.broker_id):
@@ -245,7 +245,7 @@ def _validate_and_write(
         for key in new:
             if key not in TOPIC_CONFIGS_BY_NAME:
                 raise InvalidConfigError(f"Unknown topic config name: {key}")
-        server.topic_defaults.with_overrides(new)
+        server.configs.topic_defaults.with_overrides(new)
         entity_type = "topics"
     elif rtype == BROKER:
         if name and name != str(server.broker_id) and name != "<default>":
