@@ -27,6 +27,7 @@ class ControlledShutdown:
     store: Any
     zk: Any
     controller: Any
+    controller_started: bool
     metadata_cache: Any
     inter_broker_security: dict[str, Any]
     _broker_endpoint: Callable[[int], tuple[str, int] | None]  # KafkaServer's
@@ -39,7 +40,7 @@ class ControlledShutdown:
         soon as /controller names another, instead of after the whole backoff (three
         brokers stopped together took 10 s, two backoffs, to exit)."""
         cfg = self.config
-        if not cfg["controlled.shutdown.enable"] or self.zk is None or self.controller is None:
+        if not cfg["controlled.shutdown.enable"] or self.zk is None or not self.controller_started:
             return
         backoff_s = cfg["controlled.shutdown.retry.backoff.ms"] / 1000
         asked, failed = -1, False

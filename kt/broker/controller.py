@@ -103,13 +103,21 @@ class KafkaController(PartitionReassignment, ReplicaLeaderElection, AlterPartiti
         """A store watch callback that queues `action` as event `name`."""
         return lambda _event: self.post(name, action)
 
+    @property
+    def started(self) -> bool:
+        """Whether startup() ran: the event thread takes events."""
+        return self.events.started
+
     async def barrier(self) -> None:
         """Wait until every event queued so far has been processed."""
         await self.events.ask("Barrier", lambda: None)
 
     async def _ask(self, name: str, action: Callable[[], Awaitable[T] | T]) -> T | None:
         """Run `action` as event `name` on the event thread and return its result, or
-        None if this broker is not the active controller when the event comes."""
+        None if this broker is not the active controller when the event comes (or has
+        not started its controller yet)."""
+        if not self.events.started:
+            return None
 
         async def run() -> T | None:
             if not self.is_active:

@@ -81,6 +81,10 @@ class ControllerEventManager:
         self._thread: threading.Thread | None = None
 
     @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    @property
     def queue_size(self) -> int:
         return self._queued
 

@@ -40,14 +40,14 @@ from kt.protocol import (
     encode_response_parts,
     unsupported_version_response,
 )
+from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 log = logging.getLogger(__name__)
 
 HANDLERS = {
-    ApiKey.API_VERSIONS: cluster.api_versions,
     ApiKey.METADATA: cluster.metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
     ApiKey.PRODUCE: produce.produce,
@@ -107,12 +107,22 @@ HANDLERS = {
 class KafkaApis:
     """The request handler the network layer calls for every frame."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
-        self.handlers = dict(HANDLERS)
+    def __init__(self, broker: BrokerServices) -> None:
+        self.broker = broker
+        self.handlers = {ApiKey.API_VERSIONS: self.api_versions, **HANDLERS}
 
     def advertised_versions(self) -> dict[ApiKey, tuple[int, int]]:
         return {key: SUPPORTED_VERSIONS[key] for key in self.handlers if key in SUPPORTED_VERSIONS}
+
+    async def api_versions(
+        self, broker: BrokerServices, header: Any, request: Any, ctx: RequestContext
+    ) -> Any:
+        """Advertise exactly the APIs this broker handles (kt.protocol.api_keys)."""
+        keys = [
+            m.ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(self.advertised_versions().items())
+        ]
+        return m.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
 
     async def handle(self, frame: memoryview, ctx: RequestContext) -> list[Any] | None:
         try:
@@ -123,30 +133,30 @@ class KafkaApis:
         if header.api_key == ApiKey.FETCH and header.api_version >= 15:
             # From v15 a follower names itself in the ReplicaState tagged field (KIP-903).
             request.replica_id = request.replica_state.replica_id if request.replica_state else -1
-        if not self.server.serving.is_set() and not _from_a_broker(header.api_key, request):
+        if not self.broker.serving.is_set() and not _from_a_broker(header.api_key, request):
             # Kafka enables request processing at the end of its start-up: a client's
             # request waits until this broker's metadata names itself and a controller
             # (an answer before that names no broker, and librdkafka may never ask again).
-            await self.server.serving.wait()
+            await self.broker.serving.wait()
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise ProtocolError(f"no handler for API key {header.api_key}")
         ctx.api_key, ctx.api_version = header.api_key, header.api_version
         ctx.correlation_id, ctx.client_id = header.correlation_id, header.client_id or ""
         ctx.from_follower = header.api_key == ApiKey.FETCH and request.replica_id >= 0
-        authorizer = self.server.authorizer
+        authorizer = self.broker.authorizer
         if authorizer is not None:
             code = request_authorization.refusal(authorizer, ctx, header.api_key, request)
             if code is not None:
                 response = request_authorization.error_response(header.api_key, request, code)
                 return encode_response_parts(header, response)
-        quota = self.server.request_quota
+        quota = self.broker.request_quota
         client = header.client_id or ""
         try:
             if not _has_request_quota(quota, header.api_key, request, ctx.user, client):
-                response = await handler(self.server, header, request, ctx)
+                response = await handler(self.broker, header, request, ctx)
             else:  # timed step by step: a cost only the clients with a quota pay
-                timed = LoopTime(handler(self.server, header, request, ctx))
+                timed = LoopTime(handler(self.broker, header, request, ctx))
                 response = await timed
                 throttle = quota.record(ctx.user, client, timed.seconds * 100)
                 if throttle > 0:

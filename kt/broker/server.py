@@ -21,6 +21,7 @@ from typing import Any
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
 from kt.broker.background_task import BackgroundTask
+from kt.broker.broker_services import BrokerServices
 from kt.broker.config_repository import ConfigRepository
 from kt.broker.connection_limits import ConnectionLimits, parse_overrides
 from kt.broker.controlled_shutdown import ControlledShutdown
@@ -180,17 +181,63 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         return cluster_id, {t: read(t) for t in self.zk.get_all_topics()}
 
     async def startup(self) -> None:
+        """Build the broker's parts in dependency order, open the listeners, register in
+        the store and take part in the controller's election; return once the broker
+        serves clients."""
         cfg = self.config
         self.loop = asyncio.get_running_loop()
         cluster_id, topic_configs = await self.store_call(self._open_store)
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
-        self.log_manager = LogManager(
-            cfg.log_dirs,
-            self.configs.topic_defaults,
-            topic_configs,
-            failure_channel=self.failure_channel,
+        self._build_replication(topic_configs)
+        register_broker_metrics(self, self.metrics)
+        # what the broker's own links to other brokers connect with (built before them)
+        self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
+        self.kafka_exporter_series = KafkaExporterSeries(self)
+        self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
+        self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
+        self.admin_manager = AdminManager(self)
+        self.group_coordinator = create_group_coordinator(self)
+        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
+        self.txn_coordinator = create_transaction_coordinator(self)
+        self.authorizer = await self._start_authorizer()
+        await self.reload_quotas()
+        self.controller = self._build_controller()
+        self.apis = KafkaApis(self._services())
+        self.dynamic_config = DynamicConfigManager(self)
+        await self.dynamic_config.startup()
+        self.replica_manager.reconfigure_throttles(
+            *await self.store_call(self.configs.read_dynamic_broker_config), cfg
         )
+        await self._open_listeners()
+        # Reached directly by its process's controller from now on, before the store names
+        # it: a request queued for it over the wire meanwhile could arrive after a later,
+        # direct one and undo it (a restarted broker kept a partition's old leader).
+        ControllerChannel.register(self.local_broker)
+        registration = await self.store_call(functools.partial(
+            self.zk.register_broker, self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
+            wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
+            else 0.0,
+        ))  # fmt: skip
+        self.controller_requests.broker_epoch = registration.epoch
+        self.local_broker.controller = self.controller
+        await self.controller.startup()
+        loop = asyncio.get_running_loop()
+        self.zk.session.add_listener(
+            lambda state: self._on_session_state(state, loop)  # on the store's thread
+        )
+        self._start_background_tasks()
+        await self._wait_for_cluster_metadata()
+        log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    def _build_replication(self, topic_configs: dict[str, LogConfig]) -> None:
+        """The logs, the replica manager and its parts, and what the controller's requests
+        do to them."""
+        cfg = self.config
+        self.log_manager = LogManager(
+            cfg.log_dirs, self.configs.topic_defaults, topic_configs,
+            failure_channel=self.failure_channel,
+        )  # fmt: skip
         self.replica_manager = ReplicaManager(
             self.broker_id,
             self.log_manager,
@@ -204,42 +251,71 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
             self.replica_manager, self.log_manager
         )
-        known_topics = self.log_manager.topic_configs
-        self.controller_requests = ControllerRequests(
-            self.metadata_cache, self.replica_manager,
-            functools.partial(self.configs.load_topic_configs, known=known_topics),
-        )  # fmt: skip
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             self.replica_manager,
             FetcherConfig.from_broker_config(self.broker_id, cfg),
             self._broker_endpoint,
         )
         self.replica_manager.topic_stats = self.topic_stats
-        register_broker_metrics(self, self.metrics)
-        # what the broker's own links to other brokers connect with (built before them)
-        self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
-        self.kafka_exporter_series = KafkaExporterSeries(self)
-        self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
-        self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
         ]
-        self.admin_manager = AdminManager(self)
-        self.group_coordinator = create_group_coordinator(self)
-        self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
-        self.txn_coordinator = create_transaction_coordinator(self)
-        self.authorizer = await self._start_authorizer()
-        await self.reload_quotas()
-        self.apis = KafkaApis(self)
-        self.dynamic_config = DynamicConfigManager(self)
-        await self.dynamic_config.startup()
-        self.replica_manager.reconfigure_throttles(
-            *await self.store_call(self.configs.read_dynamic_broker_config), cfg
+        known_topics = self.log_manager.topic_configs
+        self.controller_requests = ControllerRequests(
+            self.metadata_cache, self.replica_manager,
+            functools.partial(self.configs.load_topic_configs, known=known_topics),
+        )  # fmt: skip
+
+    def _build_controller(self) -> KafkaController:
+        """This broker's controller (started once the broker is registered), with the
+        channel that reaches the brokers, and this broker as its process's controllers
+        reach it."""
+        cfg = self.config
+        self.controller_security = cfg.client_security(cfg.listener_config.controller_listener)
+        self.local_broker = LocalBroker(
+            self.broker_id, self.store, self.loop, self.controller_requests
         )
+        channel = ControllerChannel(self.local_broker, self.zk, cfg, self.controller_security)
+        controller = KafkaController(
+            self.broker_id, self.zk, channel,
+            auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
+            imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
+            imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],
+        )  # fmt: skip
+        register_controller_metrics(controller, self.metrics)
+        return controller
+
+    def _services(self) -> BrokerServices:
+        return BrokerServices(
+            config=self.config,
+            broker_id=self.broker_id,
+            metadata_cache=self.metadata_cache,
+            log_manager=self.log_manager,
+            replica_manager=self.replica_manager,
+            controller_requests=self.controller_requests,
+            controller=self.controller,
+            group_coordinator=self.group_coordinator,
+            txn_coordinator=self.txn_coordinator,
+            producer_id_manager=self.producer_id_manager,
+            admin_manager=self.admin_manager,
+            authorizer=self.authorizer,
+            produce_quota=self.produce_quota,
+            fetch_quota=self.fetch_quota,
+            request_quota=self.request_quota,
+            topic_stats=self.topic_stats,
+            configs=self.configs,
+            zk=self.zk,
+            store=self.store_executor,
+            serving=self.serving,
+        )
+
+    async def _open_listeners(self) -> None:
+        """One SocketServer per listener, in config order. Every TLS context is built
+        before any listener binds: a bad key store stops the start."""
+        cfg = self.config
         pool = MemoryPool(cfg["queued.max.request.bytes"])
         request_metrics = await start_metrics_servers(self)
-        # Every TLS context before any listener binds: a bad key store stops the start.
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
         window_ms = cfg["quota.window.size.seconds"] * 1000
         connection_limits = ConnectionLimits(
@@ -253,7 +329,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                if (value := cfg.listener_value(listener.listener_name, key)) is not None}
               for key in ("max.connections", "max.connection.creation.rate")),
         )  # fmt: skip
-        self.controller_security = cfg.client_security(cfg.listener_config.controller_listener)
         for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name
             server = SocketServer(
                 listener.host or "0.0.0.0",
@@ -281,36 +356,12 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                 raise OSError(e.errno, f"Socket server failed to bind to {listener.host}:"
                               f"{listener.port}: {e.strerror}.") from None  # fmt: skip
             self.socket_servers.append(server)
-        # Reached directly by its process's controller from now on, before the store names
-        # it: a request queued for it over the wire meanwhile could arrive after a later,
-        # direct one and undo it (a restarted broker kept a partition's old leader).
-        self.local_broker = LocalBroker(
-            self.broker_id, self.store, self.loop, self.controller_requests
-        )
-        ControllerChannel.register(self.local_broker)
-        channel = ControllerChannel(self.local_broker, self.zk, cfg, self.controller_security)
-        registration = await self.store_call(functools.partial(
-            self.zk.register_broker, self.broker_id, self.advertised_endpoints, cfg["broker.rack"],
-            wait_s=cfg["zookeeper.session.timeout.ms"] / 1000 + 2 if cfg["zookeeper.connect"]
-            else 0.0,
-        ))  # fmt: skip
-        self.controller_requests.broker_epoch = registration.epoch
-        self.controller = KafkaController(
-            self.broker_id, self.zk, channel,
-            auto_leader_rebalance=cfg["auto.leader.rebalance.enable"],
-            imbalance_percentage=cfg["leader.imbalance.per.broker.percentage"],
-            imbalance_check_interval_s=cfg["leader.imbalance.check.interval.seconds"],
-        )  # fmt: skip
-        self.local_broker.controller = self.controller
-        register_controller_metrics(self.controller, self.metrics)
-        await self.controller.startup()
-        loop = asyncio.get_running_loop()
-        self.zk.session.add_listener(
-            lambda state: self._on_session_state(state, loop)  # on the store's thread
-        )
-        self._start_background_tasks()
-        await self._wait_for_cluster_metadata()
-        log.info("[KafkaServer id=%s] started", self.broker_id)
+
+    @property
+    def controller_started(self) -> bool:
+        """Whether this broker's controller takes part in elections (it is built before
+        the listeners open, and started once the broker is registered)."""
+        return self.controller is not None and self.controller.started
 
     @property
     def broker_state(self) -> int:
@@ -350,7 +401,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             loop.call_soon_threadsafe(self._on_new_session)
 
     def _on_new_session(self) -> None:
-        if self._shutting_down or self.zk is None or self.controller is None:
+        if self._shutting_down or self.zk is None or not self.controller_started:
             return
         log.info("[KafkaServer id=%s] metadata session expired: registering again", self.broker_id)
         self._session_task = asyncio.get_running_loop().create_task(self._register_again())

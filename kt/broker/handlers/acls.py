@@ -11,22 +11,22 @@ from kt.protocol import messages as m
 from kt.security import acls as a
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
-def _denied(server: KafkaServer, ctx: Any, operation: int) -> tuple[int, str | None] | None:
-    if server.authorizer is None:
+def _denied(broker: BrokerServices, ctx: Any, operation: int) -> tuple[int, str | None] | None:
+    if broker.authorizer is None:
         return SECURITY_DISABLED, NO_AUTHORIZER
-    if not server.authorizer.authorize_cluster(ctx, operation):
+    if not broker.authorizer.authorize_cluster(ctx, operation):
         return CLUSTER_AUTHORIZATION_FAILED, KafkaError(CLUSTER_AUTHORIZATION_FAILED).args[0]
     return None
 
 
-async def describe_acls(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_acls(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.DescribeAclsResponse
-    denied = _denied(server, ctx, a.DESCRIBE)
+    denied = _denied(broker, ctx, a.DESCRIBE)
     if denied is not None:
         return R(error_code=denied[0], error_message=denied[1], resources=[])
     binding_filter = a.AclBindingFilter(
@@ -35,7 +35,7 @@ async def describe_acls(server: KafkaServer, header: Any, request: Any, ctx: Any
         request.permission_type,
     )  # fmt: skip
     by_pattern: dict[a.ResourcePattern, list[a.AccessControlEntry]] = {}
-    for pattern, entry in server.authorizer.bindings(binding_filter):
+    for pattern, entry in broker.authorizer.bindings(binding_filter):
         by_pattern.setdefault(pattern, []).append(entry)
     return R(error_code=0, error_message=None, resources=[
         R.DescribeAclsResource(
@@ -66,9 +66,9 @@ def _invalid(c: Any) -> str | None:
     return None
 
 
-async def create_acls(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def create_acls(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.CreateAclsResponse
-    denied = _denied(server, ctx, a.ALTER)
+    denied = _denied(broker, ctx, a.ALTER)
     if denied is not None:
         return R(results=[R.AclCreationResult(error_code=denied[0], error_message=denied[1])
                           for _ in request.creations])  # fmt: skip
@@ -83,13 +83,13 @@ async def create_acls(server: KafkaServer, header: Any, request: Any, ctx: Any) 
                 a.ResourcePattern(c.resource_type, c.resource_name, c.resource_pattern_type),
                 a.AccessControlEntry(c.principal, c.host, c.operation, c.permission_type),
             ))  # fmt: skip
-    await server.authorizer.create(bindings)
+    await broker.authorizer.create(bindings)
     return R(results=results)
 
 
-async def delete_acls(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def delete_acls(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.DeleteAclsResponse
-    denied = _denied(server, ctx, a.ALTER)
+    denied = _denied(broker, ctx, a.ALTER)
     if denied is not None:
         return R(filter_results=[R.DeleteAclsFilterResult(error_code=denied[0],
                                                           error_message=denied[1])
@@ -100,7 +100,7 @@ async def delete_acls(server: KafkaServer, header: Any, request: Any, ctx: Any) 
             f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter,
             f.principal_filter, f.host_filter, f.operation, f.permission_type,
         )  # fmt: skip
-        removed = await server.authorizer.delete(binding_filter)
+        removed = await broker.authorizer.delete(binding_filter)
         results.append(R.DeleteAclsFilterResult(error_code=0, error_message=None, matching_acls=[
             R.DeleteAclsMatchingAcl(
                 error_code=0, error_message=None, resource_type=p.resource_type,

@@ -9,31 +9,33 @@ from typing import TYPE_CHECKING, Any
 from kt.security import acls as a
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 
-def allowed(server: KafkaServer, ctx: Any, operation: int, resource_type: int, name: str) -> bool:
-    authorizer = server.authorizer
+def allowed(
+    broker: BrokerServices, ctx: Any, operation: int, resource_type: int, name: str
+) -> bool:
+    authorizer = broker.authorizer
     return authorizer is None or authorizer.authorize(ctx, operation, resource_type, name)
 
 
-def topic_allowed(server: KafkaServer, ctx: Any, operation: int, topic: str) -> bool:
-    return allowed(server, ctx, operation, a.TOPIC, topic)
+def topic_allowed(broker: BrokerServices, ctx: Any, operation: int, topic: str) -> bool:
+    return allowed(broker, ctx, operation, a.TOPIC, topic)
 
 
-def group_allowed(server: KafkaServer, ctx: Any, operation: int, group: str) -> bool:
-    return allowed(server, ctx, operation, a.GROUP, group)
+def group_allowed(broker: BrokerServices, ctx: Any, operation: int, group: str) -> bool:
+    return allowed(broker, ctx, operation, a.GROUP, group)
 
 
-def cluster_allowed(server: KafkaServer, ctx: Any, operation: int) -> bool:
-    return allowed(server, ctx, operation, a.CLUSTER, a.CLUSTER_NAME)
+def cluster_allowed(broker: BrokerServices, ctx: Any, operation: int) -> bool:
+    return allowed(broker, ctx, operation, a.CLUSTER, a.CLUSTER_NAME)
 
 
-def topics_allowed(server: KafkaServer, ctx: Any, operation: int, topics: Any) -> set[str]:
+def topics_allowed(broker: BrokerServices, ctx: Any, operation: int, topics: Any) -> set[str]:
     """The topics among `topics` the principal may `operation` (each asked once)."""
-    if server.authorizer is None:
+    if broker.authorizer is None:
         return set(topics)
-    return {t for t in set(topics) if topic_allowed(server, ctx, operation, t)}
+    return {t for t in set(topics) if topic_allowed(broker, ctx, operation, t)}
 
 
 # The operations each resource type supports (Kafka's AclEntry.supportedOperations).
@@ -46,11 +48,11 @@ SUPPORTED_OPERATIONS = {
 }  # fmt: skip
 
 
-def authorized_operations(server: KafkaServer, ctx: Any, resource_type: int, name: str) -> int:
+def authorized_operations(broker: BrokerServices, ctx: Any, resource_type: int, name: str) -> int:
     """The bit field of the operations the principal may do on the resource (KIP-430):
     every supported one without an authorizer."""
     bits = 0
     for operation in SUPPORTED_OPERATIONS[resource_type]:
-        if allowed(server, ctx, operation, resource_type, name):
+        if allowed(broker, ctx, operation, resource_type, name):
             bits |= 1 << operation
     return bits

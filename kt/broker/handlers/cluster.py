@@ -1,4 +1,5 @@
-"""ApiVersions, Metadata and DescribeCluster: what clients learn before anything else."""
+"""Metadata and DescribeCluster: what clients learn before anything else, with ApiVersions
+(which KafkaApis answers itself)."""
 
 from __future__ import annotations
 
@@ -12,22 +13,13 @@ from kt.security import acls as a
 from kt.storage.names import validate_topic_name
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 
-async def api_versions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    """Advertise exactly the APIs this broker handles (kt.protocol.api_keys)."""
-    keys = [
-        m.ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
-        for k, (lo, hi) in sorted(server.apis.advertised_versions().items())
-    ]
-    return m.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
-
-
-async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    cache = server.metadata_cache
+async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    cache = broker.metadata_cache
     requested = request.topics
     if requested is None or (header.api_version == 0 and not requested):
         names = cache.all_topics()
@@ -38,9 +30,9 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
     allow_create = header.api_version < 4 or request.allow_auto_topic_creation
     # Topics the principal may not describe: left out of a listing, and refused by name
     # (TOPIC_AUTHORIZATION_FAILED, whether they exist or not: KafkaApis.handleTopicMetadata).
-    described = authz.topics_allowed(server, ctx, a.DESCRIBE, (n for n in names if n))
-    if explicit and allow_create and server.authorizer is not None:
-        may_create = authz.cluster_allowed(server, ctx, a.CREATE)
+    described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (n for n in names if n))
+    if explicit and allow_create and broker.authorizer is not None:
+        may_create = authz.cluster_allowed(broker, ctx, a.CREATE)
     else:
         may_create = True
     topics = []
@@ -48,7 +40,7 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
         if name is None or (name not in described and not explicit):
             continue
         create = explicit and allow_create and (
-            may_create or authz.topic_allowed(server, ctx, a.CREATE, name))  # fmt: skip
+            may_create or authz.topic_allowed(broker, ctx, a.CREATE, name))  # fmt: skip
         refused_creation = explicit and allow_create and not create and not cache.contains(name)
         if name not in described or refused_creation:
             topics.append(m.MetadataResponse.MetadataResponseTopic(
@@ -56,10 +48,10 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
                 is_internal=name in INTERNAL_TOPICS, partitions=[],
             ))  # fmt: skip
             continue
-        topic = await _topic_metadata(server, name, create, header, ctx)
+        topic = await _topic_metadata(broker, name, create, header, ctx)
         if header.api_version >= 8 and request.include_topic_authorized_operations:
             topic.topic_authorized_operations = authz.authorized_operations(
-                server, ctx, a.TOPIC, name)  # fmt: skip
+                broker, ctx, a.TOPIC, name)  # fmt: skip
         topics.append(topic)
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
@@ -76,7 +68,7 @@ async def metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> 
     )
     if 8 <= header.api_version <= 10 and request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = authz.authorized_operations(
-            server, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+            broker, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
     return response
 
 
@@ -91,16 +83,16 @@ def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:
 
 
 async def _topic_metadata(
-    server: KafkaServer, name: str, may_create: bool, header: Any, ctx: Any
+    broker: BrokerServices, name: str, may_create: bool, header: Any, ctx: Any
 ) -> Any:
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     Topic = m.MetadataResponse.MetadataResponseTopic
     if not cache.contains(name):
         error = "UNKNOWN_TOPIC_OR_PARTITION"
         try:
             validate_topic_name(name)
-            if may_create and server.config["auto.create.topics.enable"]:
-                error = await _auto_create(server, name)
+            if may_create and broker.config["auto.create.topics.enable"]:
+                error = await _auto_create(broker, name)
         except KafkaError as e:
             error = e.name
         return Topic(
@@ -138,18 +130,18 @@ async def _topic_metadata(
     )
 
 
-async def _auto_create(server: KafkaServer, name: str) -> str:
+async def _auto_create(broker: BrokerServices, name: str) -> str:
     """Create a topic a client asked for; the client retries on LEADER_NOT_AVAILABLE."""
     if name in INTERNAL_TOPICS:
         return "LEADER_NOT_AVAILABLE"
-    result = await server.store_call(server.admin_manager.create_topic, NewTopic(name), False)
+    result = await broker.store.call(broker.admin_manager.create_topic, NewTopic(name), False)
     if result.error_code and result.error_code != KafkaError("TOPIC_ALREADY_EXISTS").code:
         return KafkaError(result.error_code).name
     return "LEADER_NOT_AVAILABLE"
 
 
-async def describe_cluster(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    cache = server.metadata_cache
+async def describe_cluster(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    cache = broker.metadata_cache
     brokers = [
         m.DescribeClusterResponse.DescribeClusterBroker(
             broker_id=broker_id, host=e.host or "", port=e.port, rack=rack
@@ -164,5 +156,5 @@ async def describe_cluster(server: KafkaServer, header: Any, request: Any, ctx: 
     )
     if request.include_cluster_authorized_operations:
         response.cluster_authorized_operations = authz.authorized_operations(
-            server, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+            broker, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
     return response

@@ -26,7 +26,7 @@ from kt.protocol import messages as m
 from kt.storage.names import validate_topic_name
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 TOPIC = 2
 BROKER = 4
@@ -65,18 +65,18 @@ class ConfigEntry:
 
 
 def describe_topic_configs(
-    server: KafkaServer,
+    broker: BrokerServices,
     topic: str,
     config: LogConfig,
     keys: list[str] | None,
     include_synonyms: bool,
 ) -> list[ConfigEntry]:
-    overrides = server.zk.get_entity_config("topics", topic)
+    overrides = broker.zk.get_entity_config("topics", topic)
     # Where a topic key's broker synonyms may be set, highest precedence first.
     layers = (
-        (DYNAMIC_BROKER_CONFIG, server.zk.get_entity_config("brokers", str(server.broker_id))),
-        (DYNAMIC_DEFAULT_BROKER_CONFIG, server.zk.get_entity_config("brokers", "<default>")),
-        (STATIC_BROKER_CONFIG, server.config.originals),
+        (DYNAMIC_BROKER_CONFIG, broker.zk.get_entity_config("brokers", str(broker.broker_id))),
+        (DYNAMIC_DEFAULT_BROKER_CONFIG, broker.zk.get_entity_config("brokers", "<default>")),
+        (STATIC_BROKER_CONFIG, broker.config.originals),
         (DEFAULT_CONFIG, {k: _text(d) for k, (_, d) in BROKER_KEYS.items() if d is not None}),
     )
     entries = []
@@ -107,11 +107,11 @@ def _broker_synonyms(
 
 
 def describe_broker_configs(
-    server: KafkaServer, keys: list[str] | None, include_synonyms: bool
+    broker: BrokerServices, keys: list[str] | None, include_synonyms: bool
 ) -> list[ConfigEntry]:
-    dynamic = server.zk.get_entity_config("brokers", str(server.broker_id))
-    dynamic_default = server.zk.get_entity_config("brokers", "<default>")
-    static = server.config.originals
+    dynamic = broker.zk.get_entity_config("brokers", str(broker.broker_id))
+    dynamic_default = broker.zk.get_entity_config("brokers", "<default>")
+    static = broker.config.originals
     entries = []
     for name, (_, default) in sorted(BROKER_KEYS.items()):
         if keys is not None and name not in keys:
@@ -148,15 +148,15 @@ def _text(value: object) -> str:
     return str(value)
 
 
-async def describe_configs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_configs(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     Result = m.DescribeConfigsResponse.DescribeConfigsResult
     results = []
     for res in request.resources:
         keys = list(res.configuration_keys) if res.configuration_keys is not None else None
         synonyms = header.api_version >= 1 and request.include_synonyms
         try:
-            entries = await server.store_call(
-                _describe_resource, server, res.resource_type, res.resource_name, keys, synonyms
+            entries = await broker.store.call(
+                _describe_resource, broker, res.resource_type, res.resource_name, keys, synonyms
             )
         except KafkaError as e:
             results.append(
@@ -197,21 +197,21 @@ async def describe_configs(server: KafkaServer, header: Any, request: Any, ctx: 
 
 
 def _describe_resource(
-    server: KafkaServer, rtype: int, name: str, keys: list[str] | None, synonyms: bool
+    broker: BrokerServices, rtype: int, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[ConfigEntry]:
     """A resource's config entries, as stored now (on the broker's store threads)."""
     if rtype == TOPIC:
         validate_topic_name(name)
-        if not server.metadata_cache.contains(name):
+        if not broker.metadata_cache.contains(name):
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
-        config = server.configs.read_topic_config(name)
-        return describe_topic_configs(server, name, config, keys, synonyms)
+        config = broker.configs.read_topic_config(name)
+        return describe_topic_configs(broker, name, config, keys, synonyms)
     if rtype == BROKER:
-        if name and name != str(server.broker_id):
+        if name and name != str(broker.broker_id):
             raise KafkaError(
-                "INVALID_REQUEST", f"Unexpected broker id, expected {server.broker_id}"
+                "INVALID_REQUEST", f"Unexpected broker id, expected {broker.broker_id}"
             )
-        return describe_broker_configs(server, keys, synonyms)
+        return describe_broker_configs(broker, keys, synonyms)
     raise KafkaError("INVALID_REQUEST", f"Unsupported resource type {rtype}")
 
 
@@ -236,64 +236,64 @@ def _apply_ops(current: dict[str, str], ops: list[tuple[int, str, str | None]]) 
 
 
 def _validate_and_write(
-    server: KafkaServer, rtype: int, name: str, new: dict[str, str], validate_only: bool
+    broker: BrokerServices, rtype: int, name: str, new: dict[str, str], validate_only: bool
 ) -> None:
     if rtype == TOPIC:
         validate_topic_name(name)
-        if not server.metadata_cache.contains(name):
+        if not broker.metadata_cache.contains(name):
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"Topic {name} does not exist.")
         for key in new:
             if key not in TOPIC_CONFIGS_BY_NAME:
                 raise InvalidConfigError(f"Unknown topic config name: {key}")
-        server.configs.topic_defaults.with_overrides(new)
+        broker.configs.topic_defaults.with_overrides(new)
         entity_type = "topics"
     elif rtype == BROKER:
-        if name and name != str(server.broker_id) and name != "<default>":
+        if name and name != str(broker.broker_id) and name != "<default>":
             raise KafkaError("INVALID_REQUEST", f"Unexpected broker id {name}")
         for key in new:
             if key not in BROKER_KEYS:
                 raise InvalidConfigError(f"Unknown broker config name: {key}")
-        KafkaConfig({**server.config.originals, **new})
+        KafkaConfig({**broker.config.originals, **new})
         entity_type, name = "brokers", name or "<default>"
     else:
         raise KafkaError("INVALID_REQUEST", f"Unsupported resource type {rtype}")
     if not validate_only:
-        server.zk.change_entity_config(entity_type, name, new)
+        broker.zk.change_entity_config(entity_type, name, new)
 
 
-def _current(server: KafkaServer, rtype: int, name: str) -> dict[str, str]:
+def _current(broker: BrokerServices, rtype: int, name: str) -> dict[str, str]:
     entity = "topics" if rtype == TOPIC else "brokers"
-    return server.zk.get_entity_config(entity, name or "<default>")
+    return broker.zk.get_entity_config(entity, name or "<default>")
 
 
-async def alter_configs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def alter_configs(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """The legacy API: the request's configs replace the entity's overrides whole."""
     responses = []
     for res in request.resources:
         new = {c.name: c.value for c in res.configs if c.value is not None}
-        responses.append(await server.store_call(
-            _alter_one, server, res, lambda _cur, n=new: n, request.validate_only
+        responses.append(await broker.store.call(
+            _alter_one, broker, res, lambda _cur, n=new: n, request.validate_only
         ))  # fmt: skip
     return m.AlterConfigsResponse(responses=responses, throttle_time_ms=0)
 
 
 async def incremental_alter_configs(
-    server: KafkaServer, header: Any, request: Any, ctx: Any
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     responses = []
     for res in request.resources:
         ops = [(c.config_operation, c.name, c.value) for c in res.configs]
-        responses.append(await server.store_call(
-            _alter_one, server, res, lambda cur, o=ops: _apply_ops(cur, o), request.validate_only
+        responses.append(await broker.store.call(
+            _alter_one, broker, res, lambda cur, o=ops: _apply_ops(cur, o), request.validate_only
         ))  # fmt: skip
     return m.IncrementalAlterConfigsResponse(responses=responses, throttle_time_ms=0)
 
 
-def _alter_one(server: KafkaServer, res: Any, change: Any, validate_only: bool) -> Any:
+def _alter_one(broker: BrokerServices, res: Any, change: Any, validate_only: bool) -> Any:
     """Read, change, validate and write one resource's config (on the store threads)."""
     try:
-        new = change(_current(server, res.resource_type, res.resource_name))
-        _validate_and_write(server, res.resource_type, res.resource_name, new, validate_only)
+        new = change(_current(broker, res.resource_type, res.resource_name))
+        _validate_and_write(broker, res.resource_type, res.resource_name, new, validate_only)
         code, message = 0, None
     except KafkaError as e:
         code, message = e.code, str(e)

@@ -18,7 +18,7 @@ from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +29,13 @@ _STALE_BROKER_EPOCH = KafkaError("STALE_BROKER_EPOCH").code
 _NULL_TOPIC_ID = uuid.UUID(int=0)
 
 
-def _refusal(server: KafkaServer, request: Any) -> int:
+def _refusal(broker: BrokerServices, request: Any) -> int:
     """Why a controller's request is refused before it is read, else 0: a KRaft
     controller's, or one meant for an earlier registration of this broker (Kafka's
     isBrokerEpochStale; -1 is a controller that does not say)."""
     if _from_kraft_controller(request):
         return _FROM_KRAFT
-    if server.controller_requests.is_broker_epoch_stale(request.broker_epoch):
+    if broker.controller_requests.is_broker_epoch_stale(request.broker_epoch):
         return _STALE_BROKER_EPOCH
     return 0
 
@@ -50,9 +50,9 @@ def _from_kraft_controller(request: Any) -> bool:
     return True
 
 
-async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def leader_and_isr(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if refused := _refusal(server, request):
+    if refused := _refusal(broker, request):
         return m.LeaderAndIsrResponse(error_code=refused)
     states: list[PartitionState] = []
     topic_ids: dict[str, Any] = {}
@@ -77,7 +77,7 @@ async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: An
             )  # fmt: skip
         )
     live_leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
-    errors = await server.controller_requests.become_leader_or_follower(
+    errors = await broker.controller_requests.become_leader_or_follower(
         request.controller_id, request.controller_epoch, states, topic_ids, live_leaders
     )
     Error = m.LeaderAndIsrResponse.LeaderAndIsrPartitionError
@@ -105,11 +105,11 @@ async def leader_and_isr(server: KafkaServer, header: Any, request: Any, ctx: An
     )
 
 
-def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
+def _endpoints(live: Any, version: int) -> tuple[BrokerEndPoint, ...]:
     """A live broker's endpoints: v0 has one PLAINTEXT host and port, v1 and v2 name each
     endpoint by its security protocol, v3 on by its listener."""
     if version == 0:
-        return (BrokerEndPoint("PLAINTEXT", broker.v0_host, broker.v0_port),)
+        return (BrokerEndPoint("PLAINTEXT", live.v0_host, live.v0_port),)
     return tuple(
         BrokerEndPoint(
             e.listener if version >= 3 else PROTOCOL_NAMES[e.security_protocol],
@@ -117,18 +117,15 @@ def _endpoints(broker: Any, version: int) -> tuple[BrokerEndPoint, ...]:
             e.port,
             PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"),
         )  # fmt: skip
-        for e in broker.endpoints
+        for e in live.endpoints
     )
 
 
-async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def update_metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if refused := _refusal(server, request):
+    if refused := _refusal(broker, request):
         return m.UpdateMetadataResponse(error_code=refused)
-    live = [
-        Broker(broker.id, _endpoints(broker, version), broker.rack or None)
-        for broker in request.live_brokers
-    ]
+    live = [Broker(b.id, _endpoints(b, version), b.rack or None) for b in request.live_brokers]
     states: list[PartitionState] = []
     topic_ids: dict[str, Any] = {}
     if version < 5:
@@ -152,15 +149,15 @@ async def update_metadata(server: KafkaServer, header: Any, request: Any, ctx: A
                 zk_version=p.zk_version,
             )  # fmt: skip
         )
-    code = server.controller_requests.update_metadata(
+    code = broker.controller_requests.update_metadata(
         request.controller_id, request.controller_epoch, live, states, topic_ids
     )
     return m.UpdateMetadataResponse(error_code=code)
 
 
-async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def stop_replica(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    if refused := _refusal(server, request):
+    if refused := _refusal(broker, request):
         return m.StopReplicaResponse(error_code=refused)
     deletes: dict[bool, list[TopicPartition]] = {}
     if version == 0:
@@ -181,7 +178,7 @@ async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any)
     code = 0
     for delete, partitions in deletes.items():
         code = (
-            server.controller_requests.stop_replicas(request.controller_epoch, partitions, delete)
+            broker.controller_requests.stop_replicas(request.controller_epoch, partitions, delete)
             or code
         )
     Error = m.StopReplicaResponse.StopReplicaPartitionError
@@ -195,12 +192,9 @@ async def stop_replica(server: KafkaServer, header: Any, request: Any, ctx: Any)
     )
 
 
-async def controlled_shutdown(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def controlled_shutdown(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """A broker asks the controller to move its leadership away before it stops."""
-    controller = server.controller
-    remaining = None
-    if controller is not None:
-        remaining = await controller.controlled_shutdown(request.broker_id)
+    remaining = await broker.controller.controlled_shutdown(request.broker_id)
     if remaining is None:
         return m.ControlledShutdownResponse(error_code=KafkaError("NOT_CONTROLLER").code)
     Remaining = m.ControlledShutdownResponse.RemainingPartition
@@ -212,13 +206,10 @@ async def controlled_shutdown(server: KafkaServer, header: Any, request: Any, ct
     )
 
 
-async def allocate_producer_ids(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def allocate_producer_ids(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """A Kafka broker asks the controller for its next block of producer ids (KIP-730)."""
     R = m.AllocateProducerIdsResponse
-    controller = server.controller
-    block = None
-    if controller is not None:
-        block = await controller.allocate_producer_ids(request.broker_id, request.broker_epoch)
+    block = await broker.controller.allocate_producer_ids(request.broker_id, request.broker_epoch)
     if block is None:
         return R(error_code=KafkaError("NOT_CONTROLLER").code)
     if isinstance(block, str):
@@ -227,8 +218,6 @@ async def allocate_producer_ids(server: KafkaServer, header: Any, request: Any, 
              producer_id_len=block.block_end - block.block_start + 1)  # fmt: skip
 
 
-async def alter_partition(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def alter_partition(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """A leader proposes ISR changes to the controller (KIP-497)."""
-    if server.controller is None:
-        return m.AlterPartitionResponse(error_code=KafkaError("NOT_CONTROLLER").code)
-    return await server.controller.alter_partition(request, header.api_version)
+    return await broker.controller.alter_partition(request, header.api_version)

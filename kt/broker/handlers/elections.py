@@ -11,12 +11,12 @@ from kt.errors import KafkaError
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 NOT_NEEDED = KafkaError("ELECTION_NOT_NEEDED").code
 
 
-async def elect_leaders(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def elect_leaders(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.ElectLeadersResponse
     election_type = request.election_type if header.api_version >= 1 else 0
     wanted = None
@@ -24,7 +24,7 @@ async def elect_leaders(server: KafkaServer, header: Any, request: Any, ctx: Any
         wanted = [
             TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions
         ]
-    results = await server.controller.elect_leaders(wanted, election_type)
+    results = await broker.controller.elect_leaders(wanted, election_type)
     if results is None:
         error = KafkaError("NOT_CONTROLLER")
         if wanted is None:

@@ -12,7 +12,7 @@ from kt.protocol import messages as m
 from kt.security import acls as a
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 EARLIEST = -2
 LATEST = -1
@@ -28,7 +28,7 @@ ISOLATION_LEVELS = (0, 1)  # READ_UNCOMMITTED, READ_COMMITTED
 SPECIAL_TIMESTAMPS_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, -5: 9}
 
 
-async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """Consumers and followers alike.
 
     Fetch sessions (KIP-227) are always declined, as Kafka declines them when its session
@@ -47,12 +47,12 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         return _fetch_failed(request, KafkaError("UNKNOWN_SERVER_ERROR").code)
     version = header.api_version
     replica_id = request.replica_id  # from ReplicaState for v15+ (KafkaApis)
-    named = _topic_names(server, request, version)
+    named = _topic_names(broker, request, version)
     asked = [name for name in named.values() if name is not None]
     if replica_id >= 0:  # a follower: CLUSTER_ACTION on the cluster, or nothing
-        readable = set(asked) if authz.cluster_allowed(server, ctx, a.CLUSTER_ACTION) else set()
+        readable = set(asked) if authz.cluster_allowed(broker, ctx, a.CLUSTER_ACTION) else set()
     else:
-        readable = authz.topics_allowed(server, ctx, a.READ, asked)
+        readable = authz.topics_allowed(broker, ctx, a.READ, asked)
     wanted = [
         FetchRequestPartition(
             TopicPartition(name, p.partition),
@@ -66,7 +66,7 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         for p in topic.partitions
     ]
     max_bytes = request.max_bytes if version >= 3 else 2**31 - 1
-    results = await server.replica_manager.fetch_messages(
+    results = await broker.replica_manager.fetch_messages(
         replica_id,
         request.max_wait_ms,
         request.min_bytes,
@@ -74,7 +74,7 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         request.isolation_level,
         wanted,
     )
-    stats = server.topic_stats
+    stats = broker.topic_stats
     for tp, result in results.items():
         stats.fetched(tp.topic, result.error_code, result.size, replica_id >= 0)
     denied = FetchResult(TOPIC_AUTHORIZATION_FAILED)
@@ -97,17 +97,17 @@ async def fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any
         ))  # fmt: skip
     if replica_id < 0:  # consumers' fetches count against their quota; followers' do not
         size = sum(r.size for r in results.values())
-        ctx.throttle_ms = server.fetch_quota.record(ctx.user, header.client_id or "", size)
+        ctx.throttle_ms = broker.fetch_quota.record(ctx.user, header.client_id or "", size)
     return m.FetchResponse(error_code=0, session_id=0, responses=topics,
                            throttle_time_ms=ctx.throttle_ms)  # fmt: skip
 
 
-def _topic_names(server: KafkaServer, request: Any, version: int) -> dict[int, str | None]:
+def _topic_names(broker: BrokerServices, request: Any, version: int) -> dict[int, str | None]:
     """Each asked topic's name by its place in the request: from v13 topics are named by
     id (None for an id this broker does not know: UNKNOWN_TOPIC_ID)."""
     if version < 13:
         return {i: t.topic for i, t in enumerate(request.topics)}
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     return {i: cache.topic_for_id(t.topic_id) for i, t in enumerate(request.topics)}
 
 
@@ -145,13 +145,13 @@ def _partition_data(index: int, r: FetchResult) -> Any:
     )
 
 
-async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def list_offsets(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     topics = []
-    described = authz.topics_allowed(server, ctx, a.DESCRIBE, (t.name for t in request.topics))
+    described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (t.name for t in request.topics))
     Response = m.ListOffsetsResponse.ListOffsetsPartitionResponse
     for topic in request.topics:
         partitions = [
-            _list_offset(server, header.api_version, request, topic.name, p)
+            _list_offset(broker, header.api_version, request, topic.name, p)
             if topic.name in described else Response(partition_index=p.partition_index,
                                                      error_code=TOPIC_AUTHORIZATION_FAILED)
             for p in topic.partitions
@@ -162,7 +162,7 @@ async def list_offsets(server: KafkaServer, header: Any, request: Any, ctx: Any)
     return m.ListOffsetsResponse(topics=topics, throttle_time_ms=0)
 
 
-def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p: Any) -> Any:
+def _list_offset(broker: BrokerServices, version: int, request: Any, topic: str, p: Any) -> Any:
     Response = m.ListOffsetsResponse.ListOffsetsPartitionResponse
     if request.isolation_level not in ISOLATION_LEVELS:
         return Response(partition_index=p.partition_index,
@@ -172,7 +172,7 @@ def _list_offset(server: KafkaServer, version: int, request: Any, topic: str, p:
         return Response(partition_index=p.partition_index,
                         error_code=KafkaError("UNSUPPORTED_VERSION").code)  # fmt: skip
     try:
-        partition = server.replica_manager.get_partition(TopicPartition(topic, p.partition_index))
+        partition = broker.replica_manager.get_partition(TopicPartition(topic, p.partition_index))
         partition.check_leader(p.current_leader_epoch)
         log_ = partition.log
         found = _offset_for(log_, p.timestamp, request.isolation_level, request.replica_id)
@@ -227,14 +227,16 @@ def _offset_for(log_: Any, timestamp: int, isolation: int, replica_id: int) -> t
     return found.timestamp, found.offset, found.leader_epoch
 
 
-async def offset_for_leader_epoch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def offset_for_leader_epoch(
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
+) -> Any:
     Result = m.OffsetForLeaderEpochResponse.EpochEndOffset
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             try:
-                partition = server.replica_manager.get_partition(
+                partition = broker.replica_manager.get_partition(
                     TopicPartition(topic.topic, p.partition)
                 )
                 partition.check_leader(p.current_leader_epoch)

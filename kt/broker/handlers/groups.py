@@ -26,7 +26,7 @@ from kt.protocol import messages as m
 from kt.security import acls as a
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -40,12 +40,12 @@ def code(name: str) -> int:
 # -- FindCoordinator -------------------------------------------------------------------
 
 
-async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def find_coordinator(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     key_type = request.key_type if version >= 1 else GROUP_KEY
     keys = request.coordinator_keys if version >= 4 else [request.key]
-    found = [await _coordinator_for(server, key, key_type, ctx.listener)
-             if _may_describe_key(server, ctx, key, key_type) else (
+    found = [await _coordinator_for(broker, key, key_type, ctx.listener)
+             if _may_describe_key(broker, ctx, key, key_type) else (
                  "GROUP_AUTHORIZATION_FAILED" if key_type == GROUP_KEY
                  else "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1, "", -1)
              for key in keys]  # fmt: skip
@@ -64,15 +64,15 @@ async def find_coordinator(server: KafkaServer, header: Any, request: Any, ctx: 
     )  # fmt: skip
 
 
-def _may_describe_key(server: KafkaServer, ctx: Any, key: str, key_type: int) -> bool:
+def _may_describe_key(broker: BrokerServices, ctx: Any, key: str, key_type: int) -> bool:
     """DESCRIBE on the group or transactional id whose coordinator is asked for."""
     kind = a.GROUP if key_type == GROUP_KEY else a.TRANSACTIONAL_ID
     return key_type not in (GROUP_KEY, TRANSACTION_KEY) or authz.allowed(
-        server, ctx, a.DESCRIBE, kind, key)  # fmt: skip
+        broker, ctx, a.DESCRIBE, kind, key)  # fmt: skip
 
 
 async def _coordinator_for(
-    server: KafkaServer, key: str, key_type: int, listener: str
+    broker: BrokerServices, key: str, key_type: int, listener: str
 ) -> tuple[str, int, str, int]:
     """(error, node id, host, port) of the leader of the key's internal partition
     (`__consumer_offsets` for a group, `__transaction_state` for a transactional id), on
@@ -81,30 +81,30 @@ async def _coordinator_for(
     if key_type not in (GROUP_KEY, TRANSACTION_KEY) or not key:
         return ("INVALID_REQUEST", -1, "", -1)
     topic = GROUP_METADATA_TOPIC if key_type == GROUP_KEY else TRANSACTION_STATE_TOPIC
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     partitions = cache.topic_partitions(topic)
     if not partitions:
         try:
-            await server.store_call(_create_internal_topic, server, topic)
+            await broker.store.call(_create_internal_topic, broker, topic)
         except KafkaError as e:  # the store is away: the client asks again
             log.info("Not creating %s now: %s", topic, e)
         return not_available
     state = partitions.get(partition_for(key, len(partitions)))
-    broker = cache.alive_broker(state.leader) if state is not None else None
-    endpoint = broker.endpoint(listener) if broker is not None else None
+    leader = cache.alive_broker(state.leader) if state is not None else None
+    endpoint = leader.endpoint(listener) if leader is not None else None
     if endpoint is None:
         return not_available
     return ("NONE", state.leader, endpoint.host or "", endpoint.port)
 
 
-def _create_internal_topic(server: KafkaServer, topic: str) -> None:
+def _create_internal_topic(broker: BrokerServices, topic: str) -> None:
     """AutoTopicCreationManager for __consumer_offsets and __transaction_state: compacted,
     with their configured partitions, replication factor and (for transactions) min ISR.
     Until that many brokers are alive the topic is not created, and FindCoordinator
     answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11. Store reads and writes:
     run on the broker's store threads."""
-    cfg = server.config
-    live = len(server.admin_manager.live_brokers())
+    cfg = broker.config
+    live = len(broker.admin_manager.live_brokers())
     if topic == GROUP_METADATA_TOPIC:
         partitions = cfg["offsets.topic.num.partitions"]
         rf = cfg["offsets.topic.replication.factor"]
@@ -123,7 +123,7 @@ def _create_internal_topic(server: KafkaServer, topic: str) -> None:
             topic, live, rf,
         )  # fmt: skip
         return
-    server.admin_manager.create_topic(
+    broker.admin_manager.create_topic(
         NewTopic(topic, partitions, rf, configs=configs), validate_only=False
     )
 
@@ -131,14 +131,14 @@ def _create_internal_topic(server: KafkaServer, topic: str) -> None:
 # -- membership ------------------------------------------------------------------------
 
 
-async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+async def join_group(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.JoinGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, generation_id=-1,
                                    member_id=request.member_id, members=[])  # fmt: skip
     version = header.api_version
     session_timeout = request.session_timeout_ms
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else session_timeout
-    result = await server.group_coordinator.join_group(
+    result = await broker.group_coordinator.join_group(
         request.group_id,
         request.member_id,
         request.group_instance_id if version >= 5 else None,
@@ -169,11 +169,11 @@ async def join_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
     )
 
 
-async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+async def sync_group(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.SyncGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, assignment=b"")
     version = header.api_version
-    result = await server.group_coordinator.sync_group(
+    result = await broker.group_coordinator.sync_group(
         request.group_id,
         request.generation_id,
         request.member_id,
@@ -191,10 +191,10 @@ async def sync_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -
     )
 
 
-async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+async def heartbeat(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.HeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)
-    error = server.group_coordinator.heartbeat(
+    error = broker.group_coordinator.heartbeat(
         request.group_id,
         request.member_id,
         request.group_instance_id if header.api_version >= 3 else None,
@@ -203,15 +203,15 @@ async def heartbeat(server: KafkaServer, header: Any, request: Any, ctx: Any) ->
     return m.HeartbeatResponse(throttle_time_ms=0, error_code=code(error))
 
 
-async def leave_group(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if not authz.group_allowed(server, ctx, a.READ, request.group_id):
+async def leave_group(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.LeaveGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, members=[])
     version = header.api_version
     if version >= 3:
         leaving = [(x.member_id, x.group_instance_id) for x in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error, member_errors = server.group_coordinator.leave_group(request.group_id, leaving)
+    error, member_errors = broker.group_coordinator.leave_group(request.group_id, leaving)
     if version < 3:
         if error == "NONE" and member_errors:
             error = member_errors[0]
@@ -230,16 +230,16 @@ async def leave_group(server: KafkaServer, header: Any, request: Any, ctx: Any) 
 # -- offsets ---------------------------------------------------------------------------
 
 
-async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def offset_commit(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     now = now_ms()
-    max_metadata = server.config["offset.metadata.max.bytes"]
+    max_metadata = broker.config["offset.metadata.max.bytes"]
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
     results: dict[tuple[str, int], str] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    cache = server.metadata_cache
-    group_ok = authz.group_allowed(server, ctx, a.READ, request.group_id)
-    readable = authz.topics_allowed(server, ctx, a.READ, (t.name for t in request.topics))
+    cache = broker.metadata_cache
+    group_ok = authz.group_allowed(broker, ctx, a.READ, request.group_id)
+    readable = authz.topics_allowed(broker, ctx, a.READ, (t.name for t in request.topics))
     for topic in request.topics:
         known = cache.topic_partitions(topic.name)
         for p in topic.partitions:
@@ -266,7 +266,7 @@ async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any
         {}
         if not offsets
         else await group_admin.commit_offsets(
-            server.group_coordinator,
+            broker.group_coordinator,
             request.group_id,
             request.member_id if version >= 1 else "",
             request.group_instance_id if version >= 7 else None,
@@ -285,14 +285,14 @@ async def offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any
     ])  # fmt: skip
 
 
-async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def offset_fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     R = m.OffsetFetchResponse
     if version >= 8:
         groups = []
         for g in request.groups:
             wanted = _wanted(g.topics)
-            result = _fetch_offsets(server, ctx, g.group_id, wanted, request.require_stable)
+            result = _fetch_offsets(broker, ctx, g.group_id, wanted, request.require_stable)
             groups.append(R.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code(result.error),
                 topics=_fetched_topics(result, R.OffsetFetchResponseTopics,
@@ -300,7 +300,7 @@ async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any)
         return R(throttle_time_ms=0, groups=groups)
     wanted = _wanted(request.topics)
     require_stable = version >= 7 and request.require_stable
-    result = _fetch_offsets(server, ctx, request.group_id, wanted, require_stable)
+    result = _fetch_offsets(broker, ctx, request.group_id, wanted, require_stable)
     if result.error != "NONE" and version < 2:
         # v0/v1 have no top-level error: every partition asked for carries it.
         result.offsets = dict.fromkeys(wanted or [])
@@ -312,15 +312,15 @@ async def offset_fetch(server: KafkaServer, header: Any, request: Any, ctx: Any)
 
 
 def _fetch_offsets(
-    server: KafkaServer, ctx: Any, group: str, wanted: Any, require_stable: bool
+    broker: BrokerServices, ctx: Any, group: str, wanted: Any, require_stable: bool
 ) -> group_admin.OffsetFetchResult:
     """The group's offsets, if the principal may DESCRIBE the group; of the topics it may
     DESCRIBE (the others: TOPIC_AUTHORIZATION_FAILED when named, left out when not)."""
-    if not authz.group_allowed(server, ctx, a.DESCRIBE, group):
+    if not authz.group_allowed(broker, ctx, a.DESCRIBE, group):
         return group_admin.OffsetFetchResult(error="GROUP_AUTHORIZATION_FAILED")
-    result = group_admin.fetch_offsets(server.group_coordinator, group, wanted, require_stable)
-    if server.authorizer is not None:
-        described = authz.topics_allowed(server, ctx, a.DESCRIBE, (t for t, _ in result.offsets))
+    result = group_admin.fetch_offsets(broker.group_coordinator, group, wanted, require_stable)
+    if broker.authorizer is not None:
+        described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (t for t, _ in result.offsets))
         for tp in list(result.offsets):
             if tp[0] not in described:
                 del result.offsets[tp]
@@ -360,10 +360,10 @@ def _fetched_topics(
     return [Topic(name=t, partitions=parts) for t, parts in by_topic.items()]
 
 
-async def offset_delete(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if not authz.group_allowed(server, ctx, a.DELETE, request.group_id):
+async def offset_delete(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if not authz.group_allowed(broker, ctx, a.DELETE, request.group_id):
         return m.OffsetDeleteResponse(error_code=GROUP_AUTHORIZATION_FAILED, topics=[])
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     results: dict[tuple[str, int], str] = {}
     partitions = []
     for t in request.topics:
@@ -375,7 +375,7 @@ async def offset_delete(server: KafkaServer, header: Any, request: Any, ctx: Any
             else:
                 results[tp] = "UNKNOWN_TOPIC_OR_PARTITION"
     error, deleted = await group_admin.delete_offsets(
-        server.group_coordinator, request.group_id, partitions
+        broker.group_coordinator, request.group_id, partitions
     )
     R = m.OffsetDeleteResponse
     if error != "NONE":
@@ -394,20 +394,20 @@ async def offset_delete(server: KafkaServer, header: Any, request: Any, ctx: Any
 # -- group administration --------------------------------------------------------------
 
 
-async def describe_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_groups(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.DescribeGroupsResponse
     groups = []
     for group_id in request.groups:
-        if not authz.group_allowed(server, ctx, a.DESCRIBE, group_id):
+        if not authz.group_allowed(broker, ctx, a.DESCRIBE, group_id):
             groups.append(R.DescribedGroup(
                 error_code=GROUP_AUTHORIZATION_FAILED, group_id=group_id,
                 group_state="", protocol_type="", protocol_data="", members=[],
             ))  # fmt: skip
             continue
-        d = group_admin.describe_group(server.group_coordinator, group_id)
+        d = group_admin.describe_group(broker.group_coordinator, group_id)
         operations = -2147483648  # not asked for
         if header.api_version >= 3 and request.include_authorized_operations:
-            operations = authz.authorized_operations(server, ctx, a.GROUP, group_id)
+            operations = authz.authorized_operations(broker, ctx, a.GROUP, group_id)
         groups.append(R.DescribedGroup(
             authorized_operations=operations,
             error_code=code(d.error), group_id=group_id, group_state=d.state,
@@ -420,13 +420,13 @@ async def describe_groups(server: KafkaServer, header: Any, request: Any, ctx: A
     return R(throttle_time_ms=0, groups=groups)
 
 
-async def list_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def list_groups(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     states = request.states_filter if version >= 4 else []
     types = request.types_filter if version >= 5 else []
-    error, listed = group_admin.list_groups(server.group_coordinator, states or [], types or [])
-    if not authz.cluster_allowed(server, ctx, a.DESCRIBE):  # else the groups it may describe
-        listed = [g for g in listed if authz.group_allowed(server, ctx, a.DESCRIBE, g[0])]
+    error, listed = group_admin.list_groups(broker.group_coordinator, states or [], types or [])
+    if not authz.cluster_allowed(broker, ctx, a.DESCRIBE):  # else the groups it may describe
+        listed = [g for g in listed if authz.group_allowed(broker, ctx, a.DESCRIBE, g[0])]
     Listed = m.ListGroupsResponse.ListedGroup
     return m.ListGroupsResponse(
         throttle_time_ms=0,
@@ -438,9 +438,9 @@ async def list_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) 
     )
 
 
-async def delete_groups(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    allowed = [g for g in request.groups_names if authz.group_allowed(server, ctx, a.DELETE, g)]
-    results = await group_admin.delete_groups(server.group_coordinator, allowed)
+async def delete_groups(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    allowed = [g for g in request.groups_names if authz.group_allowed(broker, ctx, a.DELETE, g)]
+    results = await group_admin.delete_groups(broker.group_coordinator, allowed)
     results.update({g: "GROUP_AUTHORIZATION_FAILED" for g in request.groups_names
                     if g not in allowed})  # fmt: skip
     Result = m.DeleteGroupsResponse.DeletableGroupResult

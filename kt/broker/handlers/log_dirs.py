@@ -11,14 +11,14 @@ from kt.broker.partition import TopicPartition
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 
-async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_log_dirs(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    lm = server.log_manager
+    lm = broker.log_manager
     by_dir: dict[str, dict[str, list[Any]]] = {d: {} for d in lm.log_dirs}
     for (topic, partition), log_ in sorted(lm.logs.items()):
         if wanted is not None and (topic, partition) not in wanted:
@@ -32,7 +32,7 @@ async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx:
                 is_future_key=False,
             )
         )
-        moving = server.replica_manager.log_dir_mover.future_lag(TopicPartition(topic, partition))
+        moving = broker.replica_manager.log_dir_mover.future_lag(TopicPartition(topic, partition))
         if moving is not None:
             future, lag = moving
             by_dir.setdefault(future.destination, {}).setdefault(topic, []).append(
@@ -61,13 +61,15 @@ async def describe_log_dirs(server: KafkaServer, header: Any, request: Any, ctx:
     return m.DescribeLogDirsResponse(error_code=0, results=results, throttle_time_ms=0)
 
 
-async def alter_replica_log_dirs(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def alter_replica_log_dirs(
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
+) -> Any:
     R = m.AlterReplicaLogDirsResponse
     by_topic: dict[str, list[Any]] = {}
     for wanted in request.dirs:
         for topic in wanted.topics:
             for partition in topic.partitions:
-                error = server.replica_manager.log_dir_mover.alter_log_dir(
+                error = broker.replica_manager.log_dir_mover.alter_log_dir(
                     TopicPartition(topic.name, partition), wanted.path
                 )
                 by_topic.setdefault(topic.name, []).append(

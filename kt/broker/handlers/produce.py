@@ -13,7 +13,7 @@ from kt.security import acls as a
 from kt.storage.batch_header import ATTRIBUTES_OFFSET, CODEC_MASK, MAGIC_OFFSET, iter_headers
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 ZSTD = 4
 ZSTD_MIN_PRODUCE_VERSION = 7  # KIP-110: older clients cannot have sent zstd
@@ -23,24 +23,24 @@ class CloseConnection(Exception):
     """acks=0 produce failed: Kafka closes the connection so the producer notices."""
 
 
-async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def produce(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     acks = request.acks
     entries: dict[TopicPartition, Any] = {}
     results: dict[TopicPartition, ProduceResult] = {}
     txn_id = getattr(request, "transactional_id", None)
-    if txn_id is not None and not authz.allowed(server, ctx, a.WRITE, a.TRANSACTIONAL_ID, txn_id):
+    if txn_id is not None and not authz.allowed(broker, ctx, a.WRITE, a.TRANSACTIONAL_ID, txn_id):
         denied = {TopicPartition(t.name, p.index): ProduceResult(
             TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
             for t in request.topic_data for p in t.partition_data}  # fmt: skip
         return _response(request, denied) if acks != 0 else None
-    writable = authz.topics_allowed(server, ctx, a.WRITE, (t.name for t in request.topic_data))
+    writable = authz.topics_allowed(broker, ctx, a.WRITE, (t.name for t in request.topic_data))
     for topic in request.topic_data:
         for part in topic.partition_data:
             tp = TopicPartition(topic.name, part.index)
             if topic.name not in writable:
                 results[tp] = ProduceResult(TOPIC_AUTHORIZATION_FAILED)
                 continue
-            error = _precheck(server, header.api_version, tp, part.records)
+            error = _precheck(broker, header.api_version, tp, part.records)
             if error is not None:
                 results[tp] = ProduceResult(KafkaError(error).code)
             else:
@@ -50,10 +50,10 @@ async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
         results.update({tp: ProduceResult(code) for tp in entries})
         entries = {}
     if entries:
-        appended = await server.replica_manager.append_records(request.timeout_ms, acks, entries)
+        appended = await broker.replica_manager.append_records(request.timeout_ms, acks, entries)
         results.update(appended)
         size = sum(len(records) for records in entries.values())
-        ctx.throttle_ms = server.produce_quota.record(ctx.user, header.client_id or "", size)
+        ctx.throttle_ms = broker.produce_quota.record(ctx.user, header.client_id or "", size)
     if acks == 0:
         if any(r.error_code for r in results.values()):
             raise CloseConnection("acks=0 produce failed")
@@ -61,9 +61,9 @@ async def produce(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
     return _response(request, results, ctx.throttle_ms)
 
 
-def _precheck(server: KafkaServer, version: int, tp: TopicPartition, records: Any) -> str | None:
+def _precheck(broker: BrokerServices, version: int, tp: TopicPartition, records: Any) -> str | None:
     """Errors found before touching the log: unknown topic, missing or zstd-too-old data."""
-    if not server.metadata_cache.contains(tp.topic):
+    if not broker.metadata_cache.contains(tp.topic):
         return "UNKNOWN_TOPIC_OR_PARTITION"
     if records is None or len(records) == 0:
         return "CORRUPT_MESSAGE"

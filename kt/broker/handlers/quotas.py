@@ -20,7 +20,7 @@ from kt.metadata.znodes import desanitize, sanitize
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 EXACT, DEFAULT, ANY = 0, 1, 2  # DescribeClientQuotasRequest's match types
@@ -40,10 +40,12 @@ Entity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None = def
 # -- describe -----------------------------------------------------------------------------
 
 
-async def describe_client_quotas(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_client_quotas(
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
+) -> Any:
     R = m.DescribeClientQuotasResponse
     try:
-        found = await server.store_call(describe, server, request.components, request.strict)
+        found = await broker.store.call(describe, broker, request.components, request.strict)
     except KafkaError as e:
         return R(error_code=e.code, error_message=str(e), entries=None)
     entries = [
@@ -56,7 +58,7 @@ async def describe_client_quotas(server: KafkaServer, header: Any, request: Any,
     return R(entries=entries)
 
 
-def describe(server: KafkaServer, components: Iterable[Any], strict: bool) -> dict[Entity, dict]:
+def describe(broker: BrokerServices, components: Iterable[Any], strict: bool) -> dict[Entity, dict]:
     """The quotas of the entities the filter matches, by entity (store reads: run on the
     broker's store threads)."""
     by_type: dict[str, Any] = {}
@@ -76,7 +78,7 @@ def describe(server: KafkaServer, components: Iterable[Any], strict: bool) -> di
             "Invalid entity filter component combination, IP filter component should not be "
             "used with user or clientId filter component.",
         )
-    zk = server.zk
+    zk = broker.zk
     stored: list[tuple[Entity, dict[str, str]]] = []
     if IP not in by_type:
         for name in zk.entity_names("users"):
@@ -121,13 +123,13 @@ def _matches(entity: Entity, by_type: dict[str, Any], strict: bool) -> bool:
 # -- alter ---------------------------------------------------------------------------------
 
 
-async def alter_client_quotas(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def alter_client_quotas(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.AlterClientQuotasResponse
     results = []
     for entry in request.entries:
         entity = [(e.entity_type, e.entity_name) for e in entry.entity]
         try:
-            await server.store_call(alter, server, entity, entry.ops, request.validate_only)
+            await broker.store.call(alter, broker, entity, entry.ops, request.validate_only)
             error = KafkaError("NONE")
         except KafkaError as e:
             error = e
@@ -142,12 +144,12 @@ async def alter_client_quotas(server: KafkaServer, header: Any, request: Any, ct
 
 
 def alter(
-    server: KafkaServer, entity: list[tuple[str, str | None]], ops: Iterable[Any],
+    broker: BrokerServices, entity: list[tuple[str, str | None]], ops: Iterable[Any],
     validate_only: bool,
 ) -> None:  # fmt: skip
     """ZkAdminManager.alterClientQuotas for one entity (on the broker's store threads)."""
     entity_type, path, keys = _entity_path(entity)
-    config = server.zk.get_entity_config(entity_type, path)
+    config = broker.zk.get_entity_config(entity_type, path)
     for op in ops:
         if op.remove:
             config.pop(op.key, None)
@@ -165,7 +167,7 @@ def alter(
             )
         config[op.key] = str(whole)
     if not validate_only:
-        server.zk.change_entity_config(entity_type, path, config)
+        broker.zk.change_entity_config(entity_type, path, config)
 
 
 def _entity_path(entity: list[tuple[str, str | None]]) -> tuple[str, str, dict[str, str]]:

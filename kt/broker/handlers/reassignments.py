@@ -11,11 +11,11 @@ from kt.errors import KafkaError
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 
 async def alter_partition_reassignments(
-    server: KafkaServer, header: Any, request: Any, ctx: Any
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     R = m.AlterPartitionReassignmentsResponse
     targets = {
@@ -25,7 +25,7 @@ async def alter_partition_reassignments(
         for topic in request.topics
         for p in topic.partitions
     }
-    results = await server.controller.alter_partition_reassignments(targets)
+    results = await broker.controller.alter_partition_reassignments(targets)
     if results is None:
         error = KafkaError("NOT_CONTROLLER")
         return R(error_code=error.code, error_message=str(error))
@@ -43,13 +43,13 @@ async def alter_partition_reassignments(
 
 
 async def list_partition_reassignments(
-    server: KafkaServer, header: Any, request: Any, ctx: Any
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     R = m.ListPartitionReassignmentsResponse
     wanted = None
     if request.topics is not None:
         wanted = [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
-    moves = await server.controller.list_partition_reassignments(wanted)
+    moves = await broker.controller.list_partition_reassignments(wanted)
     if moves is None:
         error = KafkaError("NOT_CONTROLLER")
         return R(error_code=error.code, error_message=str(error))

@@ -15,7 +15,7 @@ from kt.protocol import messages as m
 from kt.security.scram import BY_ID, MAX_ITERATIONS, ScramCredential
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 EMPTY_USER = "Username must not be empty"
 UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
@@ -24,10 +24,10 @@ CODES = {"NONE": 0, "UNSUPPORTED_SASL_MECHANISM": 33, "RESOURCE_NOT_FOUND": 91,
 
 
 async def describe_user_scram_credentials(
-    server: KafkaServer, header: Any, request: Any, ctx: Any
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     users = [u.name for u in request.users] if request.users else None
-    results = await server.store_call(describe, server, users)
+    results = await broker.store.call(describe, broker, users)
     R = m.DescribeUserScramCredentialsResponse
     return R(error_code=0, error_message=None, results=[
         R.DescribeUserScramCredentialsResult(
@@ -43,9 +43,9 @@ def _infos(config: dict[str, str]) -> list[tuple[int, int]]:
             for mech_id, mech in sorted(BY_ID.items()) if mech.name in config]  # fmt: skip
 
 
-def describe(server: KafkaServer, users: list[str] | None) -> list[tuple]:
+def describe(broker: BrokerServices, users: list[str] | None) -> list[tuple]:
     """(user, error, message, [(mechanism id, iterations)]) per user (store reads)."""
-    zk = server.zk
+    zk = broker.zk
     if not users:
         found = []
         for name in zk.entity_names("users"):
@@ -71,13 +71,13 @@ def describe(server: KafkaServer, users: list[str] | None) -> list[tuple]:
     return results
 
 
-async def sasl_handshake(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def sasl_handshake(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """A SaslHandshake that reached the request handlers: on a listener without SASL, or
     (a re-authentication aside) after authentication; Kafka answers ILLEGAL_SASL_STATE."""
     return m.SaslHandshakeResponse(error_code=34, mechanisms=[])
 
 
-async def sasl_authenticate(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def sasl_authenticate(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     return m.SaslAuthenticateResponse(
         error_code=34, error_message="SaslAuthenticate request received after successful "
         "authentication",
@@ -85,9 +85,9 @@ async def sasl_authenticate(server: KafkaServer, header: Any, request: Any, ctx:
 
 
 async def alter_user_scram_credentials(
-    server: KafkaServer, header: Any, request: Any, ctx: Any
+    broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
-    results = await server.store_call(alter, server, request.upsertions, request.deletions)
+    results = await broker.store.call(alter, broker, request.upsertions, request.deletions)
     R = m.AlterUserScramCredentialsResponse
     return R(results=[
         R.AlterUserScramCredentialsResult(user=user, error_code=CODES[error],
@@ -116,7 +116,7 @@ def _illegal(upsertions: list[Any], deletions: list[Any]) -> dict[str, tuple[str
     return illegal
 
 
-def alter(server: KafkaServer, upsertions: list[Any], deletions: list[Any]) -> list[tuple]:
+def alter(broker: BrokerServices, upsertions: list[Any], deletions: list[Any]) -> list[tuple]:
     """(user, error, message) per user (store reads and writes)."""
     illegal = _illegal(upsertions, deletions)
     results = [(user, error, message) for user, (error, message) in illegal.items()]
@@ -125,7 +125,7 @@ def alter(server: KafkaServer, upsertions: list[Any], deletions: list[Any]) -> l
     for user in sorted(duplicated):
         message = "A user credential cannot be altered twice in the same request"
         results.append((user, "DUPLICATE_RESOURCE", message))
-    zk = server.zk
+    zk = broker.zk
     configs = {user: zk.get_entity_config("users", sanitize(user))
                for user, _ in pairs if user not in duplicated}  # fmt: skip
     missing = {d.name for d in deletions if d.name in configs

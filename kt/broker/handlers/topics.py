@@ -24,14 +24,14 @@ from kt.protocol import messages as m
 from kt.security import acls
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 MAX_PARTITIONS_PER_BATCH = 10_000
 TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 async def _wait_or_time_out(
-    server: KafkaServer, results: list[TopicResult], done: Any, timeout_ms: int
+    broker: BrokerServices, results: list[TopicResult], done: Any, timeout_ms: int
 ) -> None:
     """Wait until `done(topics)` holds for the topics that succeeded so far; those still
     waiting at the timeout get REQUEST_TIMED_OUT (the change itself stays in effect).
@@ -39,7 +39,7 @@ async def _wait_or_time_out(
     pending = [r.name for r in results if not r.error_code]
     if not pending:
         return
-    if timeout_ms <= 0 or not await server.admin_manager.wait_for_metadata(
+    if timeout_ms <= 0 or not await broker.admin_manager.wait_for_metadata(
         lambda: done(pending), timeout_ms
     ):
         for r in results:
@@ -47,8 +47,8 @@ async def _wait_or_time_out(
                 r.error_code = KafkaError("REQUEST_TIMED_OUT").code
 
 
-def _not_controller(server: KafkaServer) -> bool:
-    return server.controller is None or not server.controller.is_active
+def _not_controller(broker: BrokerServices) -> bool:
+    return not broker.controller.is_active
 
 
 def _too_many(names: list[str]) -> list[TopicResult]:
@@ -56,7 +56,7 @@ def _too_many(names: list[str]) -> list[TopicResult]:
     return [TopicResult.failed(name, error) for name in names]
 
 
-def _partitions_requested(server: KafkaServer, request: Any) -> int:
+def _partitions_requested(broker: BrokerServices, request: Any) -> int:
     """The partitions a CreateTopics request would create (KRaft's count: a topic with
     assignments counts them, -1 counts num.partitions, an invalid count nothing)."""
     total = 0
@@ -64,33 +64,33 @@ def _partitions_requested(server: KafkaServer, request: Any) -> int:
         if topic.assignments:
             total += len(topic.assignments)
         elif topic.num_partitions == -1:
-            total += server.config["num.partitions"]
+            total += broker.config["num.partitions"]
         elif topic.num_partitions > 0:
             total += topic.num_partitions
     return total
 
 
-async def create_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    if _partitions_requested(server, request) > MAX_PARTITIONS_PER_BATCH:
+async def create_topics(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    if _partitions_requested(broker, request) > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
     else:
-        if server.authorizer is None or authz.cluster_allowed(server, ctx, acls.CREATE):
+        if broker.authorizer is None or authz.cluster_allowed(broker, ctx, acls.CREATE):
             creatable = {t.name for t in request.topics}
         else:
-            creatable = authz.topics_allowed(server, ctx, acls.CREATE,
+            creatable = authz.topics_allowed(broker, ctx, acls.CREATE,
                                              (t.name for t in request.topics))  # fmt: skip
-        results = await server.store_call(_create_each, server, request, creatable)
+        results = await broker.store.call(_create_each, broker, request, creatable)
     if not request.validate_only:
         await _wait_or_time_out(
-            server, results, server.admin_manager.topics_have_leaders, request.timeout_ms
+            broker, results, broker.admin_manager.topics_have_leaders, request.timeout_ms
         )
     return m.CreateTopicsResponse(
-        topics=[_creatable_topic_result(server, header.api_version, r) for r in results],
+        topics=[_creatable_topic_result(broker, header.api_version, r) for r in results],
         throttle_time_ms=0,
     )
 
 
-def _create_each(server: KafkaServer, request: Any, creatable: set[str]) -> list[TopicResult]:
+def _create_each(broker: BrokerServices, request: Any, creatable: set[str]) -> list[TopicResult]:
     """Validate and write each new topic the principal may create (on the broker's store
     threads)."""
     results: list[TopicResult] = []
@@ -108,7 +108,7 @@ def _create_each(server: KafkaServer, request: Any, creatable: set[str]) -> list
             denied = KafkaError("TOPIC_AUTHORIZATION_FAILED", "Authorization failed.")
             results.append(TopicResult.failed(topic.name, denied))
             continue
-        if _not_controller(server):
+        if _not_controller(broker):
             results.append(TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER")))
             continue
         new = NewTopic(
@@ -118,11 +118,11 @@ def _create_each(server: KafkaServer, request: Any, creatable: set[str]) -> list
             {a.partition_index: list(a.broker_ids) for a in topic.assignments},
             {c.name: c.value for c in topic.configs if c.value is not None},
         )
-        results.append(server.admin_manager.create_topic(new, request.validate_only))
+        results.append(broker.admin_manager.create_topic(new, request.validate_only))
     return results
 
 
-def _creatable_topic_result(server: KafkaServer, version: int, r: TopicResult) -> Any:
+def _creatable_topic_result(broker: BrokerServices, version: int, r: TopicResult) -> Any:
     Result = m.CreateTopicsResponse.CreatableTopicResult
     if r.error_code:
         return Result(name=r.name, error_code=r.error_code, error_message=r.error_message)
@@ -136,7 +136,7 @@ def _creatable_topic_result(server: KafkaServer, version: int, r: TopicResult) -
                 config_source=c.config_source,
                 is_sensitive=c.is_sensitive,
             )
-            for c in describe_topic_configs(server, r.name, r.config, None, False)
+            for c in describe_topic_configs(broker, r.name, r.config, None, False)
         ]
     return Result(
         name=r.name,
@@ -148,32 +148,32 @@ def _creatable_topic_result(server: KafkaServer, version: int, r: TopicResult) -
     )
 
 
-async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def delete_topics(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     if header.api_version >= 6:
         names = [
-            t.name if t.name is not None else server.metadata_cache.topic_for_id(t.topic_id)
+            t.name if t.name is not None else broker.metadata_cache.topic_for_id(t.topic_id)
             for t in request.topics
         ]
     else:
         names = list(request.topic_names)
     results = []
-    deletable = authz.topics_allowed(server, ctx, acls.DELETE, (n for n in names if n))
+    deletable = authz.topics_allowed(broker, ctx, acls.DELETE, (n for n in names if n))
     for name in names:
         if name is None:
             results.append(TopicResult.failed("", KafkaError("UNKNOWN_TOPIC_ID")))
         elif name not in deletable:
             denied = KafkaError("TOPIC_AUTHORIZATION_FAILED", "Authorization failed.")
             results.append(TopicResult.failed(name, denied))
-        elif _not_controller(server):
+        elif _not_controller(broker):
             results.append(TopicResult.failed(name, KafkaError("NOT_CONTROLLER")))
         else:
-            results.append(await server.store_call(server.admin_manager.delete_topic, name))
-    await _wait_or_time_out(server, results, server.admin_manager.topics_gone, request.timeout_ms)
+            results.append(await broker.store.call(broker.admin_manager.delete_topic, name))
+    await _wait_or_time_out(broker, results, broker.admin_manager.topics_gone, request.timeout_ms)
     return m.DeleteTopicsResponse(
         responses=[
             m.DeleteTopicsResponse.DeletableTopicResult(
                 name=r.name,
-                topic_id=server.metadata_cache.topic_id(r.name),
+                topic_id=broker.metadata_cache.topic_id(r.name),
                 error_code=r.error_code,
                 error_message=r.error_message,
             )
@@ -183,25 +183,25 @@ async def delete_topics(server: KafkaServer, header: Any, request: Any, ctx: Any
     )
 
 
-async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    cache = server.metadata_cache
+async def create_partitions(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    cache = broker.metadata_cache
     added = sum(max(0, t.count - len(cache.topic_partitions(t.name))) for t in request.topics)
     if added > MAX_PARTITIONS_PER_BATCH:
         results = _too_many([t.name for t in request.topics])
     else:
         results = [
-            await server.store_call(_grow, server, topic, request.validate_only)
+            await broker.store.call(_grow, broker, topic, request.validate_only)
             for topic in request.topics
         ]
     counts = {r.name: r.num_partitions for r in results}
 
     def grown(topics: list[str]) -> bool:
-        cache = server.metadata_cache
+        cache = broker.metadata_cache
         have_all = all(len(cache.topic_partitions(t)) >= counts[t] for t in topics)
-        return have_all and server.admin_manager.topics_have_leaders(topics)
+        return have_all and broker.admin_manager.topics_have_leaders(topics)
 
     if not request.validate_only:
-        await _wait_or_time_out(server, results, grown, request.timeout_ms)
+        await _wait_or_time_out(broker, results, grown, request.timeout_ms)
     return m.CreatePartitionsResponse(
         results=[
             m.CreatePartitionsResponse.CreatePartitionsTopicResult(
@@ -213,16 +213,16 @@ async def create_partitions(server: KafkaServer, header: Any, request: Any, ctx:
     )
 
 
-def _grow(server: KafkaServer, topic: Any, validate_only: bool) -> TopicResult:
-    if _not_controller(server):
+def _grow(broker: BrokerServices, topic: Any, validate_only: bool) -> TopicResult:
+    if _not_controller(broker):
         return TopicResult.failed(topic.name, KafkaError("NOT_CONTROLLER"))
     assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
-    return server.admin_manager.create_partitions(
+    return broker.admin_manager.create_partitions(
         topic.name, topic.count, assignments, validate_only
     )
 
 
-async def delete_records(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def delete_records(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """Move the log start offset (DeleteRecords; offset -1 = the high watermark)."""
     topics = []
     for topic in request.topics:
@@ -231,7 +231,7 @@ async def delete_records(server: KafkaServer, header: Any, request: Any, ctx: An
             tp = TopicPartition(topic.name, p.partition_index)
             Result = m.DeleteRecordsResponse.DeleteRecordsPartitionResult
             try:
-                partition = server.replica_manager.get_partition(tp)
+                partition = broker.replica_manager.get_partition(tp)
                 partition.check_leader()
                 log_ = partition.log
                 if not log_.config.delete:  # checked first, as Kafka's Partition does

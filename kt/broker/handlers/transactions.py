@@ -22,7 +22,7 @@ from kt.errors import KafkaError
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.broker_services import BrokerServices
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -44,7 +44,7 @@ def _fenced_for(version: int, first_version: int, error: str) -> str:
 # -- InitProducerId ----------------------------------------------------------------------
 
 
-async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def init_producer_id(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """An idempotent producer gets a new id at epoch 0; a transactional one its id's
     producer id and a new epoch from the id's coordinator."""
 
@@ -60,12 +60,12 @@ async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: 
     transactional_id = request.transactional_id
     if transactional_id is None:
         try:
-            producer_id = await server.producer_id_manager.generate_producer_id()
+            producer_id = await broker.producer_id_manager.generate_producer_id()
         except KafkaError as e:  # no block of ids: the store is away
             return answer(e.name)
         return answer("NONE", producer_id, 0)
     expected = None if pid == NO_PRODUCER_ID else (pid, epoch)
-    error, producer_id, epoch = await server.txn_coordinator.handle_init_producer_id(
+    error, producer_id, epoch = await broker.txn_coordinator.handle_init_producer_id(
         transactional_id, request.transaction_timeout_ms, expected
     )
     return answer(error, producer_id, epoch)
@@ -74,12 +74,12 @@ async def init_producer_id(server: KafkaServer, header: Any, request: Any, ctx: 
 # -- AddPartitionsToTxn, AddOffsetsToTxn --------------------------------------------------
 
 
-async def add_partitions_to_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def add_partitions_to_txn(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     R = m.AddPartitionsToTxnResponse
     if version < 4:
         results = await _add_partitions(
-            server, version, request.v3_and_below_transactional_id,
+            broker, version, request.v3_and_below_transactional_id,
             request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
             request.v3_and_below_topics, verify_only=False,
         )  # fmt: skip
@@ -87,7 +87,7 @@ async def add_partitions_to_txn(server: KafkaServer, header: Any, request: Any, 
     answers = []
     for txn in request.transactions:
         results = await _add_partitions(
-            server, version, txn.transactional_id, txn.producer_id, txn.producer_epoch,
+            broker, version, txn.transactional_id, txn.producer_id, txn.producer_epoch,
             txn.topics, verify_only=txn.verify_only,
         )  # fmt: skip
         answers.append(R.AddPartitionsToTxnResult(
@@ -97,11 +97,11 @@ async def add_partitions_to_txn(server: KafkaServer, header: Any, request: Any, 
 
 
 async def _add_partitions(
-    server: KafkaServer, version: int, transactional_id: str, producer_id: int,
+    broker: BrokerServices, version: int, transactional_id: str, producer_id: int,
     producer_epoch: int, topics: Any, *, verify_only: bool,
 ) -> dict[tuple[str, int], str]:  # fmt: skip
     partitions = {(t.name, p) for t in topics for p in t.partitions}
-    coordinator = server.txn_coordinator
+    coordinator = broker.txn_coordinator
     if verify_only:
         verified = coordinator.handle_verify_partitions(
             transactional_id, producer_id, producer_epoch, partitions
@@ -110,7 +110,7 @@ async def _add_partitions(
             return {tp: "INVALID_TXN_STATE" if e == "TRANSACTION_ABORTABLE" else e
                     for tp, e in verified.items()}  # fmt: skip
         return verified
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     unknown = {tp for tp in partitions if tp[1] not in cache.topic_partitions(tp[0])}
     if unknown:
         # One partition refused: none is added (the others OPERATION_NOT_ATTEMPTED).
@@ -137,10 +137,10 @@ def _topic_results(results: dict[tuple[str, int], str]) -> list[Any]:
     ]
 
 
-async def add_offsets_to_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def add_offsets_to_txn(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """The group's `__consumer_offsets` partition joins the transaction."""
-    partition = server.group_coordinator.manager.partition_for(request.group_id)
-    error = await server.txn_coordinator.handle_add_partitions(
+    partition = broker.group_coordinator.manager.partition_for(request.group_id)
+    error = await broker.txn_coordinator.handle_add_partitions(
         request.transactional_id, request.producer_id, request.producer_epoch,
         {(GROUP_METADATA_TOPIC, partition)},
     )  # fmt: skip
@@ -151,8 +151,8 @@ async def add_offsets_to_txn(server: KafkaServer, header: Any, request: Any, ctx
 # -- EndTxn -------------------------------------------------------------------------------
 
 
-async def end_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
-    error = await server.txn_coordinator.handle_end_transaction(
+async def end_txn(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    error = await broker.txn_coordinator.handle_end_transaction(
         request.transactional_id, request.producer_id, request.producer_epoch,
         bool(request.committed),
     )  # fmt: skip
@@ -163,19 +163,19 @@ async def end_txn(server: KafkaServer, header: Any, request: Any, ctx: Any) -> A
 # -- WriteTxnMarkers (coordinator -> partition leader) ------------------------------------
 
 
-async def write_txn_markers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def write_txn_markers(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     return await marker_writer.write_txn_markers(
-        server.replica_manager, server.group_coordinator.manager, request,
-        server.config["request.timeout.ms"],
+        broker.replica_manager, broker.group_coordinator.manager, request,
+        broker.config["request.timeout.ms"],
     )  # fmt: skip
 
 
 # -- TxnOffsetCommit ----------------------------------------------------------------------
 
 
-async def txn_offset_commit(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def txn_offset_commit(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
-    cache = server.metadata_cache
+    cache = broker.metadata_cache
     now = now_ms()
     results: dict[tuple[str, int], str] = {}
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
@@ -193,7 +193,7 @@ async def txn_offset_commit(server: KafkaServer, header: Any, request: Any, ctx:
                     now,
                 )
     committed = await group_admin.txn_commit_offsets(
-        server.group_coordinator,
+        broker.group_coordinator,
         request.group_id,
         request.producer_id,
         request.producer_epoch,
@@ -217,11 +217,11 @@ async def txn_offset_commit(server: KafkaServer, header: Any, request: Any, ctx:
 # -- DescribeTransactions, ListTransactions, DescribeProducers ------------------------------
 
 
-async def describe_transactions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_transactions(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.DescribeTransactionsResponse
     states = []
     for transactional_id in request.transactional_ids:
-        error, metadata = server.txn_coordinator.handle_describe_transaction(transactional_id)
+        error, metadata = broker.txn_coordinator.handle_describe_transaction(transactional_id)
         if metadata is None:
             states.append(R.TransactionState(error_code=code(error),
                                              transactional_id=transactional_id))  # fmt: skip
@@ -240,10 +240,10 @@ async def describe_transactions(server: KafkaServer, header: Any, request: Any, 
     return R(throttle_time_ms=0, transaction_states=states)
 
 
-async def list_transactions(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def list_transactions(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.ListTransactionsResponse
     duration = request.duration_filter if header.api_version >= 1 else -1
-    error, found, unknown = server.txn_coordinator.handle_list_transactions(
+    error, found, unknown = broker.txn_coordinator.handle_list_transactions(
         set(request.producer_id_filters), set(request.state_filters), duration
     )
     return R(
@@ -256,7 +256,7 @@ async def list_transactions(server: KafkaServer, header: Any, request: Any, ctx:
     )  # fmt: skip
 
 
-async def describe_producers(server: KafkaServer, header: Any, request: Any, ctx: Any) -> Any:
+async def describe_producers(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     """The active producers of partitions this broker holds, as leader or follower
     (ReplicaManager.activeProducerState): their epoch, last sequence and timestamp,
     coordinator epoch and the first offset of their open transaction."""
@@ -266,10 +266,10 @@ async def describe_producers(server: KafkaServer, header: Any, request: Any, ctx
         partitions = []
         for index in t.partition_indexes:
             tp = TopicPartition(t.name, index)
-            partition = server.replica_manager.partitions.get(tp)
+            partition = broker.replica_manager.partitions.get(tp)
             if partition is not None:
                 error = "NONE"
-            elif server.metadata_cache.contains(t.name):
+            elif broker.metadata_cache.contains(t.name):
                 error = "NOT_LEADER_OR_FOLLOWER"  # not a replica here (getPartitionOrError)
             else:
                 error = "UNKNOWN_TOPIC_OR_PARTITION"

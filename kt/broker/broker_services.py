@@ -1,0 +1,61 @@
+"""The broker's parts that the request layer works with, declared in one place.
+
+Kafka's KafkaApis takes its collaborators in its constructor (the request channel, the
+replica manager, the coordinators, the metadata cache, the quotas, ...); kt's KafkaApis
+takes one BrokerServices and hands it to every handler (`handler(broker, header,
+request, ctx)`). The server builds it whole, before the first listener opens, and nothing
+in it changes afterwards: a handler reaches no further than these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from kt.broker.admin_manager import AdminManager
+    from kt.broker.authorizer import AclAuthorizer
+    from kt.broker.config_repository import ConfigRepository
+    from kt.broker.controller import KafkaController
+    from kt.broker.controller_requests import ControllerRequests
+    from kt.broker.group.group_coordinator import GroupCoordinator
+    from kt.broker.metadata_cache import MetadataCache
+    from kt.broker.producer_id_manager import ProducerIdManager
+    from kt.broker.quota_manager import ClientQuotaManager
+    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.store_executor import StoreExecutor
+    from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
+    from kt.config import KafkaConfig
+    from kt.metadata.kafka_zk_client import KafkaZkClient
+    from kt.metrics.broker_topic_stats import BrokerTopicStats
+    from kt.storage.log_manager import LogManager
+
+
+@dataclass(frozen=True)
+class BrokerServices:
+    """One broker's services, as its request handlers see them."""
+
+    config: KafkaConfig
+    broker_id: int
+    metadata_cache: MetadataCache
+    log_manager: LogManager
+    replica_manager: ReplicaManager
+    controller_requests: ControllerRequests  # what the controller's requests do here
+    controller: KafkaController  # this broker's own (active or not)
+    group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
+    producer_id_manager: ProducerIdManager
+    admin_manager: AdminManager
+    authorizer: AclAuthorizer | None  # None without authorizer.class.name
+    produce_quota: ClientQuotaManager
+    fetch_quota: ClientQuotaManager
+    request_quota: ClientQuotaManager
+    topic_stats: BrokerTopicStats
+    configs: ConfigRepository
+    zk: KafkaZkClient
+    store: StoreExecutor
+    # Set once the broker's metadata names itself and a controller: clients' requests
+    # wait for it (the controller's and other brokers' do not).
+    serving: asyncio.Event
