@@ -534,7 +534,7 @@ def test_a_named_test_shows_the_key(key: str, entry: ShownBy) -> None:
 # reference broker's settings, and `kt reassign`, which sets and clears throttle keys on
 # the brokers as Kafka's tool does.
 NAMING_ONLY = {"kt/config.py", "kt/log_config.py", "kt/config_unread.py",
-               "kt/broker/handlers/configs.py", "kt/reference_kafka.py",
+               "kt/broker/admin/configs.py", "kt/reference_kafka.py",
                "kt/tools/reassign.py"}  # fmt: skip
 
 

@@ -24,17 +24,7 @@ BELOW_THE_BROKER = (
 SERVER_AND_ITS_RUNNER = ("broker/server.py", "broker/runner.py")
 REQUEST_LAYER = ("broker/kafka_apis.py", "broker/handlers/")
 
-STILL_IMPORTING_THE_SERVER = frozenset(
-    {
-        "broker/admin_manager.py",
-        "broker/authorizer.py",
-        "broker/coordinators.py",
-        "broker/dynamic_config.py",
-        "broker/metrics/broker_metrics.py",
-        "broker/metrics/kafka_exporter.py",
-        "broker/metrics/metrics_servers.py",
-    }
-)
+STILL_IMPORTING_THE_SERVER: frozenset[str] = frozenset()
 STILL_IMPORTING_A_HANDLER: frozenset[str] = frozenset()
 
 

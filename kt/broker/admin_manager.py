@@ -23,7 +23,9 @@ from kt.metadata.znodes import TopicAssignment
 from kt.storage.names import validate_topic_name
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.metadata_cache import MetadataCache
+    from kt.config import KafkaConfig
+    from kt.metadata.kafka_zk_client import KafkaZkClient
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 MAX_REPLICATION_FACTOR = 32767
@@ -56,19 +58,22 @@ class TopicResult:
 class AdminManager:
     """Validates and applies admin requests against the metadata store."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
-
-    @property
-    def zk(self) -> Any:
-        return self.server.zk
+    def __init__(
+        self, broker_id: int, config: KafkaConfig, zk: KafkaZkClient,
+        metadata_cache: MetadataCache, topic_defaults: LogConfig,
+    ) -> None:  # fmt: skip
+        self.broker_id = broker_id
+        self.config = config
+        self.zk = zk
+        self.metadata_cache = metadata_cache
+        self.topic_defaults = topic_defaults
 
     def live_brokers(self) -> list[int]:
         return sorted(self.zk.get_broker_ids())
 
     def log_config(self, topic: str) -> LogConfig:
         """A topic's effective config: broker defaults overlaid with its overrides."""
-        defaults = self.server.configs.topic_defaults
+        defaults = self.topic_defaults
         return defaults.with_overrides(self.zk.get_entity_config("topics", topic))
 
     # -- create ---------------------------------------------------------------------
@@ -87,7 +92,7 @@ class AdminManager:
             if topic.name in self.zk.get_all_topics():
                 raise KafkaError("TOPIC_ALREADY_EXISTS", f"Topic '{topic.name}' already exists.")
             assignment = self._assignment_for(topic)
-            config = self.server.configs.topic_defaults.with_overrides(topic.configs)
+            config = self.topic_defaults.with_overrides(topic.configs)
         except InvalidConfigError as e:
             return TopicResult.failed(topic.name, e)
         except KafkaError as e:
@@ -98,7 +103,7 @@ class AdminManager:
             replication_factor=len(next(iter(assignment.values()))),
             config=config,
         )
-        local = sum(self.server.broker_id in replicas for replicas in assignment.values())
+        local = sum(self.broker_id in replicas for replicas in assignment.values())
         try:
             check_descriptors_for(local)
         except OSError as e:
@@ -125,10 +130,10 @@ class AdminManager:
             return self._validated_manual_assignment(topic.assignments, live, 0)
         partitions = topic.num_partitions
         if partitions == -1:
-            partitions = self.server.config["num.partitions"]
+            partitions = self.config["num.partitions"]
         rf = topic.replication_factor
         if rf == -1:
-            rf = self.server.config["default.replication.factor"]
+            rf = self.config["default.replication.factor"]
         if partitions <= 0:
             raise KafkaError("INVALID_PARTITIONS", "Number of partitions must be larger than 0.")
         if not 1 <= rf <= MAX_REPLICATION_FACTOR:
@@ -239,7 +244,7 @@ class AdminManager:
             return TopicResult.failed(topic, store_error(e))
 
     def _delete_topic(self, topic: str) -> TopicResult:
-        if not self.server.config["delete.topic.enable"]:
+        if not self.config["delete.topic.enable"]:
             return TopicResult.failed(
                 topic, KafkaError("TOPIC_DELETION_DISABLED", "Topic deletion is disabled.")
             )
@@ -260,11 +265,11 @@ class AdminManager:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            await self.server.metadata_cache.wait_changed(remaining)
+            await self.metadata_cache.wait_changed(remaining)
         return True
 
     def topics_have_leaders(self, topics: list[str]) -> bool:
-        cache = self.server.metadata_cache
+        cache = self.metadata_cache
         for topic in topics:
             parts = cache.topic_partitions(topic)
             if not parts or any(p.leader < 0 for p in parts.values()):
@@ -272,5 +277,5 @@ class AdminManager:
         return True
 
     def topics_gone(self, topics: list[str]) -> bool:
-        cache = self.server.metadata_cache
+        cache = self.metadata_cache
         return not any(cache.contains(t) for t in topics)

@@ -17,7 +17,8 @@ from kt.metadata.store import BadVersionError, NodeExistsError, NoNodeError
 from kt.security import acls as a
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from kt.broker.store_executor import StoreExecutor
+    from kt.metadata.kafka_zk_client import KafkaZkClient
 
 log = logging.getLogger(__name__)
 
@@ -29,15 +30,18 @@ class AclAuthorizer:
     """Invariant: `acls` holds, for every pattern with at least one ACL in the store as of
     the last notification read, its entries."""
 
-    def __init__(self, server: KafkaServer, super_users: set[str], allow_if_none: bool) -> None:
-        self.server = server
+    def __init__(
+        self, zk: KafkaZkClient, store: StoreExecutor, super_users: set[str], allow_if_none: bool
+    ) -> None:
+        self.zk = zk
+        self.store = store
         self.super_users = super_users
         self.allow_if_none = allow_if_none
         self.acls: dict[a.ResourcePattern, set[a.AccessControlEntry]] = {}
         self._notifications = [
             ChangeNotificationListener(
-                directory, a.CHANGE_PREFIX, lambda: server.zk.session, server.store_call,
-                lambda: server.store_calls_open, functools.partial(self._read_change, directory),
+                directory, a.CHANGE_PREFIX, lambda: zk.session, store.call, lambda: store.open,
+                functools.partial(self._read_change, directory),
                 self._apply,
             )
             for directory in (a.LITERAL_CHANGES, a.EXTENDED_CHANGES)
@@ -82,12 +86,12 @@ class AclAuthorizer:
     # -- loading and change notifications ---------------------------------------------
 
     async def startup(self) -> None:
-        self.acls = await self.server.store_call(self._load_all, asyncio.get_running_loop())
+        self.acls = await self.store.call(self._load_all, asyncio.get_running_loop())
 
     def _load_all(
         self, loop: asyncio.AbstractEventLoop
     ) -> dict[a.ResourcePattern, set[a.AccessControlEntry]]:
-        session = self.server.zk.session
+        session = self.zk.session
         for path in (a.LITERAL_ROOT, a.EXTENDED_ROOT, a.LITERAL_CHANGES, a.EXTENDED_CHANGES):
             session.ensure_path(path)
         for notifications in self._notifications:  # what is already there is in what we read
@@ -111,7 +115,7 @@ class AclAuthorizer:
 
     def _read(self, pattern: a.ResourcePattern) -> tuple[set[a.AccessControlEntry], int]:
         try:
-            data, stat = self.server.zk.session.get(pattern.path())
+            data, stat = self.zk.session.get(pattern.path())
         except NoNodeError:
             return set(), -1
         return a.decode_acls(data), stat.version
@@ -140,7 +144,7 @@ class AclAuthorizer:
         for pattern, entry in bindings:
             by_pattern.setdefault(pattern, set()).add(entry)
         for pattern, entries in by_pattern.items():
-            now = await self.server.store_call(self._update, pattern, entries, set())
+            now = await self.store.call(self._update, pattern, entries, set())
             self._set(pattern, now)
 
     async def delete(self, binding_filter: a.AclBindingFilter) -> list[tuple]:
@@ -150,14 +154,14 @@ class AclAuthorizer:
         for pattern, entry in doomed:
             by_pattern.setdefault(pattern, set()).add(entry)
         for pattern, entries in by_pattern.items():
-            now = await self.server.store_call(self._update, pattern, set(), entries)
+            now = await self.store.call(self._update, pattern, set(), entries)
             self._set(pattern, now)
         return doomed
 
     def _update(self, pattern: a.ResourcePattern, add: set, remove: set) -> set:
         """Conditionally rewrite the pattern's znode (again on a concurrent change), then
         notify every broker; what the znode holds afterwards."""
-        session = self.server.zk.session
+        session = self.zk.session
         while True:
             current, version = self._read(pattern)
             new = (current | add) - remove

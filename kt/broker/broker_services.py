@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
+    from kt.broker.admin.configs import ConfigAdmin
     from kt.broker.admin_manager import AdminManager
     from kt.broker.authorizer import AclAuthorizer
     from kt.broker.config_repository import ConfigRepository
@@ -47,7 +48,8 @@ class BrokerServices:
     group_coordinator: GroupCoordinator
     txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
-    admin_manager: AdminManager
+    admin_manager: AdminManager  # topics and partitions
+    config_admin: ConfigAdmin  # topic and broker configs
     authorizer: AclAuthorizer | None  # None without authorizer.class.name
     produce_quota: ClientQuotaManager
     fetch_quota: ClientQuotaManager

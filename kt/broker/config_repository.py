@@ -16,17 +16,15 @@ class ConfigRepository:
     The read_* methods block (call them on a store thread); load_topic_configs awaits."""
 
     def __init__(
-        self, broker_id: int, zk: Any, topic_defaults: LogConfig,
-        store_call: Callable[..., Awaitable[Any]],
-    ) -> None:  # fmt: skip
-        self.broker_id = broker_id
+        self, zk: Any, topic_defaults: LogConfig, store_call: Callable[..., Awaitable[Any]]
+    ) -> None:
         self.zk = zk
         self.topic_defaults = topic_defaults  # server.properties' topic keys
         self.store_call = store_call
 
-    def read_dynamic_broker_config(self) -> tuple[dict[str, str], dict[str, str]]:
-        """This broker's dynamic config and the cluster default (a store read)."""
-        return (self.zk.get_entity_config("brokers", str(self.broker_id)),
+    def read_dynamic_broker_config(self, broker_id: int) -> tuple[dict[str, str], dict[str, str]]:
+        """A broker's dynamic config and the cluster default (a store read)."""
+        return (self.zk.get_entity_config("brokers", str(broker_id)),
                 self.zk.get_entity_config("brokers", "<default>"))  # fmt: skip
 
     def read_topic_config(self, topic: str) -> LogConfig:

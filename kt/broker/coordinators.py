@@ -17,20 +17,26 @@ from kt.broker.transaction.transaction_state_manager import TransactionStateMana
 from kt.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from collections.abc import Callable
+
+    from kt.broker.metadata_cache import MetadataCache
+    from kt.broker.producer_id_manager import ProducerIdManager
+    from kt.broker.replica_manager import ReplicaManager
+    from kt.config import KafkaConfig
 
 
-def create_group_coordinator(server: KafkaServer) -> GroupCoordinator:
+def create_group_coordinator(
+    cfg: KafkaConfig, cache: MetadataCache, replica_manager: ReplicaManager
+) -> GroupCoordinator:
     """The group coordinator with the broker's group.* and offsets.* settings; it loads and
     unloads groups as the broker gains and loses __consumer_offsets leadership."""
-    cfg, cache = server.config, server.metadata_cache
 
     def partition_count() -> int:
         known = cache.topic_partitions(GROUP_METADATA_TOPIC)
         return len(known) or cfg["offsets.topic.num.partitions"]
 
     manager = GroupMetadataManager(
-        server.replica_manager,
+        replica_manager,
         partition_count,
         commit_timeout_ms=int(cfg.originals.get("offsets.commit.timeout.ms", 5000)),
         load_buffer_size=cfg["offsets.load.buffer.size"],
@@ -42,56 +48,67 @@ def create_group_coordinator(server: KafkaServer) -> GroupCoordinator:
         initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
         max_group_size=cfg["group.max.size"],
     )
-    server.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+    replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
     return coordinator
 
 
 class TxnMarkerSender:
-    """WriteTxnMarkers to a partition leader: this broker's own partitions directly,
-    another broker's over a connection to its inter-broker listener (kept open)."""
+    """WriteTxnMarkers to a partition leader: this broker's own partitions directly (the
+    replica manager, the group metadata manager), another broker's over a connection to
+    its inter-broker listener (kept open)."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
-        self.connections = InterBrokerConnections(
-            f"broker-{server.broker_id}-txn-marker-sender", server._broker_endpoint,
-            server.inter_broker_security, unknown="NOT_LEADER_OR_FOLLOWER",
-        )  # fmt: skip
+    def __init__(
+        self, broker_id: int, request_timeout_ms: int, replica_manager: ReplicaManager,
+        group_manager: GroupMetadataManager, connections: InterBrokerConnections,
+    ) -> None:  # fmt: skip
+        self.broker_id = broker_id
+        self.request_timeout_ms = request_timeout_ms
+        self.replica_manager = replica_manager
+        self.group_manager = group_manager
+        self.connections = connections
 
     async def send(self, broker_id: int, request: Any) -> Any:
-        server = self.server
-        if broker_id == server.broker_id:
+        if broker_id == self.broker_id:
             return await marker_writer.write_txn_markers(
-                server.replica_manager, server.group_coordinator.manager, request,
-                server.config["request.timeout.ms"],
-            )  # fmt: skip
-        timeout_s = server.config["request.timeout.ms"] / 1000 + 5
+                self.replica_manager, self.group_manager, request, self.request_timeout_ms
+            )
+        timeout_s = self.request_timeout_ms / 1000 + 5
         return await self.connections.send(broker_id, ApiKey.WRITE_TXN_MARKERS, request, timeout_s)
 
     def close(self) -> None:
         self.connections.close()
 
 
-def create_transaction_coordinator(server: KafkaServer) -> TransactionCoordinator:
+def create_transaction_coordinator(
+    cfg: KafkaConfig, broker_id: int, cache: MetadataCache, replica_manager: ReplicaManager,
+    group_manager: GroupMetadataManager, producer_id_manager: ProducerIdManager,
+    broker_endpoint: Callable[[int], tuple[str, int] | None], security: dict[str, Any],
+) -> TransactionCoordinator:  # fmt: skip
     """The transaction coordinator with the broker's transaction.* settings; it loads and
-    drops transactional ids as the broker gains and loses __transaction_state leadership."""
-    cfg, cache = server.config, server.metadata_cache
+    drops transactional ids as the broker gains and loses __transaction_state leadership.
+    Its markers reach other brokers at `broker_endpoint`, with the inter-broker listener's
+    `security`."""
 
     def partition_count() -> int:
         known = cache.topic_partitions(TRANSACTION_STATE_TOPIC)
         return len(known) or cfg["transaction.state.log.num.partitions"]
 
     manager = TransactionStateManager(
-        server.replica_manager,
+        replica_manager,
         partition_count,
         request_timeout_ms=cfg["request.timeout.ms"],
         transaction_max_timeout_ms=cfg["transaction.max.timeout.ms"],
         transactional_id_expiration_ms=cfg["transactional.id.expiration.ms"],
         load_buffer_size=cfg["transaction.state.log.load.buffer.size"],
     )
-    sender = TxnMarkerSender(server)
-    markers = TransactionMarkerChannelManager(manager, cache, sender.send, sender.close)
-    coordinator = TransactionCoordinator(
-        manager, markers, server.producer_id_manager.generate_producer_id
+    connections = InterBrokerConnections(
+        f"broker-{broker_id}-txn-marker-sender", broker_endpoint, security,
+        unknown="NOT_LEADER_OR_FOLLOWER",
+    )  # fmt: skip
+    sender = TxnMarkerSender(
+        broker_id, cfg["request.timeout.ms"], replica_manager, group_manager, connections
     )
-    server.replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+    markers = TransactionMarkerChannelManager(manager, cache, sender.send, sender.close)
+    coordinator = TransactionCoordinator(manager, markers, producer_id_manager.generate_producer_id)
+    replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
     return coordinator

@@ -17,7 +17,14 @@ from kt.broker.change_notifications import ChangeNotificationListener
 from kt.metadata import znodes as z
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from collections.abc import Awaitable, Callable
+
+    from kt.broker.config_repository import ConfigRepository
+    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.store_executor import StoreExecutor
+    from kt.config import KafkaConfig
+    from kt.metadata.kafka_zk_client import KafkaZkClient
+    from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -26,19 +33,28 @@ class DynamicConfigManager:
     """Reads config change notifications on the broker's store threads, in order, and
     applies what they name on the broker's event loop."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
+    def __init__(
+        self, broker_id: int, config: KafkaConfig, zk: KafkaZkClient, store: StoreExecutor,
+        configs: ConfigRepository, log_manager: LogManager, replica_manager: ReplicaManager,
+        reload_quotas: Callable[[], Awaitable[None]],
+    ) -> None:  # fmt: skip
+        self.broker_id = broker_id
+        self.config = config
+        self.store = store
+        self.configs = configs
+        self.log_manager = log_manager
+        self.replica_manager = replica_manager
+        self.reload_quotas = reload_quotas  # every client quota from the store again
         self.notifications: ChangeNotificationListener[tuple[str, Any]] = (
             ChangeNotificationListener(
-                z.CONFIG_CHANGES, z.CONFIG_CHANGE_PREFIX, lambda: server.zk.session,
-                server.store_call, lambda: server.store_calls_open, self._read_change,
-                self._apply_all,
+                z.CONFIG_CHANGES, z.CONFIG_CHANGE_PREFIX, lambda: zk.session, store.call,
+                lambda: store.open, self._read_change, self._apply_all,
             )
         )  # fmt: skip
 
     async def startup(self) -> None:
         # Notifications written before start-up are already reflected in what we read.
-        await self.server.store_call(self.notifications.begin, asyncio.get_running_loop())
+        await self.store.call(self.notifications.begin, asyncio.get_running_loop())
 
     def process_soon(self) -> None:
         """Read the new notifications (on a store thread), then apply them (here)."""
@@ -51,9 +67,9 @@ class DynamicConfigManager:
     def _read_entity(self, entity_path: str) -> Any:
         entity_type, _, name = entity_path.partition("/")
         if entity_type == "topics":
-            return self.server.configs.read_topic_config(name)
-        if entity_type == "brokers" and name in (str(self.server.broker_id), "<default>"):
-            return self.server.configs.read_dynamic_broker_config()
+            return self.configs.read_topic_config(name)
+        if entity_type == "brokers" and name in (str(self.broker_id), "<default>"):
+            return self.configs.read_dynamic_broker_config(self.broker_id)
         return None
 
     def _apply_all(self, changes: list[tuple[str, Any]]) -> None:
@@ -63,13 +79,13 @@ class DynamicConfigManager:
     def apply(self, entity_path: str, value: Any) -> None:
         entity_type, _, name = entity_path.partition("/")
         if entity_type in ("users", "clients", "ips"):  # a quota (or a credential) changed
-            asyncio.ensure_future(self.server.reload_quotas())
+            asyncio.ensure_future(self.reload_quotas())
         elif entity_type == "topics":
-            self.server.log_manager.update_topic_config(name, value)
-            for tp, partition in self.server.replica_manager.partitions.items():
+            self.log_manager.update_topic_config(name, value)
+            for tp, partition in self.replica_manager.partitions.items():
                 if tp.topic == name:
                     partition.min_insync_replicas = value.min_insync_replicas
             log.info("applied new config of topic %s", name)
         elif value is not None:
-            self.server.replica_manager.reconfigure_throttles(*value, self.server.config)
+            self.replica_manager.reconfigure_throttles(*value, self.config)
             log.info("applied new dynamic config of broker %s", name)

@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.metadata_cache import PartitionState
 from kt.broker.partition import Partition, PendingIsrChange, TopicPartition
 from kt.broker.purgatory import DelayedOperationPurgatory
+from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from kt.broker.replication_quota import ReplicationQuotaManager, is_throttled
 from kt.errors import KafkaError, KafkaStorageError, RecordValidationError
 from kt.metrics.broker_topic_stats import BrokerTopicStats
@@ -89,20 +91,32 @@ class ReplicaManager:
     )
     # Partitions whose log dir failed (Kafka's HostedPartition.Offline), until a restart.
     offline_partitions: set[TopicPartition] = field(default_factory=set)
-    # The followers' fetchers (kt.broker.replica_fetcher), and the leaders' ISR proposals
-    # to the controller (kt.broker.alter_partition_manager); None where a test drives one
-    # broker without them (an ISR change then commits at once).
-    fetcher_manager: Any = None
+    # A broker's fetcher settings, and where its followers find their leaders: with them
+    # the replica manager builds its followers' fetchers (kt.broker.replica_fetcher) and
+    # its mover of replicas between log dirs (kt.broker.log_dir_mover), as Kafka's does.
+    # None where a test drives one broker without them.
+    fetcher_config: FetcherConfig | None = None
+    broker_endpoint: Callable[[int], tuple[str, int] | None] | None = None
+    # The leaders' ISR proposals to the controller (kt.broker.alter_partition_manager);
+    # None where a test drives one broker without it (an ISR change then commits at once).
     alter_partition_manager: Any = None
     replica_lag_time_max_ms: int = 30_000
     # leader.replication.throttled.rate and follower.replication.throttled.rate.
-    log_dir_mover: Any = None  # kt.broker.log_dir_mover.ReplicaAlterLogDirsManager
     leader_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
     follower_quota: ReplicationQuotaManager = field(default_factory=ReplicationQuotaManager)
     topic_stats: BrokerTopicStats | None = None  # the broker's BrokerTopicMetrics
     isr_expands: Meter = field(default_factory=Meter)  # ReplicaManager's IsrExpandsPerSec
     isr_shrinks: Meter = field(default_factory=Meter)  # ... IsrShrinksPerSec
     failed_isr_updates: Meter = field(default_factory=Meter)  # ... FailedIsrUpdatesPerSec
+
+    def __post_init__(self) -> None:
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        self.log_dir_mover: ReplicaAlterLogDirsManager | None = None
+        if self.fetcher_config is not None and self.broker_endpoint is not None:
+            self.fetcher_manager = ReplicaFetcherManager(
+                self, self.fetcher_config, self.broker_endpoint
+            )
+            self.log_dir_mover = ReplicaAlterLogDirsManager(self, self.log_manager)
 
     # -- partitions ---------------------------------------------------------------
 

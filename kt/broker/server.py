@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.admin.configs import ConfigAdmin
 from kt.broker.admin_manager import AdminManager
 from kt.broker.alter_partition_manager import AlterPartitionManager
 from kt.broker.background_task import BackgroundTask
@@ -35,7 +36,6 @@ from kt.broker.controller_requests import ControllerRequests
 from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
 from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.kafka_apis import KafkaApis
-from kt.broker.log_dir_mover import ReplicaAlterLogDirsManager
 from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
@@ -46,7 +46,7 @@ from kt.broker.metrics.metrics_servers import start_metrics_servers
 from kt.broker.network import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.quota_manager import FETCH, PRODUCE, REQUEST, ClientQuotaManager, ConnectionQuotas
-from kt.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from kt.broker.replica_fetcher import FetcherConfig
 from kt.broker.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.broker.store_executor import StoreExecutor
@@ -95,6 +95,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.socket_servers: list[SocketServer] = []  # one per listener, in config order
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
+        self.services: BrokerServices | None = None  # once every part is built
+        self.kafka_exporter_series: KafkaExporterSeries | None = None
         self.authorizer: Any = None  # AclAuthorizer when authorizer.class.name says so
         window_ms = self.config["quota.window.size.seconds"] * 1000
         samples = self.config["quota.window.num"]
@@ -172,9 +174,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             )
         self.zk = KafkaZkClient(session)
         self.configs = ConfigRepository(
-            self.broker_id, self.zk, LogConfig.from_props(self.config.topic_defaults()),
-            self.store_call,
-        )  # fmt: skip
+            self.zk, LogConfig.from_props(self.config.topic_defaults()), self.store_call
+        )
         self.zk.create_top_level_paths()
         cluster_id = self.zk.get_or_create_cluster_id()
         read = self.configs.read_topic_config
@@ -190,24 +191,33 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
         self._build_replication(topic_configs)
-        register_broker_metrics(self, self.metrics)
         # what the broker's own links to other brokers connect with (built before them)
         self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
-        self.kafka_exporter_series = KafkaExporterSeries(self)
-        self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
-        self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
-        self.admin_manager = AdminManager(self)
-        self.group_coordinator = create_group_coordinator(self)
+        self.admin_manager = AdminManager(
+            self.broker_id, cfg, self.zk, self.metadata_cache, self.configs.topic_defaults
+        )
+        self.group_coordinator = create_group_coordinator(
+            cfg, self.metadata_cache, self.replica_manager
+        )
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
-        self.txn_coordinator = create_transaction_coordinator(self)
+        self.txn_coordinator = create_transaction_coordinator(
+            cfg, self.broker_id, self.metadata_cache, self.replica_manager,
+            self.group_coordinator.manager, self.producer_id_manager, self._broker_endpoint,
+            self.inter_broker_security,
+        )  # fmt: skip
         self.authorizer = await self._start_authorizer()
         await self.reload_quotas()
         self.controller = self._build_controller()
-        self.apis = KafkaApis(self._services())
-        self.dynamic_config = DynamicConfigManager(self)
+        self.services = self._services()
+        self.apis = KafkaApis(self.services)
+        self._register_metrics()
+        self.dynamic_config = DynamicConfigManager(
+            self.broker_id, cfg, self.zk, self.store_executor, self.configs, self.log_manager,
+            self.replica_manager, self.reload_quotas,
+        )  # fmt: skip
         await self.dynamic_config.startup()
         self.replica_manager.reconfigure_throttles(
-            *await self.store_call(self.configs.read_dynamic_broker_config), cfg
+            *await self.store_call(self.configs.read_dynamic_broker_config, self.broker_id), cfg
         )
         await self._open_listeners()
         # Reached directly by its process's controller from now on, before the store names
@@ -242,21 +252,15 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             self.broker_id,
             self.log_manager,
             self.topic_config,
+            fetcher_config=FetcherConfig.from_broker_config(self.broker_id, cfg),
+            broker_endpoint=self._broker_endpoint,
+            alter_partition_manager=AlterPartitionManager(
+                self.broker_id, lambda: self.broker_epoch, self._known_topic_id,
+                self._send_to_controller,
+            ),
             replica_lag_time_max_ms=cfg["replica.lag.time.max.ms"],
-        )
-        self.replica_manager.alter_partition_manager = AlterPartitionManager(
-            self.broker_id, lambda: self.broker_epoch, self._known_topic_id,
-            self._send_to_controller,
+            topic_stats=self.topic_stats,
         )  # fmt: skip
-        self.replica_manager.log_dir_mover = ReplicaAlterLogDirsManager(
-            self.replica_manager, self.log_manager
-        )
-        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            self.replica_manager,
-            FetcherConfig.from_broker_config(self.broker_id, cfg),
-            self._broker_endpoint,
-        )
-        self.replica_manager.topic_stats = self.topic_stats
         self.failure_channel.listeners += [
             self.replica_manager.handle_log_dir_failure,
             self._halt_if_no_log_dir_left,
@@ -286,6 +290,16 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         register_controller_metrics(controller, self.metrics)
         return controller
 
+    def _register_metrics(self) -> None:
+        register_broker_metrics(
+            self.metrics, self.services, self.socket_servers, lambda: self.broker_state
+        )
+        self.kafka_exporter_series = KafkaExporterSeries(
+            self.services, self._broker_endpoint, self.inter_broker_security
+        )
+        self.metrics.named_gauges.append(lambda: kafka_exporter_rows(self.kafka_exporter_series))
+        self.metrics.before_scrape.append(self.kafka_exporter_series.refresh)
+
     def _services(self) -> BrokerServices:
         return BrokerServices(
             config=self.config,
@@ -299,6 +313,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,
+            config_admin=ConfigAdmin(
+                self.broker_id, self.config, self.zk, self.metadata_cache, self.configs
+            ),
             authorizer=self.authorizer,
             produce_quota=self.produce_quota,
             fetch_quota=self.fetch_quota,
@@ -315,7 +332,10 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         before any listener binds: a bad key store stops the start."""
         cfg = self.config
         pool = MemoryPool(cfg["queued.max.request.bytes"])
-        request_metrics = await start_metrics_servers(self)
+        request_metrics = await start_metrics_servers(
+            self.metrics_servers, cfg, self.broker_id, self.metrics, self.loop,
+            lambda: not self._stopped.is_set(),
+        )  # fmt: skip
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
         window_ms = cfg["quota.window.size.seconds"] * 1000
         connection_limits = ConnectionLimits(
@@ -583,7 +603,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         for metrics_server in self.metrics_servers:
             await asyncio.to_thread(metrics_server.close)
         self.metrics_servers = []
-        if self.replica_manager is not None:
+        if self.kafka_exporter_series is not None:
             self.kafka_exporter_series.close()
         if self.apis is not None:
             self.group_coordinator.shutdown()

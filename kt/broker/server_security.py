@@ -27,6 +27,7 @@ class ServerSecurity:
     request_quota: Any
     connection_quotas: Any
     store_call: Callable[..., Any]  # KafkaServer's: a store call on its store threads
+    store_executor: Any  # KafkaServer's store threads
 
     async def reload_quotas(self) -> None:
         """Every client quota from the store (at start-up, and when one changes)."""
@@ -45,7 +46,9 @@ class ServerSecurity:
         from kt.broker.authorizer import AclAuthorizer
 
         supers = {u.strip() for u in (cfg["super.users"] or "").split(";") if u.strip()}
-        authorizer = AclAuthorizer(self, supers, cfg["allow.everyone.if.no.acl.found"])
+        authorizer = AclAuthorizer(
+            self.zk, self.store_executor, supers, cfg["allow.everyone.if.no.acl.found"]
+        )
         await authorizer.startup()
         return authorizer
 

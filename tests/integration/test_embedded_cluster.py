@@ -8,6 +8,7 @@ consumer groups work on the cluster.
 from __future__ import annotations
 
 import filecmp
+import os
 import re
 import subprocess
 import sys
@@ -35,10 +36,11 @@ def start_cluster(
 
 
 def start_cluster_listeners(
-    base: Path, extra: dict[str, str] | None = None
+    base: Path, extra: dict[str, str] | None = None, cpus: set[int] | None = None
 ) -> tuple[subprocess.Popen, dict[int, dict[str, str]]]:
     """Three brokers in one `kt server-start`, with `extra` in each one's properties (a
-    PLAINTEXT listener unless it names `listeners`); each one's address by listener."""
+    PLAINTEXT listener unless it names `listeners`), on `cpus` if given (the process's
+    CPU affinity); each one's address by listener."""
     extra = {"listeners": "PLAINTEXT://127.0.0.1:0", **(extra or {})}
     files = []
     for broker_id in (1, 2, 3):
@@ -56,6 +58,7 @@ def start_cluster_listeners(
         proc = subprocess.Popen(
             [sys.executable, "-m", "kt", "server-start", "--log-level", "INFO", *files],
             stdout=subprocess.PIPE, stderr=stderr, text=True,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )  # fmt: skip
     assert proc.stdout is not None
     endpoints: dict[int, dict[str, str]] = {}

@@ -59,12 +59,13 @@ def librdkafka_runner() -> tuple[Path, Path]:
 
 def run_tests(
     tmp_path: Path, tests: str, conf: dict[str, str], quick: bool = True,
-    env: dict[str, str] | None = None, race: str | None = None,
+    env: dict[str, str] | None = None, race: str | None = None, cpus: set[int] | None = None,
 ) -> list[str]:  # fmt: skip
     """Run librdkafka's `tests` with `conf` as their test.conf (and `env` in their
     environment); their summary lines. `quick`: librdkafka's quick mode (-Q), which skips
     the sub-tests not marked quick. `race`: the failure of a race of librdkafka's own, after
-    which the run is tried again (five tries in all); any other failure fails at once."""
+    which the run is tried again (five tries in all); any other failure fails at once.
+    `cpus`: the runner's CPU affinity."""
     source, runner = librdkafka_runner()
     conf_file = tmp_path / f"test-{tests.replace(',', '-')}.conf"
     conf_file.write_text("".join(f"{key}={value}\n" for key, value in conf.items()))
@@ -82,6 +83,7 @@ def run_tests(
         run = subprocess.run(
             [str(runner), "-L", *(["-Q"] if quick else [])], cwd=tmp_path, env=env,
             capture_output=True, text=True, errors="replace", timeout=600,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )  # fmt: skip
         output = tmp_path / f"runner-{tests.replace(',', '-')}-{attempt}.out"  # all of it
         output.write_text(run.stdout + run.stderr)

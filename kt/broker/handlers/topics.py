@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin_manager import NewTopic, TopicResult
 from kt.broker.handlers import authz
-from kt.broker.handlers.configs import describe_topic_configs
 from kt.broker.partition import TopicPartition
 from kt.errors import KafkaError
 from kt.protocol import messages as m
@@ -136,7 +135,7 @@ def _creatable_topic_result(broker: BrokerServices, version: int, r: TopicResult
                 config_source=c.config_source,
                 is_sensitive=c.is_sensitive,
             )
-            for c in describe_topic_configs(broker, r.name, r.config, None, False)
+            for c in broker.config_admin.describe_topic(r.name, r.config, None, False)
         ]
     return Result(
         name=r.name,

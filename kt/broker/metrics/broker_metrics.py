@@ -22,16 +22,24 @@ from kt.metrics.registry import MetricName, MetricsRegistry
 from kt.storage.log_flush_stats import LOG_FLUSH_TIMER
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from collections.abc import Callable
+
+    from kt.broker.broker_services import BrokerServices
+    from kt.broker.network import SocketServer
 
 
-def register_broker_metrics(server: KafkaServer, registry: MetricsRegistry) -> None:
-    _replica_manager(server, registry)
-    _partitions_and_logs(server, registry)
-    _controller(server, registry)
-    _network(server, registry)
-    _kafka_server(server, registry)
-    _group_coordinator(server, registry)
+def register_broker_metrics(
+    registry: MetricsRegistry, broker: BrokerServices, socket_servers: list[SocketServer],
+    broker_state: Callable[[], int],
+) -> None:  # fmt: skip
+    """The broker's gauges and meters: `socket_servers` is the broker's list of listeners
+    (read at each scrape), `broker_state` its BrokerState."""
+    _replica_manager(broker, registry)
+    _partitions_and_logs(broker, registry)
+    _controller(broker, registry)
+    _network(socket_servers, registry)
+    _kafka_server(broker_state, registry)
+    _group_coordinator(broker, registry)
     flush = MetricName("kafka.log", "LogFlushStats", "LogFlushRateAndTimeMs")
     registry.histograms[flush] = LOG_FLUSH_TIMER
 
@@ -44,10 +52,9 @@ _GROUP_STATES = (("NumGroupsPreparingRebalance", "PreparingRebalance"),
                  ("NumGroupsEmpty", "Empty"))  # fmt: skip
 
 
-def _group_coordinator(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _group_coordinator(broker: BrokerServices, registry: MetricsRegistry) -> None:
     def groups() -> list[Any]:
-        coordinator = getattr(server, "group_coordinator", None)
-        return [] if coordinator is None else list(coordinator.manager.groups.values())
+        return list(broker.group_coordinator.manager.groups.values())
 
     def gauge(name: str, value: Any) -> None:
         registry.gauge("kafka.coordinator.group", "GroupMetadataManager", name, value)
@@ -58,34 +65,27 @@ def _group_coordinator(server: KafkaServer, registry: MetricsRegistry) -> None:
         gauge(name, lambda state=state: sum(g.state.value == state for g in groups()))
 
 
-def _leaders(server: KafkaServer) -> list[Any]:
-    rm = server.replica_manager
-    return [] if rm is None else [p for p in list(rm.partitions.values()) if p.is_leader]
+def _leaders(rm: Any) -> list[Any]:
+    return [p for p in list(rm.partitions.values()) if p.is_leader]
 
 
-def _replica_manager(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _replica_manager(broker: BrokerServices, registry: MetricsRegistry) -> None:
     def gauge(name: str, value: Any) -> None:
         registry.gauge("kafka.server", "ReplicaManager", name, value)
 
-    def partitions() -> list[Any]:
-        rm = server.replica_manager
-        return [] if rm is None else list(rm.partitions.values())
-
-    rm = server.replica_manager
-    assert rm is not None
+    rm = broker.replica_manager
     for name, meter in (("IsrExpandsPerSec", rm.isr_expands), ("IsrShrinksPerSec", rm.isr_shrinks),
                         ("FailedIsrUpdatesPerSec", rm.failed_isr_updates)):  # fmt: skip
         registry.meters[MetricName("kafka.server", "ReplicaManager", name)] = meter
-    gauge("LeaderCount", lambda: len(_leaders(server)))
-    gauge("PartitionCount", lambda: len(partitions()))
-    gauge("OfflineReplicaCount", lambda: len(server.replica_manager.offline_partitions)
-          if server.replica_manager is not None else 0)  # fmt: skip
+    gauge("LeaderCount", lambda: len(_leaders(rm)))
+    gauge("PartitionCount", lambda: len(rm.partitions))
+    gauge("OfflineReplicaCount", lambda: len(rm.offline_partitions))
     gauge("UnderReplicatedPartitions",
-          lambda: sum(len(p.isr) < len(p.replicas) for p in _leaders(server)))  # fmt: skip
+          lambda: sum(len(p.isr) < len(p.replicas) for p in _leaders(rm)))  # fmt: skip
     gauge("UnderMinIsrPartitionCount",
-          lambda: sum(len(p.isr) < p.min_insync_replicas for p in _leaders(server)))  # fmt: skip
+          lambda: sum(len(p.isr) < p.min_insync_replicas for p in _leaders(rm)))  # fmt: skip
     gauge("AtMinIsrPartitionCount",
-          lambda: sum(len(p.isr) == p.min_insync_replicas for p in _leaders(server)))  # fmt: skip
+          lambda: sum(len(p.isr) == p.min_insync_replicas for p in _leaders(rm)))  # fmt: skip
 
 
 # The gauges of each partition this broker hosts: Kafka's Partition (the leader's
@@ -123,10 +123,9 @@ def _partition_row(p: Any) -> list[float | None]:
             len(log_.segments), *exporter]  # fmt: skip
 
 
-def _partitions_and_logs(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _partitions_and_logs(broker: BrokerServices, registry: MetricsRegistry) -> None:
     def rows() -> Iterator[tuple[tuple[str, ...], list[float | None]]]:
-        rm = server.replica_manager
-        for p in [] if rm is None else list(rm.partitions.values()):
+        for p in list(broker.replica_manager.partitions.values()):
             yield (p.tp.topic, str(p.tp.partition)), _partition_row(p)
 
     columns = [(gauge_name(MetricName(*bean)), "gauge", str(MetricName(*bean)))
@@ -135,21 +134,22 @@ def _partitions_and_logs(server: KafkaServer, registry: MetricsRegistry) -> None
     registry.gauge_table(columns, ("topic", "partition"), rows)
 
     def offline_dirs() -> int:
-        lm = server.log_manager
-        return 0 if lm is None else len(lm.log_dirs) - len(lm.live_log_dirs)
+        lm = broker.log_manager
+        return len(lm.log_dirs) - len(lm.live_log_dirs)
 
     registry.gauge("kafka.log", "LogManager", "OfflineLogDirectoryCount", offline_dirs)
 
 
-def _controller(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _controller(broker: BrokerServices, registry: MetricsRegistry) -> None:
+    controller = broker.controller
+
     def active() -> Any:
-        controller = server.controller
-        return controller if controller is not None and controller.is_active else None
+        return controller if controller.is_active else None
 
     def on_active(compute: Any) -> Any:
         def value() -> float:
-            controller = active()
-            return 0 if controller is None else compute(controller.ctx)
+            current = active()
+            return 0 if current is None else compute(current.ctx)
 
         return value
 
@@ -174,8 +174,7 @@ def _controller(server: KafkaServer, registry: MetricsRegistry) -> None:
     gauge("ActiveBrokerCount", on_active(lambda ctx: len(ctx.live_brokers)))
     gauge("FencedBrokerCount", lambda: 0)  # ZooKeeper mode fences no broker (KRaft's)
     gauge("TopicsToDeleteCount", on_active(lambda ctx: len(ctx.topics_to_delete)))
-    gauge("ControllerState", lambda: server.controller.events.stats.state
-          if server.controller is not None else 0)  # fmt: skip
+    gauge("ControllerState", lambda: controller.events.stats.state)
 
 
 def register_controller_metrics(controller: Any, registry: MetricsRegistry) -> None:
@@ -221,14 +220,14 @@ class LoopIdle:
             return self._idle
 
 
-def _network(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _network(socket_servers: list[SocketServer], registry: MetricsRegistry) -> None:
     idle = LoopIdle()
     registry.gauge("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent", idle.ratio)
     registry.gauge("kafka.server", "KafkaRequestHandlerPool", "RequestHandlerAvgIdlePercent",
                    idle.ratio)  # fmt: skip
 
     def connections() -> Iterator[tuple[tuple[str, ...], list[float | None]]]:
-        for listener in list(server.socket_servers):
+        for listener in list(socket_servers):
             yield (listener.listener_name, "0"), [listener.connection_count]
 
     name = kafka_metric_name("socket-server-metrics", "connection-count")
@@ -236,7 +235,7 @@ def _network(server: KafkaServer, registry: MetricsRegistry) -> None:
     registry.gauge_table([(name, "gauge", help_)], ("listener", "networkProcessor"), connections)
 
 
-def _kafka_server(server: KafkaServer, registry: MetricsRegistry) -> None:
+def _kafka_server(broker_state: Callable[[], int], registry: MetricsRegistry) -> None:
     def io(field: bytes) -> Any:
         def value() -> float:
             try:
@@ -250,4 +249,4 @@ def _kafka_server(server: KafkaServer, registry: MetricsRegistry) -> None:
 
     registry.gauge("kafka.server", "KafkaServer", "linux-disk-read-bytes", io(b"read_bytes:"))
     registry.gauge("kafka.server", "KafkaServer", "linux-disk-write-bytes", io(b"write_bytes:"))
-    registry.gauge("kafka.server", "KafkaServer", "BrokerState", lambda: server.broker_state)
+    registry.gauge("kafka.server", "KafkaServer", "BrokerState", broker_state)

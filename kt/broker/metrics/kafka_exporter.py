@@ -32,7 +32,9 @@ from kt.protocol import ApiKey
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
-    from kt.broker.server import KafkaServer
+    from collections.abc import Callable
+
+    from kt.broker.broker_services import BrokerServices
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +45,18 @@ Row = tuple[tuple[str, ...], float]
 
 
 class KafkaExporterSeries:
-    def __init__(self, server: KafkaServer) -> None:
-        self.server = server
+    """kafka_exporter's series of one broker; the other leaders' high watermarks asked at
+    `broker_endpoint`, with the inter-broker listener's `security`."""
+
+    def __init__(
+        self, broker: BrokerServices, broker_endpoint: Callable[[int], tuple[str, int] | None],
+        security: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.broker = broker
         self.high_watermarks: dict[TopicPartition, int] = {}  # other leaders', last asked
         self._connections = InterBrokerConnections(
-            f"broker-{server.broker_id}-consumer-lag", server._broker_endpoint,
-            server.inter_broker_security, connect_timeout_s=5.0,
+            f"broker-{broker.broker_id}-consumer-lag", broker_endpoint, security,
+            connect_timeout_s=5.0,
         )  # fmt: skip
 
     # -- on the scrape's thread ------------------------------------------------------
@@ -68,7 +76,7 @@ class KafkaExporterSeries:
 
     def group_rows(self) -> dict[str, list[Row]]:
         out: dict[str, list[Row]] = {name: [] for name in _GROUP_SERIES}
-        cache = self.server.metadata_cache
+        cache = self.broker.metadata_cache
         for group in self._groups():
             out["kafka_consumergroup_members"].append(((group.group_id,), len(group.members)))
             offsets = dict(group.offsets)
@@ -92,8 +100,8 @@ class KafkaExporterSeries:
         return out
 
     def cluster_rows(self) -> dict[str, list[Row]]:
-        controller = self.server.controller
-        if controller is None or not controller.is_active:
+        controller = self.broker.controller
+        if not controller.is_active:
             return {"kafka_brokers": [], "kafka_topic_partitions": []}
         ctx = controller.ctx
         topics = [((t,), len(parts)) for t, parts in sorted(list(ctx.assignments.items()))]
@@ -102,14 +110,11 @@ class KafkaExporterSeries:
     # -- helpers -----------------------------------------------------------------------
 
     def _groups(self) -> list[Any]:
-        coordinator = getattr(self.server, "group_coordinator", None)
-        if coordinator is None:
-            return []
-        return [g for g in list(coordinator.manager.groups.values()) if g.offsets or g.members]
+        groups = self.broker.group_coordinator.manager.groups
+        return [g for g in list(groups.values()) if g.offsets or g.members]
 
     def _high_watermark(self, tp: TopicPartition) -> int | None:
-        rm = self.server.replica_manager
-        partition = None if rm is None else rm.partitions.get(tp)
+        partition = self.broker.replica_manager.partitions.get(tp)
         if partition is not None and partition.is_leader:
             return partition.log.high_watermark
         return self.high_watermarks.get(tp)
@@ -117,13 +122,13 @@ class KafkaExporterSeries:
     # -- on the event loop -------------------------------------------------------------
 
     async def _ask_leaders(self) -> None:
-        cache = self.server.metadata_cache
+        cache = self.broker.metadata_cache
         by_leader: dict[int, list[TopicPartition]] = {}
         for group in self._groups():
             for topic in {t for t, _ in list(group.offsets)}:
                 for partition, state in cache.topic_partitions(topic).items():
                     tp = TopicPartition(topic, partition)
-                    if state.leader >= 0 and state.leader != self.server.broker_id:
+                    if state.leader >= 0 and state.leader != self.broker.broker_id:
                         by_leader.setdefault(state.leader, []).append(tp)
         await asyncio.gather(*(self._ask(leader, tps) for leader, tps in by_leader.items()))
 
