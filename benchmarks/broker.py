@@ -82,7 +82,7 @@ EXTRA_OVERRIDES = [o for o in os.environ.get("KT_BENCH_OVERRIDES", "").split(","
 # `kt` with its Produce handler slowed by a sleep, to show that the benchmark can lose.
 SLOW_PRODUCE = """
 import time
-from kt.broker import kafka_apis
+from kt.broker.api import kafka_apis
 from kt.cli import main
 from kt.protocol import ApiKey
 produce = kafka_apis.HANDLERS[ApiKey.PRODUCE]

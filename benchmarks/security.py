@@ -14,7 +14,7 @@
   compared with its rate alone (never stalled).
 - What a request quota costs the client it applies to: the same producer (client.id
   free) alone with no quota, then with a request_percentage quota it never reaches (its
-  requests' handlers are then timed step by step, kt/broker/request_time.py; a client
+  requests' handlers are then timed step by step, kt/broker/api/request_time.py; a client
   without a quota is not timed at all): the ratio of its acknowledged bytes a second,
   over --pairs interleaved pairs of 6-second runs (single runs vary by up to 25 %).
 """

@@ -4,8 +4,8 @@ kafka.logs.dir), server.log for everything, and beside it the files of Kafka's
 non-additive loggers, each line `[%d] %p %m (%c)`, each file rolled every hour to
 `<file>.yyyy-MM-dd-HH` (DailyRollingFileAppender with DatePattern '.'yyyy-MM-dd-HH).
 
-Kafka's loggers are kt's modules here (kafka.controller is kt.broker.controller*), at
-Kafka's default levels; a log4j.properties named by KAFKA_LOG4J_OPTS
+Kafka's loggers are kt's modules here (kafka.controller is the kt.broker.controller
+package), at Kafka's default levels; a log4j.properties named by KAFKA_LOG4J_OPTS
 (`-Dlog4j.configuration=file:...`), as Kafka's scripts pass it, sets them by Kafka's
 names: `log4j.rootLogger=DEBUG, ...`, `log4j.logger.kafka.request.logger=DEBUG, ...`.
 """
@@ -22,9 +22,7 @@ from pathlib import Path
 from kt.properties import parse_properties
 
 REQUEST_LOGGER = "kafka.request.logger"
-_CONTROLLER = tuple(f"kt.broker.{m}" for m in (
-    "controller", "controller_alter_partition", "controller_channel", "controller_context",
-    "controller_elections", "controller_event_manager", "controller_reassignment"))  # fmt: skip
+_CONTROLLER = ("kt.broker.controller",)  # the package: every module of the controller
 # (file, Kafka's logger, the kt loggers it stands for, Kafka's level in its log4j.properties).
 APPENDERS = (
     ("controller.log", "kafka.controller", _CONTROLLER, "TRACE"),

@@ -3,10 +3,9 @@ top, inside functions, under TYPE_CHECKING).
 
 - Nothing below the broker imports it: kt's config, errors, metrics, storage, protocol,
   metadata and client know no kt.broker.
-- The broker's parts do not reach into KafkaServer, and only the request layer
-  (kt/broker/kafka_apis.py and kt/broker/handlers/) imports a handler. The modules that
-  still do are listed, to be untangled (issue 39); the lists only shrink: a module that no
-  longer does must leave its list, and one not listed fails.
+- The broker's parts do not reach into KafkaServer: only the server and its runner import
+  it (the request layer works with kt.broker.broker_services).
+- Only the request layer (kt/broker/api/) imports a handler.
 """
 
 from __future__ import annotations
@@ -22,10 +21,7 @@ BELOW_THE_BROKER = (
     "protocol", "metadata", "client",
 )  # fmt: skip
 SERVER_AND_ITS_RUNNER = ("broker/server.py", "broker/runner.py")
-REQUEST_LAYER = ("broker/kafka_apis.py", "broker/handlers/")
-
-STILL_IMPORTING_THE_SERVER: frozenset[str] = frozenset()
-STILL_IMPORTING_A_HANDLER: frozenset[str] = frozenset()
+REQUEST_LAYER = "broker/api/"
 
 
 def imports(path: Path) -> set[str]:
@@ -64,15 +60,13 @@ def test_only_the_server_and_its_runner_import_it() -> None:
         module for module, found in modules("broker").items()
         if "kt.broker.server.KafkaServer" in found and module not in SERVER_AND_ITS_RUNNER
     }  # fmt: skip
-    assert importing - STILL_IMPORTING_THE_SERVER == set(), "not listed"
-    assert STILL_IMPORTING_THE_SERVER - importing == set(), "no longer: take them off the list"
+    assert importing == set()
 
 
 def test_only_the_request_layer_imports_handlers() -> None:
     importing = {
         module for module, found in modules("").items()
-        if any(i.startswith("kt.broker.handlers") for i in found)
+        if any(i.startswith("kt.broker.api.handlers") for i in found)
         and not module.startswith(REQUEST_LAYER)
     }  # fmt: skip
-    assert importing - STILL_IMPORTING_A_HANDLER == set(), "not listed"
-    assert STILL_IMPORTING_A_HANDLER - importing == set(), "no longer: take them off the list"
+    assert importing == set()

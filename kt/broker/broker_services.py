@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
+    from kt.broker.admin.admin_manager import AdminManager
     from kt.broker.admin.configs import ConfigAdmin
-    from kt.broker.admin_manager import AdminManager
     from kt.broker.authorizer import AclAuthorizer
     from kt.broker.config_repository import ConfigRepository
-    from kt.broker.controller import KafkaController
-    from kt.broker.controller_requests import ControllerRequests
+    from kt.broker.controller.kafka_controller import KafkaController
     from kt.broker.group.group_coordinator import GroupCoordinator
     from kt.broker.metadata_cache import MetadataCache
     from kt.broker.producer_id_manager import ProducerIdManager
     from kt.broker.quota_manager import ClientQuotaManager
-    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.replication.controller_requests import ControllerRequests
+    from kt.broker.replication.replica_manager import ReplicaManager
     from kt.broker.store_executor import StoreExecutor
     from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
     from kt.config import KafkaConfig

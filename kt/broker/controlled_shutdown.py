@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kt.broker.controller_channel import ControllerChannel
+from kt.broker.controller.channel_manager import ControllerChannel
 from kt.client.async_connection import AsyncBrokerConnection
 from kt.errors import KafkaError
 from kt.metadata.store import MetadataStoreError

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from kt.broker.metadata_cache import MetadataCache
     from kt.broker.producer_id_manager import ProducerIdManager
-    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.replication.replica_manager import ReplicaManager
     from kt.config import KafkaConfig
 
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from kt.broker.config_repository import ConfigRepository
-    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.replication.replica_manager import ReplicaManager
     from kt.broker.store_executor import StoreExecutor
     from kt.config import KafkaConfig
     from kt.metadata.kafka_zk_client import KafkaZkClient

@@ -12,7 +12,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass, field
 
-from kt.broker.purgatory import wait_event
+from kt.broker.replication.purgatory import wait_event
 from kt.metadata.znodes import BrokerEndPoint
 
 

@@ -1,7 +1,7 @@
 """Client quotas, enforced (Kafka's ClientQuotaManager, KIP-13, KIP-55, KIP-124, KIP-219).
 
 Quotas are the `producer_byte_rate`, `consumer_byte_rate` and `request_percentage` (the
-share of one thread's time a client's requests may take, kt.broker.request_time) of the
+share of one thread's time a client's requests may take, kt.broker.api.request_time) of the
 entity configs that
 AlterClientQuotas (or kafka-configs.sh) writes: `/config/users/<user>/clients/<client>`,
 `/config/users/<user>`, `/config/clients/<client>` and their `<default>`s. A request's

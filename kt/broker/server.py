@@ -18,36 +18,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.admin.admin_manager import AdminManager
 from kt.broker.admin.configs import ConfigAdmin
-from kt.broker.admin_manager import AdminManager
-from kt.broker.alter_partition_manager import AlterPartitionManager
+from kt.broker.api.kafka_apis import KafkaApis
 from kt.broker.background_task import BackgroundTask
 from kt.broker.broker_services import BrokerServices
 from kt.broker.config_repository import ConfigRepository
-from kt.broker.connection_limits import ConnectionLimits, parse_overrides
 from kt.broker.controlled_shutdown import ControlledShutdown
-from kt.broker.controller import KafkaController
-from kt.broker.controller_channel import (
+from kt.broker.controller.channel_manager import (
     CONTROLLER_REQUEST_TIMEOUT_S,
     ControllerChannel,
     LocalBroker,
 )
-from kt.broker.controller_requests import ControllerRequests
+from kt.broker.controller.kafka_controller import KafkaController
 from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
 from kt.broker.dynamic_config import DynamicConfigManager
-from kt.broker.kafka_apis import KafkaApis
-from kt.broker.memory_pool import MemoryPool
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
 from kt.broker.metrics.kafka_exporter import KafkaExporterSeries
 from kt.broker.metrics.kafka_exporter import rows as kafka_exporter_rows
 from kt.broker.metrics.metrics_servers import start_metrics_servers
-from kt.broker.network import SocketServer
+from kt.broker.network.connection_limits import ConnectionLimits, parse_overrides
+from kt.broker.network.memory_pool import MemoryPool
+from kt.broker.network.socket_server import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
 from kt.broker.quota_manager import FETCH, PRODUCE, REQUEST, ClientQuotaManager, ConnectionQuotas
-from kt.broker.replica_fetcher import FetcherConfig
-from kt.broker.replica_manager import ReplicaManager
+from kt.broker.replication.alter_partition_manager import AlterPartitionManager
+from kt.broker.replication.controller_requests import ControllerRequests
+from kt.broker.replication.replica_fetcher import FetcherConfig
+from kt.broker.replication.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.broker.store_executor import StoreExecutor
 from kt.client.async_connection import AsyncBrokerConnection

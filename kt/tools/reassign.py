@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from kt.broker.replica_assignment import assign_replicas_to_brokers
+from kt.broker.admin.assign_replicas import assign_replicas_to_brokers
 from kt.client.admin import BROKER_RESOURCE, DELETE, SET, TOPIC_RESOURCE, AdminClient
 from kt.errors import BY_NAME, KafkaError, error_for
 from kt.metadata.jvm_order import java_hash_order

@@ -9,7 +9,7 @@ import struct
 from types import SimpleNamespace
 from typing import Any
 
-from kt.broker.controller_channel import _RequestSender
+from kt.broker.controller.channel_manager import _RequestSender
 from kt.inter_broker_protocol import InterBrokerProtocol
 from kt.metadata.znodes import BrokerEndPoint
 from kt.protocol import ApiKey, decode_request, encode_response

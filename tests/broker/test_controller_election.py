@@ -1,6 +1,6 @@
 """Leader election as Kafka's OfflinePartitionLeaderElectionStrategy decides it."""
 
-from kt.broker.controller import NO_LEADER, elect_leader
+from kt.broker.controller.kafka_controller import NO_LEADER, elect_leader
 
 
 def test_first_live_replica_in_isr_in_assignment_order() -> None:

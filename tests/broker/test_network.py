@@ -12,7 +12,7 @@ import socket
 import struct
 from pathlib import Path
 
-from kt.broker.network import MAX_QUEUED_BYTES, RequestContext, SocketServer
+from kt.broker.network.socket_server import MAX_QUEUED_BYTES, RequestContext, SocketServer
 from kt.storage.file_records import FileSlice
 
 SIZE = struct.Struct(">i")

@@ -6,7 +6,12 @@ the controller has written it (PendingExpandIsr / PendingShrinkIsr)."""
 
 from __future__ import annotations
 
-from kt.broker.partition import Partition, PendingIsrChange, ReplicaState, TopicPartition
+from kt.broker.replication.partition import (
+    Partition,
+    PendingIsrChange,
+    ReplicaState,
+    TopicPartition,
+)
 from kt.config import LogConfig
 from kt.storage.log import Log
 from tests.storage._batches import Clock, batch

@@ -2,7 +2,7 @@
 
 import asyncio
 
-from kt.broker.purgatory import DelayedOperationPurgatory
+from kt.broker.replication.purgatory import DelayedOperationPurgatory
 
 
 def test_notification_wakes_the_waiter() -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from kt.broker.replica_assignment import assign_replicas_to_brokers, rack_alternated_brokers
+from kt.broker.admin.assign_replicas import assign_replicas_to_brokers, rack_alternated_brokers
 from kt.errors import KafkaError
 
 

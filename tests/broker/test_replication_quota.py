@@ -1,6 +1,6 @@
 """ReplicationQuotaManager's rate and the throttled-replicas lists."""
 
-from kt.broker.replication_quota import ReplicationQuotaManager, is_throttled
+from kt.broker.replication.replication_quota import ReplicationQuotaManager, is_throttled
 
 
 def test_throttled_replicas_lists() -> None:

@@ -1,4 +1,4 @@
-"""LoopTime (kt/broker/request_time.py): a handler's request time is the time its steps
+"""LoopTime (kt/broker/api/request_time.py): a handler's request time is the time its steps
 run on the loop, not the time it waits; its result, its exception and a cancellation
 pass through as if it were awaited directly. A clock that moves only when told makes
 the sums exact."""
@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from kt.broker.request_time import LoopTime
+from kt.broker.api.request_time import LoopTime
 
 
 class Clock:

@@ -12,7 +12,7 @@ from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GroupMetadataManager
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.metadata_cache import PartitionState
-from kt.broker.replica_manager import ReplicaManager
+from kt.broker.replication.replica_manager import ReplicaManager
 from kt.config import LogConfig
 from kt.storage.log_manager import LogManager
 

@@ -12,8 +12,8 @@ from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.metadata_cache import PartitionState
-from kt.broker.partition import TopicPartition
-from kt.broker.replica_manager import ReplicaManager
+from kt.broker.replication.partition import TopicPartition
+from kt.broker.replication.replica_manager import ReplicaManager
 from kt.config import LogConfig
 from kt.storage.control_records import (
     ABORT,

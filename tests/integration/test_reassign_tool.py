@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kt.broker.partition import TopicPartition as KtPartition
+from kt.broker.replication.partition import TopicPartition as KtPartition
 from kt.testing import KtCluster
 from tests.integration.conftest import kt_command, kt_ok
 from tests.integration.test_reassignment import FAST, create

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient as RdAdmin
 from confluent_kafka.admin import NewTopic
 
-from kt.broker.partition import TopicPartition as KtPartition
+from kt.broker.replication.partition import TopicPartition as KtPartition
 from kt.client.admin import BROKER_RESOURCE, TOPIC_RESOURCE, AdminClient
 from kt.client.client import KafkaClient
 from kt.metadata import znodes as z

@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from kt.broker.controller_channel import ControllerChannel
+from kt.broker.controller.channel_manager import ControllerChannel
 from kt.broker.group.group_metadata_manager import partition_for
-from kt.broker.partition import TopicPartition as KtPartition
+from kt.broker.replication.partition import TopicPartition as KtPartition
 from kt.client.connection import BrokerConnection
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import ControllerMovedError

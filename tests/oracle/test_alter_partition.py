@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kt.broker.alter_partition_manager import AlterPartitionManager
-from kt.broker.controller import KafkaController
+from kt.broker.controller.kafka_controller import KafkaController
+from kt.broker.replication.alter_partition_manager import AlterPartitionManager
 from kt.protocol.codec import encode_body
 from kt.protocol.schema import in_range
 from kt.protocol.types import ZERO_UUID

@@ -23,7 +23,7 @@ from typing import Any
 from kt.broker.group import offsets_records as rec
 from kt.broker.group.group_metadata import GroupMetadata, GroupState, PendingOffset
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
-from kt.broker.partition import TopicPartition
+from kt.broker.replication.partition import TopicPartition
 from kt.errors import CorruptRecordError
 from kt.storage.control_records import COMMIT, parse_control_type
 from kt.storage.producer_state import ORIGIN_COORDINATOR

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from kt.broker.broker_services import BrokerServices
-    from kt.broker.network import SocketServer
+    from kt.broker.network.socket_server import SocketServer
 
 
 def register_broker_metrics(

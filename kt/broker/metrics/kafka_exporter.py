@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.inter_broker_connections import InterBrokerConnections
-from kt.broker.partition import TopicPartition
+from kt.broker.replication.partition import TopicPartition
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m

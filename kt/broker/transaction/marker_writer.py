@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC
-from kt.broker.partition import TopicPartition
+from kt.broker.replication.partition import TopicPartition
 from kt.errors import KafkaError
 from kt.protocol import messages as m
 from kt.storage.control_records import (
@@ -24,7 +24,7 @@ from kt.storage.producer_state import ORIGIN_COORDINATOR
 
 if TYPE_CHECKING:
     from kt.broker.group.group_metadata_manager import GroupMetadataManager
-    from kt.broker.replica_manager import ReplicaManager
+    from kt.broker.replication.replica_manager import ReplicaManager
 
 
 async def write_txn_markers(

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.group.group_metadata_manager import partition_for
-from kt.broker.partition import TopicPartition
+from kt.broker.replication.partition import TopicPartition
 from kt.broker.transaction import transaction_log as txn_log
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC, TransactionState
 from kt.broker.transaction.transaction_metadata import TransactionMetadata, TxnTransitMetadata

@@ -1,0 +1,160 @@
+"""Metadata and DescribeCluster: what clients learn before anything else, with ApiVersions
+(which KafkaApis answers itself)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.admin.admin_manager import INTERNAL_TOPICS, NewTopic
+from kt.broker.api.handlers import authz
+from kt.errors import TOPIC_AUTHORIZATION_FAILED, KafkaError
+from kt.protocol import messages as m
+from kt.security import acls as a
+from kt.storage.names import validate_topic_name
+
+if TYPE_CHECKING:
+    from kt.broker.broker_services import BrokerServices
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    cache = broker.metadata_cache
+    requested = request.topics
+    if requested is None or (header.api_version == 0 and not requested):
+        names = cache.all_topics()
+        explicit = False
+    else:
+        names = [t.name for t in requested]
+        explicit = True
+    allow_create = header.api_version < 4 or request.allow_auto_topic_creation
+    # Topics the principal may not describe: left out of a listing, and refused by name
+    # (TOPIC_AUTHORIZATION_FAILED, whether they exist or not: KafkaApis.handleTopicMetadata).
+    described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (n for n in names if n))
+    if explicit and allow_create and broker.authorizer is not None:
+        may_create = authz.cluster_allowed(broker, ctx, a.CREATE)
+    else:
+        may_create = True
+    topics = []
+    for name in names:
+        if name is None or (name not in described and not explicit):
+            continue
+        create = explicit and allow_create and (
+            may_create or authz.topic_allowed(broker, ctx, a.CREATE, name))  # fmt: skip
+        refused_creation = explicit and allow_create and not create and not cache.contains(name)
+        if name not in described or refused_creation:
+            topics.append(m.MetadataResponse.MetadataResponseTopic(
+                error_code=TOPIC_AUTHORIZATION_FAILED, name=name,
+                is_internal=name in INTERNAL_TOPICS, partitions=[],
+            ))  # fmt: skip
+            continue
+        topic = await _topic_metadata(broker, name, create, header, ctx)
+        if header.api_version >= 8 and request.include_topic_authorized_operations:
+            topic.topic_authorized_operations = authz.authorized_operations(
+                broker, ctx, a.TOPIC, name)  # fmt: skip
+        topics.append(topic)
+    brokers = [
+        m.MetadataResponse.MetadataResponseBroker(
+            node_id=broker_id, host=e.host or "", port=e.port, rack=rack
+        )
+        for broker_id, e, rack in _brokers_on(cache, ctx.listener)
+    ]
+    response = m.MetadataResponse(
+        throttle_time_ms=0,
+        brokers=brokers,
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id,
+        topics=topics,
+    )
+    if 8 <= header.api_version <= 10 and request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authz.authorized_operations(
+            broker, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+    return response
+
+
+def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:
+    """(id, endpoint, rack) of each live broker with an endpoint on `listener`, the one
+    the request came in on: a client learns only addresses it can use."""
+    return [
+        (b.broker_id, e, b.rack)
+        for b in cache.brokers.values()
+        if (e := b.endpoint(listener)) is not None
+    ]
+
+
+async def _topic_metadata(
+    broker: BrokerServices, name: str, may_create: bool, header: Any, ctx: Any
+) -> Any:
+    cache = broker.metadata_cache
+    Topic = m.MetadataResponse.MetadataResponseTopic
+    if not cache.contains(name):
+        error = "UNKNOWN_TOPIC_OR_PARTITION"
+        try:
+            validate_topic_name(name)
+            if may_create and broker.config["auto.create.topics.enable"]:
+                error = await _auto_create(broker, name)
+        except KafkaError as e:
+            error = e.name
+        return Topic(
+            error_code=KafkaError(error).code, name=name, is_internal=name in INTERNAL_TOPICS,
+            partitions=[],
+        )  # fmt: skip
+    partitions = []
+    for index, state in sorted(cache.topic_partitions(name).items()):
+        leader = cache.alive_broker(state.leader)
+        offline = [r for r in state.replicas if cache.alive_broker(r) is None]
+        error = 0
+        if leader is None:
+            error = KafkaError("LEADER_NOT_AVAILABLE").code
+        elif leader.endpoint(ctx.listener) is None:  # alive, but not on this listener
+            error = KafkaError(
+                "LISTENER_NOT_FOUND" if header.api_version >= 6 else "LEADER_NOT_AVAILABLE"
+            ).code
+        partitions.append(
+            m.MetadataResponse.MetadataResponsePartition(
+                error_code=error,
+                partition_index=index,
+                leader_id=state.leader if error == 0 else -1,
+                leader_epoch=state.leader_epoch,
+                replica_nodes=list(state.replicas),
+                isr_nodes=list(state.isr),
+                offline_replicas=offline,
+            )
+        )
+    return Topic(
+        error_code=0,
+        name=name,
+        topic_id=cache.topic_id(name),
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+
+
+async def _auto_create(broker: BrokerServices, name: str) -> str:
+    """Create a topic a client asked for; the client retries on LEADER_NOT_AVAILABLE."""
+    if name in INTERNAL_TOPICS:
+        return "LEADER_NOT_AVAILABLE"
+    result = await broker.store.call(broker.admin_manager.create_topic, NewTopic(name), False)
+    if result.error_code and result.error_code != KafkaError("TOPIC_ALREADY_EXISTS").code:
+        return KafkaError(result.error_code).name
+    return "LEADER_NOT_AVAILABLE"
+
+
+async def describe_cluster(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    cache = broker.metadata_cache
+    brokers = [
+        m.DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=broker_id, host=e.host or "", port=e.port, rack=rack
+        )
+        for broker_id, e, rack in _brokers_on(cache, ctx.listener)
+    ]
+    response = m.DescribeClusterResponse(
+        error_code=0,
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id,
+        brokers=brokers,
+    )
+    if request.include_cluster_authorized_operations:
+        response.cluster_authorized_operations = authz.authorized_operations(
+            broker, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
+    return response
