@@ -9,8 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kt.broker.controller.channel_manager import ControllerChannel
-from kt.client.async_connection import AsyncBrokerConnection
+from kt.broker.broker_to_controller import BrokerToControllerChannel
 from kt.errors import KafkaError
 from kt.metadata.store import MetadataStoreError
 from kt.protocol import ApiKey
@@ -79,24 +78,25 @@ class ControlledShutdown:
             await cache.wait_changed(remaining)
 
     async def _ask_controller_to_shut_down(self, controller_id: int) -> list[Any] | None:
-        local = ControllerChannel.local_broker(self.store, controller_id)
-        if local is not None and local.controller is not None:
-            return await local.controller.controlled_shutdown(self.broker_id)
-        endpoint = self._broker_endpoint(controller_id)
-        if endpoint is None:
+        """The partitions this broker still leads after the controller moved what it
+        could; None when `controller_id` is not the controller. Over the wire: connect,
+        send, close (KafkaServer.controlledShutdown's connection)."""
+        channel = BrokerToControllerChannel(
+            "controlled-shutdown", self.broker_id, self.store, self.metadata_cache,
+            self._broker_endpoint, self.inter_broker_security,
+        )  # fmt: skip
+        local = channel.local_controller(controller_id)
+        if local is not None:
+            return await local.controlled_shutdown(self.broker_id)
+        if self._broker_endpoint(controller_id) is None:
             return None
-        connection = await AsyncBrokerConnection.connect(
-            *endpoint,
-            client_id=f"broker-{self.broker_id}-controlled-shutdown",
-            timeout_s=10.0,
-            **self.inter_broker_security,
-        )
+        request = ControlledShutdownRequest(broker_id=self.broker_id)
         try:
-            response = await connection.send(
-                ApiKey.CONTROLLED_SHUTDOWN, ControlledShutdownRequest(broker_id=self.broker_id)
+            response = await channel.send(
+                controller_id, ApiKey.CONTROLLED_SHUTDOWN, lambda _version: request
             )
         finally:
-            connection.close()
+            channel.close()
         if response.error_code:
             raise KafkaError(response.error_code, "ControlledShutdown refused")
         return list(response.remaining_partitions)

@@ -41,13 +41,17 @@ class InterBrokerConnections:
         )  # fmt: skip
         return connection
 
-    async def send(self, broker_id: int, api: ApiKey, request: Any, timeout_s: float) -> Any:
-        """The broker's answer; REQUEST_TIMED_OUT (the connection closed, the next send
-        opens another) when none comes within `timeout_s`."""
+    async def send(
+        self, broker_id: int, api: ApiKey, request: Any, timeout_s: float,
+        version: int | None = None,
+    ) -> Any:  # fmt: skip
+        """The broker's answer (at `version`, else the highest both speak);
+        REQUEST_TIMED_OUT (the connection closed, the next send opens another) when none
+        comes within `timeout_s`."""
         connection = await self.connection(broker_id)
         try:
             async with asyncio.timeout(timeout_s):  # not wait_for: Python 3.11
-                return await connection.send(api, request)
+                return await connection.send(api, request, version)
         except TimeoutError:
             connection.close()
             raise KafkaError("REQUEST_TIMED_OUT", f"broker {broker_id} did not answer") from None

@@ -23,10 +23,10 @@ from kt.broker.admin.configs import ConfigAdmin
 from kt.broker.api.kafka_apis import KafkaApis
 from kt.broker.background_task import BackgroundTask
 from kt.broker.broker_services import BrokerServices
+from kt.broker.broker_to_controller import BrokerToControllerChannel
 from kt.broker.config_repository import ConfigRepository
 from kt.broker.controlled_shutdown import ControlledShutdown
 from kt.broker.controller.channel_manager import (
-    CONTROLLER_REQUEST_TIMEOUT_S,
     ControllerChannel,
     LocalBroker,
 )
@@ -50,9 +50,7 @@ from kt.broker.replication.replica_fetcher import FetcherConfig
 from kt.broker.replication.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.broker.store_executor import StoreExecutor
-from kt.client.async_connection import AsyncBrokerConnection
 from kt.config import KafkaConfig, LogConfig
-from kt.errors import KafkaError
 from kt.metadata.kafka_zk_client import KafkaZkClient
 from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_topic_stats import BrokerTopicStats
@@ -95,6 +93,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.socket_servers: list[SocketServer] = []  # one per listener, in config order
         self.controller: KafkaController | None = None
         self.apis: KafkaApis | None = None
+        self.alter_partition_channel: BrokerToControllerChannel | None = None
         self.services: BrokerServices | None = None  # once every part is built
         self.kafka_exporter_series: KafkaExporterSeries | None = None
         self.authorizer: Any = None  # AclAuthorizer when authorizer.class.name says so
@@ -124,8 +123,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._session_task: asyncio.Task | None = None
         self.controller_requests: ControllerRequests | None = None
         self.local_broker: LocalBroker | None = None  # as its process's controllers reach it
-        self._controller_connection: AsyncBrokerConnection | None = None
-        self._controller_connected_to = -1
         # The broker's metadata store calls (ZooKeeper reads and writes for admin requests,
         # configs, registration) run there, never on the event loop that serves clients.
         self.store_executor = StoreExecutor(self.broker_id)
@@ -190,9 +187,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         cluster_id, topic_configs = await self.store_call(self._open_store)
         self.broker_id = check_meta_properties(cfg.log_dirs, self.broker_id, cluster_id)
         self.metadata_cache = MetadataCache(self.broker_id, cluster_id)
-        self._build_replication(topic_configs)
         # what the broker's own links to other brokers connect with (built before them)
         self.inter_broker_security = cfg.client_security(self.inter_broker_listener)
+        self._build_replication(topic_configs)
         self.admin_manager = AdminManager(
             self.broker_id, cfg, self.zk, self.metadata_cache, self.configs.topic_defaults
         )
@@ -244,6 +241,10 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         """The logs, the replica manager and its parts, and what the controller's requests
         do to them."""
         cfg = self.config
+        self.alter_partition_channel = BrokerToControllerChannel(
+            "alter-partition", self.broker_id, self.store, self.metadata_cache,
+            self._broker_endpoint, self.inter_broker_security,
+        )  # fmt: skip
         self.log_manager = LogManager(
             cfg.log_dirs, self.configs.topic_defaults, topic_configs,
             failure_channel=self.failure_channel,
@@ -447,42 +448,15 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         return None if topic_id is None or topic_id.int == 0 else topic_id
 
     async def _send_to_controller(self, build: Callable[[int], Any], version: int) -> Any:
-        """Send a request to the controller this broker knows (the metadata cache's),
-        built for the highest version both speak up to `version` (Kafka's
-        BrokerToControllerChannelManager); KafkaError when there is none to take it."""
-        controller_id = self.metadata_cache.controller_id
-        if controller_id < 0:
-            raise KafkaError("NOT_CONTROLLER", "no controller known yet")
-        local = ControllerChannel.local_broker(self.store, controller_id)
-        if local is not None and local.controller is not None:
-            return await local.controller.alter_partition(build(version), version)
-        connection = self._controller_connection
-        if (
-            connection is None
-            or connection.closed
-            or self._controller_connected_to != controller_id
-        ):
-            if connection is not None:
-                connection.close()
-            endpoint = self._broker_endpoint(controller_id)
-            if endpoint is None:
-                raise KafkaError("NOT_CONTROLLER", f"controller {controller_id} is not known")
-            connection = self._controller_connection = await AsyncBrokerConnection.connect(
-                *endpoint,
-                client_id=f"broker-{self.broker_id}-alter-partition",
-                timeout_s=10.0,
-                **self.inter_broker_security,
-            )
-            self._controller_connected_to = controller_id
-        version = min(version, connection.version_for(ApiKey.ALTER_PARTITION))
-        try:
-            async with asyncio.timeout(CONTROLLER_REQUEST_TIMEOUT_S):  # not wait_for: 3.11
-                return await connection.send(ApiKey.ALTER_PARTITION, build(version), version)
-        except TimeoutError:
-            connection.close()
-            raise KafkaError(
-                "REQUEST_TIMED_OUT", f"controller {controller_id} did not answer"
-            ) from None
+        """AlterPartition to the controller this broker knows (the metadata cache's), built
+        for the highest version both speak up to `version`; KafkaError when there is none
+        to take it."""
+        channel = self.alter_partition_channel
+        controller_id = channel.controller_id()
+        local = channel.local_controller(controller_id)
+        if local is not None:
+            return await local.alter_partition(build(version), version)
+        return await channel.send(controller_id, ApiKey.ALTER_PARTITION, build, version)
 
     def _broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         """Where a live broker listens for other brokers (inter.broker.listener.name): the
@@ -595,8 +569,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             await self.replica_manager.fetcher_manager.shutdown()
         if self.replica_manager is not None and self.replica_manager.alter_partition_manager:
             self.replica_manager.alter_partition_manager.close()
-        if self._controller_connection is not None:
-            self._controller_connection.close()
+        if self.alter_partition_channel is not None:
+            self.alter_partition_channel.close()
         if self.replica_manager is not None and self.replica_manager.log_dir_mover:
             await self.replica_manager.log_dir_mover.shutdown()
         await self._stop_listeners()
