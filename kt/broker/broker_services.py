@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     import asyncio
 
     from kt.broker.admin.admin_manager import AdminManager
+    from kt.broker.admin.client_quotas import ClientQuotaAdmin
     from kt.broker.admin.configs import ConfigAdmin
+    from kt.broker.admin.scram_credentials import ScramCredentialAdmin
     from kt.broker.authorizer import AclAuthorizer
     from kt.broker.config_repository import ConfigRepository
     from kt.broker.controller.kafka_controller import KafkaController
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from kt.broker.store_executor import StoreExecutor
     from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
     from kt.config import KafkaConfig
-    from kt.metadata.kafka_zk_client import KafkaZkClient
     from kt.metrics.broker_topic_stats import BrokerTopicStats
     from kt.storage.log_manager import LogManager
 
@@ -50,14 +51,15 @@ class BrokerServices:
     producer_id_manager: ProducerIdManager
     admin_manager: AdminManager  # topics and partitions
     config_admin: ConfigAdmin  # topic and broker configs
+    client_quotas: ClientQuotaAdmin
+    scram_credentials: ScramCredentialAdmin
     authorizer: AclAuthorizer | None  # None without authorizer.class.name
     produce_quota: ClientQuotaManager
     fetch_quota: ClientQuotaManager
     request_quota: ClientQuotaManager
     topic_stats: BrokerTopicStats
     configs: ConfigRepository
-    zk: KafkaZkClient
-    store: StoreExecutor
+    store: StoreExecutor  # the store's threads: admin calls run there
     # Set once the broker's metadata names itself and a controller: clients' requests
     # wait for it (the controller's and other brokers' do not).
     serving: asyncio.Event

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.admin.admin_manager import AdminManager
+from kt.broker.admin.client_quotas import ClientQuotaAdmin
 from kt.broker.admin.configs import ConfigAdmin
+from kt.broker.admin.scram_credentials import ScramCredentialAdmin
 from kt.broker.api.kafka_apis import KafkaApis
 from kt.broker.background_task import BackgroundTask
 from kt.broker.broker_services import BrokerServices
@@ -322,8 +324,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             fetch_quota=self.fetch_quota,
             request_quota=self.request_quota,
             topic_stats=self.topic_stats,
+            client_quotas=ClientQuotaAdmin(self.zk),
+            scram_credentials=ScramCredentialAdmin(self.zk),
             configs=self.configs,
-            zk=self.zk,
             store=self.store_executor,
             serving=self.serving,
         )

@@ -161,3 +161,19 @@ def _valid_ip(name: str) -> bool:
         return True
     except OSError:
         return False
+
+
+class ClientQuotaAdmin:
+    """The client quotas of one cluster's store, as the request handlers ask for them
+    (on the broker's store threads)."""
+
+    def __init__(self, zk: KafkaZkClient) -> None:
+        self.zk = zk
+
+    def describe(self, components: Iterable[Any], strict: bool) -> dict[Entity, dict]:
+        return describe(self.zk, components, strict)
+
+    def alter(
+        self, entity: list[tuple[str, str | None]], ops: Iterable[Any], validate_only: bool
+    ) -> None:
+        alter(self.zk, entity, ops, validate_only)

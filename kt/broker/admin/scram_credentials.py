@@ -105,3 +105,17 @@ def alter(zk: KafkaZkClient, upsertions: list[Any], deletions: list[Any]) -> lis
         zk.change_entity_config("users", sanitize(user), config)
         results.append((user, "NONE", None))
     return results
+
+
+class ScramCredentialAdmin:
+    """The SCRAM credentials of one cluster's store, as the request handlers ask for them
+    (on the broker's store threads)."""
+
+    def __init__(self, zk: KafkaZkClient) -> None:
+        self.zk = zk
+
+    def describe(self, users: list[str] | None) -> list[tuple]:
+        return describe(self.zk, users)
+
+    def alter(self, upsertions: list[Any], deletions: list[Any]) -> list[tuple]:
+        return alter(self.zk, upsertions, deletions)

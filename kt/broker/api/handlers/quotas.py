@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.admin import client_quotas
 from kt.errors import KafkaError
 from kt.metadata.jvm_order import java_hash_order
 from kt.protocol import messages as m
@@ -20,7 +19,7 @@ async def describe_client_quotas(
     R = m.DescribeClientQuotasResponse
     try:
         found = await broker.store.call(
-            client_quotas.describe, broker.zk, request.components, request.strict
+            broker.client_quotas.describe, request.components, request.strict
         )
     except KafkaError as e:
         return R(error_code=e.code, error_message=str(e), entries=None)
@@ -41,7 +40,7 @@ async def alter_client_quotas(broker: BrokerServices, header: Any, request: Any,
         entity = [(e.entity_type, e.entity_name) for e in entry.entity]
         try:
             await broker.store.call(
-                client_quotas.alter, broker.zk, entity, entry.ops, request.validate_only
+                broker.client_quotas.alter, entity, entry.ops, request.validate_only
             )
             error = KafkaError("NONE")
         except KafkaError as e:

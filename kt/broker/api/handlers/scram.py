@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.admin import scram_credentials
+from kt.broker.admin.scram_credentials import CODES
 from kt.protocol import messages as m
 
 if TYPE_CHECKING:
@@ -17,11 +17,11 @@ async def describe_user_scram_credentials(
     broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     users = [u.name for u in request.users] if request.users else None
-    results = await broker.store.call(scram_credentials.describe, broker.zk, users)
+    results = await broker.store.call(broker.scram_credentials.describe, users)
     R = m.DescribeUserScramCredentialsResponse
     return R(error_code=0, error_message=None, results=[
         R.DescribeUserScramCredentialsResult(
-            user=user, error_code=scram_credentials.CODES[error], error_message=message,
+            user=user, error_code=CODES[error], error_message=message,
             credential_infos=[R.CredentialInfo(mechanism=mech, iterations=iterations)
                               for mech, iterations in infos],
         ) for user, error, message, infos in results
@@ -45,11 +45,11 @@ async def alter_user_scram_credentials(
     broker: BrokerServices, header: Any, request: Any, ctx: Any
 ) -> Any:
     results = await broker.store.call(
-        scram_credentials.alter, broker.zk, request.upsertions, request.deletions
+        broker.scram_credentials.alter, request.upsertions, request.deletions
     )
     R = m.AlterUserScramCredentialsResponse
     return R(results=[
-        R.AlterUserScramCredentialsResult(user=user, error_code=scram_credentials.CODES[error],
+        R.AlterUserScramCredentialsResult(user=user, error_code=CODES[error],
                                           error_message=message)
         for user, error, message in results
     ])  # fmt: skip
