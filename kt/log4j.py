@@ -50,17 +50,23 @@ class Log4jFormatter(logging.Formatter):
 
 
 class _Claims(logging.Filter):
-    """An appender's records: those of its loggers; server.log's (`names` None): those
-    of no other appender (Kafka's loggers with additivity=false)."""
+    """An appender's records: those of its loggers and their children (a package's
+    modules); server.log's (`names` None): those of no other appender (Kafka's loggers
+    with additivity=false)."""
 
     def __init__(self, names: tuple[str, ...] | None, others: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.names, self.others = names, frozenset(others)
+        self.names, self.others = names, others
 
     def filter(self, record: logging.LogRecord) -> bool:
         if self.names is None:
-            return record.name not in self.others
-        return record.name in self.names
+            return not _under(record.name, self.others)
+        return _under(record.name, self.names)
+
+
+def _under(name: str, loggers: tuple[str, ...]) -> bool:
+    """Whether logger `name` is one of `loggers` or a child of one."""
+    return any(name == logger or name.startswith(logger + ".") for logger in loggers)
 
 
 def configured_levels(environ: Mapping[str, str] = os.environ) -> dict[str, int]:
