@@ -1,13 +1,17 @@
 """Generate kt/protocol/schemas/ from Kafka's JSON message definitions.
 
-    python scripts/gen_protocol_schemas.py <dir with Kafka's *Request.json/*Response.json>
+    python scripts/gen_protocol_schemas.py <base dir> [<newer dir>]
 
-The directory is Apache Kafka's clients/src/main/resources/common/message/ (a revision
-that still has the ZooKeeper-era inter-broker APIs and old versions: 3.9 or trunk of
-late 2024). Only the APIs kt speaks (kt.protocol.api_keys) are kept, each with its
-full valid version range. The output holds facts only (names, types, version ranges,
-defaults, tags) in kt's table format, kt/protocol/schema.py: one module per family of
-APIs (FAMILIES), and `__init__.py` joining them into SCHEMAS in API key order.
+The base directory is Apache Kafka 3.9's clients/src/main/resources/common/message/ (the
+last line that has the ZooKeeper-era inter-broker APIs and the old versions; also inside
+kafka-clients-3.9.x.jar); the newer one, Kafka 4.x's (kafka-clients-4.4.0.jar holds it).
+Only the APIs kt speaks (kt.protocol.api_keys) are kept. An API the newer file takes
+further is merged: the union of both valid ranges, each field present at every version
+either file has it at (under the base file's name), and the merge checked, version by
+version, against each file (a difference fails the run). The output holds facts only
+(names, types, version ranges, defaults, tags) in kt's table format, kt/protocol/schema.py:
+one module per family of APIs (FAMILIES), and `__init__.py` joining them into SCHEMAS in
+API key order.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ from pathlib import Path
 # The API keys kt speaks, by family: (module, what it holds, keys).
 FAMILIES = (
     ("data_plane", "produce, fetch, offsets and metadata: what every client sends",
-     (0, 1, 2, 3, 18, 21, 23, 60)),
+     (0, 1, 2, 3, 18, 21, 23, 60, 75)),
     ("group_coordinator", "consumer groups and their committed offsets",
-     (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)),
+     (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69)),
     ("transactions", "producer ids and the transaction coordinator",
      (22, 24, 25, 26, 27, 28, 61, 65, 66)),
     ("admin", "topics, configs, log dirs, reassignment, elections and quotas",
@@ -136,18 +140,186 @@ def convert_message(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    source = Path(argv[1])
-    docs = []
+# -- merging a newer Kafka's definition of an API into the base one ------------------------
+
+
+def _bounded(text: str | None, top: int) -> tuple[int, int] | None:
+    versions = parse_versions(text)
+    if versions is None:
+        return None
+    lo, hi = versions
+    return (lo, top if hi is None else hi)
+
+
+def _union(a: str | None, b: str | None, top_a: int, top_b: int, top: int) -> str | None:
+    """Two fields' version texts (each open range bounded by its file's top) as one."""
+    ra, rb = _bounded(a, top_a), _bounded(b, top_b)
+    if ra is None or rb is None:
+        joined = ra or rb
+    else:
+        if ra[0] > rb[1] + 1 or rb[0] > ra[1] + 1:
+            raise ValueError(f"versions {a} and {b} do not meet")
+        joined = (min(ra[0], rb[0]), max(ra[1], rb[1]))
+    if joined is None:
+        return None
+    lo, hi = joined
+    return f"{lo}+" if hi == top else (str(lo) if lo == hi else f"{lo}-{hi}")
+
+
+def _closed(field: dict, top: int) -> dict:
+    """A field of one file only, its open ranges closed at that file's top."""
+    out = dict(field)
+    for key in ("versions", "nullableVersions", "taggedVersions"):
+        if key in out:
+            bounded = _bounded(out[key], top)
+            if bounded is not None:
+                out[key] = (
+                    str(bounded[0]) if bounded[0] == bounded[1] else f"{bounded[0]}-{bounded[1]}"
+                )
+    if "fields" in out:
+        out["fields"] = [_closed(f, top) for f in out["fields"]]
+    return out
+
+
+def _merge_fields(base: list[dict], newer: list[dict], tops: tuple[int, int, int]) -> list[dict]:
+    top_a, top_b, top = tops
+    by_name = {f["name"]: f for f in base}
+    newer_names = {f["name"] for f in newer}
+    # A field the newer file renamed (TxnOffsetCommit's GenerationId is its
+    # GenerationIdOrMemberEpoch): at the same place, of the same type; the base's name
+    # stays (kt's attribute names do not change under the code that reads them).
+    renamed = {
+        field["name"]: old["name"]
+        for field, old in zip(newer, base, strict=False)
+        if field["name"] not in by_name and old["name"] not in newer_names
+        and field["type"] == old["type"]
+    }  # fmt: skip
+    merged: list[dict] = []
+    for field in newer:
+        old = by_name.get(renamed.get(field["name"], field["name"]))
+        if old is None:
+            merged.append(field)
+            continue
+        if old["type"] != field["type"]:
+            raise ValueError(f"{field['name']}: type {old['type']} became {field['type']}")
+        out = {**field, "name": old["name"]}
+        for key in ("versions", "nullableVersions", "taggedVersions"):
+            joined = _union(old.get(key), field.get(key), top_a, top_b, top)
+            if joined is None:
+                out.pop(key, None)
+            else:
+                out[key] = joined
+        if "fields" in old or "fields" in field:
+            out["fields"] = _merge_fields(old.get("fields", []), field.get("fields", []), tops)
+        merged.append(out)
+    for index, field in enumerate(base):  # the base's own, after the field they followed
+        if field["name"] in newer_names or field["name"] in renamed.values():
+            continue
+        before = base[index - 1]["name"] if index else None
+        at = next((i + 1 for i, f in enumerate(merged) if f["name"] == before), 0)
+        merged.insert(at, _closed(field, top_a))
+    return merged
+
+
+def merge_docs(base: dict, newer: dict) -> dict:
+    """One API's definition covering both files' versions (see the module's doc)."""
+    lo_a, top_a = _bounded(base["validVersions"], 0) or (0, 0)
+    lo_b, top_b = _bounded(newer["validVersions"], 0) or (0, 0)
+    top = max(top_a, top_b)
+    if base.get("flexibleVersions") != newer.get("flexibleVersions"):
+        raise ValueError(f"{base['name']}: flexible versions differ")
+    tops = (top_a, top_b, top)
+    merged = dict(newer)
+    merged["validVersions"] = f"{min(lo_a, lo_b)}-{top}"
+    merged["fields"] = _merge_fields(base["fields"], newer["fields"], tops)
+    commons = {s["name"]: s for s in base.get("commonStructs", [])}
+    merged_commons = []
+    for struct in newer.get("commonStructs", []):
+        old = commons.pop(struct["name"], None)
+        fields = (
+            struct["fields"]
+            if old is None
+            else _merge_fields(old["fields"], struct["fields"], tops)
+        )
+        merged_commons.append({**struct, "fields": fields})
+    merged_commons += [
+        {**s, "fields": [_closed(f, top_a) for f in s["fields"]]} for s in commons.values()
+    ]
+    if merged_commons:
+        merged["commonStructs"] = merged_commons
+    for version in range(min(lo_a, lo_b), top + 1):
+        for source, (lo, hi) in ((base, (lo_a, top_a)), (newer, (lo_b, top_b))):
+            if lo <= version <= hi and layout(merged, version) != layout(source, version):
+                raise ValueError(f"{base['name']} v{version}: the merge differs from a source")
+    return merged
+
+
+def top_version(doc: dict) -> int:
+    """The highest valid version of a definition (-1: none, as Kafka 4 marks the
+    ZooKeeper-era APIs it removed)."""
+    versions = _bounded(doc["validVersions"], 0)
+    return -1 if versions is None else versions[1]
+
+
+def layout(doc: dict, version: int) -> list:
+    """What a message is on the wire at `version`: each field present then, with its
+    type, nullability, tag and default, struct bodies included (names are not on the
+    wire: a renamed field is the same field)."""
+    commons = {s["name"]: s["fields"] for s in doc.get("commonStructs", [])}
+    top = (_bounded(doc["validVersions"], 0) or (0, 0))[1]
+
+    def at(fields: list[dict]) -> list:
+        out = []
+        for f in fields:
+            if not _in(f.get("versions"), version, top):
+                continue
+            element = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+            body = f.get("fields") or commons.get(element)
+            tagged = f.get("tag") if _in(f.get("taggedVersions"), version, top) else None
+            out.append(
+                (
+                    f["type"],
+                    _in(f.get("nullableVersions"), version, top),
+                    tagged,
+                    parse_default(f, f["type"]),
+                    at(body) if body else None,
+                )
+            )
+        return out
+
+    return at(doc["fields"])
+
+
+def _in(text: str | None, version: int, top: int) -> bool:
+    bounded = _bounded(text, top)
+    return bounded is not None and bounded[0] <= version <= bounded[1]
+
+
+def read_docs(source: Path) -> dict[tuple[int, str], dict]:
+    """The request and response definitions of the API keys kt speaks, by (key, type)."""
+    docs = {}
     for path in sorted(source.glob("*.json")):
         if not path.name.endswith(("Request.json", "Response.json")):
             continue
         doc = load_json(path)
         if doc.get("type") in ("request", "response") and doc.get("apiKey") in KT_API_KEYS:
-            docs.append(doc)
+            docs[(doc["apiKey"], doc["type"])] = doc
+    return docs
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(__doc__, file=sys.stderr)
+        return 2
+    source = Path(argv[1])
+    by_key = read_docs(source)
+    if len(argv) == 3:
+        for key, doc in read_docs(Path(argv[2])).items():
+            if key not in by_key:
+                by_key[key] = doc
+            elif top_version(doc) > top_version(by_key[key]):  # not the ZooKeeper-era ones
+                by_key[key] = merge_docs(by_key[key], doc)
+    docs = list(by_key.values())
     docs.sort(key=lambda d: (d["apiKey"], d["type"] != "request"))
     found = {d["apiKey"] for d in docs}
     missing = sorted(KT_API_KEYS - found)

@@ -54,8 +54,8 @@ def kt_to_kp(value, kp_struct, version: int, cls: type | None = None):
         if not field.for_version_q(version) or name is None:
             continue
         v = getattr(value, name)
-        if name.endswith("authorized_operations") and isinstance(v, int) and v is not True:
-            v = _int_to_bitfield(v)
+        if getattr(field, "_type_str", None) == "bitfield" and isinstance(v, int):
+            v = _int_to_bitfield(v)  # where kafka-python reads the int32 as a set of bits
         elif v is not None and field.is_struct_array():
             v = [kt_to_kp(x, field, version) for x in v]
         elif v is not None and field.is_struct():
@@ -77,8 +77,8 @@ def kp_to_kt(value, schema, version: int, name: str | None = None):
         v = getattr(value, _kp_name(value, f.name))
         if f.type == "uuid" and v is None:  # kafka-python reads the zero UUID as None
             v = ZERO_UUID
-        elif f.name.endswith("authorized_operations") and f.type == "int32":
-            v = _bitfield_to_int(v)
+        elif f.name.endswith("authorized_operations") and not isinstance(v, int):
+            v = _bitfield_to_int(v)  # kafka-python's set of bits (or None: bit 31 alone)
         elif v is not None and f.is_struct:
             if f.is_array:
                 v = [kp_to_kt(x, schema, version, f.element_type) for x in v]

@@ -182,7 +182,7 @@ SCHEMAS = (
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         ),
       }),
-    M('DescribeLogDirsRequest', 35, 'request', (0, 4), (2, None),
+    M('DescribeLogDirsRequest', 35, 'request', (0, 5), (2, None),
       fields=(
         F('topics', 'Topics', '[]DescribableLogDirTopic', (0, None), nullable=(0, None), default=()),
       ),
@@ -192,7 +192,7 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
-    M('DescribeLogDirsResponse', 35, 'response', (0, 4), (2, None),
+    M('DescribeLogDirsResponse', 35, 'response', (0, 5), (2, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (3, None), default=0),
@@ -205,6 +205,7 @@ SCHEMAS = (
           F('topics', 'Topics', '[]DescribeLogDirsTopic', (0, None), default=()),
           F('total_bytes', 'TotalBytes', 'int64', (4, None), default=-1),
           F('usable_bytes', 'UsableBytes', 'int64', (4, None), default=-1),
+          F('is_cordoned', 'IsCordoned', 'bool', (5, None), default=False),
         ),
         'DescribeLogDirsTopic': (
           F('name', 'Name', 'string', (0, None), default=''),
@@ -304,9 +305,10 @@ SCHEMAS = (
           F('resource_name', 'ResourceName', 'string', (0, None), default=''),
         ),
       }),
-    M('AlterPartitionReassignmentsRequest', 45, 'request', (0, 0), (0, None),
+    M('AlterPartitionReassignmentsRequest', 45, 'request', (0, 1), (0, None),
       fields=(
         F('timeout_ms', 'TimeoutMs', 'int32', (0, None), default=60000),
+        F('allow_replication_factor_change', 'AllowReplicationFactorChange', 'bool', (1, None), default=True),
         F('topics', 'Topics', '[]ReassignableTopic', (0, None), default=()),
       ),
       structs={
@@ -319,9 +321,10 @@ SCHEMAS = (
           F('replicas', 'Replicas', '[]int32', (0, None), nullable=(0, None)),
         ),
       }),
-    M('AlterPartitionReassignmentsResponse', 45, 'response', (0, 0), (0, None),
+    M('AlterPartitionReassignmentsResponse', 45, 'response', (0, 1), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('allow_replication_factor_change', 'AllowReplicationFactorChange', 'bool', (1, None), default=True),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None), default=''),
         F('responses', 'Responses', '[]ReassignableTopicResponse', (0, None), default=()),

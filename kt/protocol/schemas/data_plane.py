@@ -9,7 +9,7 @@ from kt.protocol.schema import Field as F
 from kt.protocol.schema import MessageSchema as M
 
 SCHEMAS = (
-    M('ProduceRequest', 0, 'request', (0, 11), (9, None),
+    M('ProduceRequest', 0, 'request', (0, 13), (9, None),
       fields=(
         F('transactional_id', 'TransactionalId', 'string', (3, None), nullable=(3, None)),
         F('acks', 'Acks', 'int16', (0, None), default=0),
@@ -18,7 +18,8 @@ SCHEMAS = (
       ),
       structs={
         'TopicProduceData': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 12), default=''),
+          F('topic_id', 'TopicId', 'uuid', (13, None)),
           F('partition_data', 'PartitionData', '[]PartitionProduceData', (0, None), default=()),
         ),
         'PartitionProduceData': (
@@ -26,7 +27,7 @@ SCHEMAS = (
           F('records', 'Records', 'records', (0, None), nullable=(0, None)),
         ),
       }),
-    M('ProduceResponse', 0, 'response', (0, 11), (9, None),
+    M('ProduceResponse', 0, 'response', (0, 13), (9, None),
       fields=(
         F('responses', 'Responses', '[]TopicProduceResponse', (0, None), default=()),
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (1, None), default=0),
@@ -34,7 +35,8 @@ SCHEMAS = (
       ),
       structs={
         'TopicProduceResponse': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 12), default=''),
+          F('topic_id', 'TopicId', 'uuid', (13, None)),
           F('partition_responses', 'PartitionResponses', '[]PartitionProduceResponse', (0, None), default=()),
         ),
         'PartitionProduceResponse': (
@@ -62,7 +64,7 @@ SCHEMAS = (
           F('rack', 'Rack', 'string', (10, None), nullable=(10, None)),
         ),
       }),
-    M('FetchRequest', 1, 'request', (0, 17), (12, None),
+    M('FetchRequest', 1, 'request', (0, 18), (12, None),
       fields=(
         F('cluster_id', 'ClusterId', 'string', (12, None), nullable=(12, None), tag=0, tagged=(12, None)),
         F('replica_id', 'ReplicaId', 'int32', (0, 14), default=-1),
@@ -95,6 +97,7 @@ SCHEMAS = (
           F('log_start_offset', 'LogStartOffset', 'int64', (5, None), default=-1),
           F('partition_max_bytes', 'PartitionMaxBytes', 'int32', (0, None), default=0),
           F('replica_directory_id', 'ReplicaDirectoryId', 'uuid', (17, None), tag=0, tagged=(17, None)),
+          F('high_watermark', 'HighWatermark', 'int64', (18, None), default=9223372036854775807, tag=1, tagged=(18, None)),
         ),
         'ForgottenTopic': (
           F('topic', 'Topic', 'string', (7, 12), default=''),
@@ -102,7 +105,7 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (7, None), default=()),
         ),
       }),
-    M('FetchResponse', 1, 'response', (0, 17), (12, None),
+    M('FetchResponse', 1, 'response', (0, 18), (12, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (1, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (7, None), default=0),
@@ -152,7 +155,7 @@ SCHEMAS = (
           F('rack', 'Rack', 'string', (16, None), nullable=(16, None)),
         ),
       }),
-    M('ListOffsetsRequest', 2, 'request', (0, 10), (6, None),
+    M('ListOffsetsRequest', 2, 'request', (0, 11), (6, None),
       fields=(
         F('replica_id', 'ReplicaId', 'int32', (0, None), default=0),
         F('isolation_level', 'IsolationLevel', 'int8', (2, None), default=0),
@@ -171,7 +174,7 @@ SCHEMAS = (
           F('max_num_offsets', 'MaxNumOffsets', 'int32', (0, 0), default=1),
         ),
       }),
-    M('ListOffsetsResponse', 2, 'response', (0, 10), (6, None),
+    M('ListOffsetsResponse', 2, 'response', (0, 11), (6, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (2, None), default=0),
         F('topics', 'Topics', '[]ListOffsetsTopicResponse', (0, None), default=()),
@@ -190,7 +193,7 @@ SCHEMAS = (
           F('leader_epoch', 'LeaderEpoch', 'int32', (4, None), default=-1),
         ),
       }),
-    M('MetadataRequest', 3, 'request', (0, 12), (9, None),
+    M('MetadataRequest', 3, 'request', (0, 13), (9, None),
       fields=(
         F('topics', 'Topics', '[]MetadataRequestTopic', (0, None), nullable=(1, None), default=()),
         F('allow_auto_topic_creation', 'AllowAutoTopicCreation', 'bool', (4, None), default=True),
@@ -203,7 +206,7 @@ SCHEMAS = (
           F('name', 'Name', 'string', (0, None), nullable=(10, None), default=''),
         ),
       }),
-    M('MetadataResponse', 3, 'response', (0, 12), (9, None),
+    M('MetadataResponse', 3, 'response', (0, 13), (9, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (3, None), default=0),
         F('brokers', 'Brokers', '[]MetadataResponseBroker', (0, None), default=()),
@@ -211,6 +214,7 @@ SCHEMAS = (
         F('controller_id', 'ControllerId', 'int32', (1, None), default=-1),
         F('topics', 'Topics', '[]MetadataResponseTopic', (0, None), default=()),
         F('cluster_authorized_operations', 'ClusterAuthorizedOperations', 'int32', (8, 10), default=-2147483648),
+        F('error_code', 'ErrorCode', 'int16', (13, None), default=0),
       ),
       structs={
         'MetadataResponseBroker': (
@@ -237,14 +241,16 @@ SCHEMAS = (
           F('offline_replicas', 'OfflineReplicas', '[]int32', (5, None), default=()),
         ),
       }),
-    M('ApiVersionsRequest', 18, 'request', (0, 4), (3, None),
+    M('ApiVersionsRequest', 18, 'request', (0, 5), (3, None),
       fields=(
         F('client_software_name', 'ClientSoftwareName', 'string', (3, None), default=''),
         F('client_software_version', 'ClientSoftwareVersion', 'string', (3, None), default=''),
+        F('cluster_id', 'ClusterId', 'string', (5, None), nullable=(5, None)),
+        F('node_id', 'NodeId', 'int32', (5, None), default=-1),
       ),
       structs={
       }),
-    M('ApiVersionsResponse', 18, 'response', (0, 4), (3, None),
+    M('ApiVersionsResponse', 18, 'response', (0, 5), (3, None),
       fields=(
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         F('api_keys', 'ApiKeys', '[]ApiVersion', (0, None), default=()),
@@ -335,14 +341,15 @@ SCHEMAS = (
           F('end_offset', 'EndOffset', 'int64', (0, None), default=-1),
         ),
       }),
-    M('DescribeClusterRequest', 60, 'request', (0, 1), (0, None),
+    M('DescribeClusterRequest', 60, 'request', (0, 2), (0, None),
       fields=(
         F('include_cluster_authorized_operations', 'IncludeClusterAuthorizedOperations', 'bool', (0, None), default=False),
         F('endpoint_type', 'EndpointType', 'int8', (1, None), default=1),
+        F('include_fenced_brokers', 'IncludeFencedBrokers', 'bool', (2, None), default=False),
       ),
       structs={
       }),
-    M('DescribeClusterResponse', 60, 'response', (0, 1), (0, None),
+    M('DescribeClusterResponse', 60, 'response', (0, 2), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
@@ -359,6 +366,53 @@ SCHEMAS = (
           F('host', 'Host', 'string', (0, None), default=''),
           F('port', 'Port', 'int32', (0, None), default=0),
           F('rack', 'Rack', 'string', (0, None), nullable=(0, None)),
+          F('is_fenced', 'IsFenced', 'bool', (2, None), default=False),
+        ),
+      }),
+    M('DescribeTopicPartitionsRequest', 75, 'request', (0, 0), (0, None),
+      fields=(
+        F('topics', 'Topics', '[]TopicRequest', (0, None), default=()),
+        F('response_partition_limit', 'ResponsePartitionLimit', 'int32', (0, None), default=2000),
+        F('cursor', 'Cursor', 'Cursor', (0, None), nullable=(0, None)),
+      ),
+      structs={
+        'TopicRequest': (
+          F('name', 'Name', 'string', (0, None), default=''),
+        ),
+        'Cursor': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+        ),
+      }),
+    M('DescribeTopicPartitionsResponse', 75, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('topics', 'Topics', '[]DescribeTopicPartitionsResponseTopic', (0, None), default=()),
+        F('next_cursor', 'NextCursor', 'Cursor', (0, None), nullable=(0, None)),
+      ),
+      structs={
+        'DescribeTopicPartitionsResponseTopic': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('name', 'Name', 'string', (0, None), nullable=(0, None), default=''),
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('is_internal', 'IsInternal', 'bool', (0, None), default=False),
+          F('partitions', 'Partitions', '[]DescribeTopicPartitionsResponsePartition', (0, None), default=()),
+          F('topic_authorized_operations', 'TopicAuthorizedOperations', 'int32', (0, None), default=-2147483648),
+        ),
+        'DescribeTopicPartitionsResponsePartition': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+          F('leader_id', 'LeaderId', 'int32', (0, None), default=0),
+          F('leader_epoch', 'LeaderEpoch', 'int32', (0, None), default=-1),
+          F('replica_nodes', 'ReplicaNodes', '[]int32', (0, None), default=()),
+          F('isr_nodes', 'IsrNodes', '[]int32', (0, None), default=()),
+          F('eligible_leader_replicas', 'EligibleLeaderReplicas', '[]int32', (0, None), nullable=(0, None)),
+          F('last_known_elr', 'LastKnownElr', '[]int32', (0, None), nullable=(0, None)),
+          F('offline_replicas', 'OfflineReplicas', '[]int32', (0, None), default=()),
+        ),
+        'Cursor': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
         ),
       }),
 )

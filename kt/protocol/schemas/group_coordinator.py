@@ -9,7 +9,7 @@ from kt.protocol.schema import Field as F
 from kt.protocol.schema import MessageSchema as M
 
 SCHEMAS = (
-    M('OffsetCommitRequest', 8, 'request', (0, 9), (8, None),
+    M('OffsetCommitRequest', 8, 'request', (0, 10), (8, None),
       fields=(
         F('group_id', 'GroupId', 'string', (0, None), default=''),
         F('generation_id_or_member_epoch', 'GenerationIdOrMemberEpoch', 'int32', (1, None), default=-1),
@@ -20,7 +20,8 @@ SCHEMAS = (
       ),
       structs={
         'OffsetCommitRequestTopic': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 9), default=''),
+          F('topic_id', 'TopicId', 'uuid', (10, None)),
           F('partitions', 'Partitions', '[]OffsetCommitRequestPartition', (0, None), default=()),
         ),
         'OffsetCommitRequestPartition': (
@@ -31,14 +32,15 @@ SCHEMAS = (
           F('committed_metadata', 'CommittedMetadata', 'string', (0, None), nullable=(0, None), default=''),
         ),
       }),
-    M('OffsetCommitResponse', 8, 'response', (0, 9), (8, None),
+    M('OffsetCommitResponse', 8, 'response', (0, 10), (8, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (3, None), default=0),
         F('topics', 'Topics', '[]OffsetCommitResponseTopic', (0, None), default=()),
       ),
       structs={
         'OffsetCommitResponseTopic': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 9), default=''),
+          F('topic_id', 'TopicId', 'uuid', (10, None)),
           F('partitions', 'Partitions', '[]OffsetCommitResponsePartition', (0, None), default=()),
         ),
         'OffsetCommitResponsePartition': (
@@ -46,7 +48,7 @@ SCHEMAS = (
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         ),
       }),
-    M('OffsetFetchRequest', 9, 'request', (0, 9), (6, None),
+    M('OffsetFetchRequest', 9, 'request', (0, 10), (6, None),
       fields=(
         F('group_id', 'GroupId', 'string', (0, 7), default=''),
         F('topics', 'Topics', '[]OffsetFetchRequestTopic', (0, 7), nullable=(2, 7), default=()),
@@ -65,11 +67,12 @@ SCHEMAS = (
           F('topics', 'Topics', '[]OffsetFetchRequestTopics', (8, None), nullable=(8, None), default=()),
         ),
         'OffsetFetchRequestTopics': (
-          F('name', 'Name', 'string', (8, None), default=''),
+          F('name', 'Name', 'string', (8, 9), default=''),
+          F('topic_id', 'TopicId', 'uuid', (10, None)),
           F('partition_indexes', 'PartitionIndexes', '[]int32', (8, None), default=()),
         ),
       }),
-    M('OffsetFetchResponse', 9, 'response', (0, 9), (6, None),
+    M('OffsetFetchResponse', 9, 'response', (0, 10), (6, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (3, None), default=0),
         F('topics', 'Topics', '[]OffsetFetchResponseTopic', (0, 7), default=()),
@@ -94,7 +97,8 @@ SCHEMAS = (
           F('error_code', 'ErrorCode', 'int16', (8, None), default=0),
         ),
         'OffsetFetchResponseTopics': (
-          F('name', 'Name', 'string', (8, None), default=''),
+          F('name', 'Name', 'string', (8, 9), default=''),
+          F('topic_id', 'TopicId', 'uuid', (10, None)),
           F('partitions', 'Partitions', '[]OffsetFetchResponsePartitions', (8, None), default=()),
         ),
         'OffsetFetchResponsePartitions': (
@@ -237,14 +241,14 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('DescribeGroupsRequest', 15, 'request', (0, 5), (5, None),
+    M('DescribeGroupsRequest', 15, 'request', (0, 6), (5, None),
       fields=(
         F('groups', 'Groups', '[]string', (0, None), default=()),
         F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', (3, None), default=False),
       ),
       structs={
       }),
-    M('DescribeGroupsResponse', 15, 'response', (0, 5), (5, None),
+    M('DescribeGroupsResponse', 15, 'response', (0, 6), (5, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (1, None), default=0),
         F('groups', 'Groups', '[]DescribedGroup', (0, None), default=()),
@@ -252,6 +256,7 @@ SCHEMAS = (
       structs={
         'DescribedGroup': (
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (6, None), nullable=(6, None)),
           F('group_id', 'GroupId', 'string', (0, None), default=''),
           F('group_state', 'GroupState', 'string', (0, None), default=''),
           F('protocol_type', 'ProtocolType', 'string', (0, None), default=''),
@@ -289,13 +294,13 @@ SCHEMAS = (
           F('group_type', 'GroupType', 'string', (5, None), default=''),
         ),
       }),
-    M('DeleteGroupsRequest', 42, 'request', (0, 2), (2, None),
+    M('DeleteGroupsRequest', 42, 'request', (0, 3), (2, None),
       fields=(
         F('groups_names', 'GroupsNames', '[]string', (0, None), default=()),
       ),
       structs={
       }),
-    M('DeleteGroupsResponse', 42, 'response', (0, 2), (2, None),
+    M('DeleteGroupsResponse', 42, 'response', (0, 3), (2, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('results', 'Results', '[]DeletableGroupResult', (0, None), default=()),
@@ -304,6 +309,7 @@ SCHEMAS = (
         'DeletableGroupResult': (
           F('group_id', 'GroupId', 'string', (0, None), default=''),
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (3, None), nullable=(3, None)),
         ),
       }),
     M('OffsetDeleteRequest', 47, 'request', (0, 0), None,
@@ -334,6 +340,90 @@ SCHEMAS = (
         'OffsetDeleteResponsePartition': (
           F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        ),
+      }),
+    M('ConsumerGroupHeartbeatRequest', 68, 'request', (0, 1), (0, None),
+      fields=(
+        F('group_id', 'GroupId', 'string', (0, None), default=''),
+        F('member_id', 'MemberId', 'string', (0, None), default=''),
+        F('member_epoch', 'MemberEpoch', 'int32', (0, None), default=0),
+        F('instance_id', 'InstanceId', 'string', (0, None), nullable=(0, None)),
+        F('rack_id', 'RackId', 'string', (0, None), nullable=(0, None)),
+        F('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', (0, None), default=-1),
+        F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', (0, None), nullable=(0, None)),
+        F('subscribed_topic_regex', 'SubscribedTopicRegex', 'string', (1, None), nullable=(1, None)),
+        F('server_assignor', 'ServerAssignor', 'string', (0, None), nullable=(0, None)),
+        F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', (0, None), nullable=(0, None)),
+      ),
+      structs={
+        'TopicPartitions': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
+        ),
+      }),
+    M('ConsumerGroupHeartbeatResponse', 68, 'response', (0, 1), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        F('member_id', 'MemberId', 'string', (0, None), nullable=(0, None)),
+        F('member_epoch', 'MemberEpoch', 'int32', (0, None), default=0),
+        F('heartbeat_interval_ms', 'HeartbeatIntervalMs', 'int32', (0, None), default=0),
+        F('assignment', 'Assignment', 'Assignment', (0, None), nullable=(0, None)),
+      ),
+      structs={
+        'Assignment': (
+          F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', (0, None), default=()),
+        ),
+        'TopicPartitions': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
+        ),
+      }),
+    M('ConsumerGroupDescribeRequest', 69, 'request', (0, 1), (0, None),
+      fields=(
+        F('group_ids', 'GroupIds', '[]string', (0, None), default=()),
+        F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', (0, None), default=False),
+      ),
+      structs={
+      }),
+    M('ConsumerGroupDescribeResponse', 69, 'response', (0, 1), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('groups', 'Groups', '[]DescribedGroup', (0, None), default=()),
+      ),
+      structs={
+        'DescribedGroup': (
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+          F('group_id', 'GroupId', 'string', (0, None), default=''),
+          F('group_state', 'GroupState', 'string', (0, None), default=''),
+          F('group_epoch', 'GroupEpoch', 'int32', (0, None), default=0),
+          F('assignment_epoch', 'AssignmentEpoch', 'int32', (0, None), default=0),
+          F('assignor_name', 'AssignorName', 'string', (0, None), default=''),
+          F('members', 'Members', '[]Member', (0, None), default=()),
+          F('authorized_operations', 'AuthorizedOperations', 'int32', (0, None), default=-2147483648),
+        ),
+        'Member': (
+          F('member_id', 'MemberId', 'string', (0, None), default=''),
+          F('instance_id', 'InstanceId', 'string', (0, None), nullable=(0, None)),
+          F('rack_id', 'RackId', 'string', (0, None), nullable=(0, None)),
+          F('member_epoch', 'MemberEpoch', 'int32', (0, None), default=0),
+          F('client_id', 'ClientId', 'string', (0, None), default=''),
+          F('client_host', 'ClientHost', 'string', (0, None), default=''),
+          F('subscribed_topic_names', 'SubscribedTopicNames', '[]string', (0, None), default=()),
+          F('subscribed_topic_regex', 'SubscribedTopicRegex', 'string', (0, None), nullable=(0, None)),
+          F('assignment', 'Assignment', 'Assignment', (0, None), default=()),
+          F('target_assignment', 'TargetAssignment', 'Assignment', (0, None), default=()),
+          F('member_type', 'MemberType', 'int8', (1, None), default=-1),
+        ),
+        'Assignment': (
+          F('topic_partitions', 'TopicPartitions', '[]TopicPartitions', (0, None), default=()),
+        ),
+        'TopicPartitions': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
 )

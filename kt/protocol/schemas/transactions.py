@@ -9,21 +9,25 @@ from kt.protocol.schema import Field as F
 from kt.protocol.schema import MessageSchema as M
 
 SCHEMAS = (
-    M('InitProducerIdRequest', 22, 'request', (0, 5), (2, None),
+    M('InitProducerIdRequest', 22, 'request', (0, 6), (2, None),
       fields=(
         F('transactional_id', 'TransactionalId', 'string', (0, None), nullable=(0, None), default=''),
         F('transaction_timeout_ms', 'TransactionTimeoutMs', 'int32', (0, None), default=0),
         F('producer_id', 'ProducerId', 'int64', (3, None), default=-1),
         F('producer_epoch', 'ProducerEpoch', 'int16', (3, None), default=-1),
+        F('enable2_pc', 'Enable2Pc', 'bool', (6, None), default=False),
+        F('keep_prepared_txn', 'KeepPreparedTxn', 'bool', (6, None), default=False),
       ),
       structs={
       }),
-    M('InitProducerIdResponse', 22, 'response', (0, 5), (2, None),
+    M('InitProducerIdResponse', 22, 'response', (0, 6), (2, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         F('producer_id', 'ProducerId', 'int64', (0, None), default=-1),
         F('producer_epoch', 'ProducerEpoch', 'int16', (0, None), default=0),
+        F('ongoing_txn_producer_id', 'OngoingTxnProducerId', 'int64', (6, None), default=-1),
+        F('ongoing_txn_producer_epoch', 'OngoingTxnProducerEpoch', 'int16', (6, None), default=-1),
       ),
       structs={
       }),
@@ -85,7 +89,7 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('EndTxnRequest', 26, 'request', (0, 4), (3, None),
+    M('EndTxnRequest', 26, 'request', (0, 5), (3, None),
       fields=(
         F('transactional_id', 'TransactionalId', 'string', (0, None), default=''),
         F('producer_id', 'ProducerId', 'int64', (0, None), default=0),
@@ -94,14 +98,16 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('EndTxnResponse', 26, 'response', (0, 4), (3, None),
+    M('EndTxnResponse', 26, 'response', (0, 5), (3, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('producer_id', 'ProducerId', 'int64', (5, None), default=-1),
+        F('producer_epoch', 'ProducerEpoch', 'int16', (5, None), default=-1),
       ),
       structs={
       }),
-    M('WriteTxnMarkersRequest', 27, 'request', (0, 1), (1, None),
+    M('WriteTxnMarkersRequest', 27, 'request', (0, 2), (1, None),
       fields=(
         F('markers', 'Markers', '[]WritableTxnMarker', (0, None), default=()),
       ),
@@ -112,13 +118,14 @@ SCHEMAS = (
           F('transaction_result', 'TransactionResult', 'bool', (0, None), default=False),
           F('topics', 'Topics', '[]WritableTxnMarkerTopic', (0, None), default=()),
           F('coordinator_epoch', 'CoordinatorEpoch', 'int32', (0, None), default=0),
+          F('transaction_version', 'TransactionVersion', 'int8', (2, None), default=0),
         ),
         'WritableTxnMarkerTopic': (
           F('name', 'Name', 'string', (0, None), default=''),
           F('partition_indexes', 'PartitionIndexes', '[]int32', (0, None), default=()),
         ),
       }),
-    M('WriteTxnMarkersResponse', 27, 'response', (0, 1), (1, None),
+    M('WriteTxnMarkersResponse', 27, 'response', (0, 2), (1, None),
       fields=(
         F('markers', 'Markers', '[]WritableTxnMarkerResult', (0, None), default=()),
       ),
@@ -136,7 +143,7 @@ SCHEMAS = (
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
         ),
       }),
-    M('TxnOffsetCommitRequest', 28, 'request', (0, 4), (3, None),
+    M('TxnOffsetCommitRequest', 28, 'request', (0, 6), (3, None),
       fields=(
         F('transactional_id', 'TransactionalId', 'string', (0, None), default=''),
         F('group_id', 'GroupId', 'string', (0, None), default=''),
@@ -149,7 +156,8 @@ SCHEMAS = (
       ),
       structs={
         'TxnOffsetCommitRequestTopic': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 5), default=''),
+          F('topic_id', 'TopicId', 'uuid', (6, None)),
           F('partitions', 'Partitions', '[]TxnOffsetCommitRequestPartition', (0, None), default=()),
         ),
         'TxnOffsetCommitRequestPartition': (
@@ -159,14 +167,15 @@ SCHEMAS = (
           F('committed_metadata', 'CommittedMetadata', 'string', (0, None), nullable=(0, None), default=''),
         ),
       }),
-    M('TxnOffsetCommitResponse', 28, 'response', (0, 4), (3, None),
+    M('TxnOffsetCommitResponse', 28, 'response', (0, 6), (3, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('topics', 'Topics', '[]TxnOffsetCommitResponseTopic', (0, None), default=()),
       ),
       structs={
         'TxnOffsetCommitResponseTopic': (
-          F('name', 'Name', 'string', (0, None), default=''),
+          F('name', 'Name', 'string', (0, 5), default=''),
+          F('topic_id', 'TopicId', 'uuid', (6, None)),
           F('partitions', 'Partitions', '[]TxnOffsetCommitResponsePartition', (0, None), default=()),
         ),
         'TxnOffsetCommitResponsePartition': (
@@ -236,15 +245,16 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
-    M('ListTransactionsRequest', 66, 'request', (0, 1), (0, None),
+    M('ListTransactionsRequest', 66, 'request', (0, 2), (0, None),
       fields=(
         F('state_filters', 'StateFilters', '[]string', (0, None), default=()),
         F('producer_id_filters', 'ProducerIdFilters', '[]int64', (0, None), default=()),
         F('duration_filter', 'DurationFilter', 'int64', (1, None), default=-1),
+        F('transactional_id_pattern', 'TransactionalIdPattern', 'string', (2, None), nullable=(2, None)),
       ),
       structs={
       }),
-    M('ListTransactionsResponse', 66, 'response', (0, 1), (0, None),
+    M('ListTransactionsResponse', 66, 'response', (0, 2), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
