@@ -85,6 +85,12 @@ class AclAuthorizer:
 
     # -- loading and change notifications ---------------------------------------------
 
+    def process_soon(self) -> None:
+        """Read the ACL change notifications (on a store thread) and watch them again: a
+        new store session begins with no watch of the old one."""
+        for notifications in self._notifications:
+            notifications.process_soon()
+
     async def startup(self) -> None:
         self.acls = await self.store.call(self._load_all, asyncio.get_running_loop())
 

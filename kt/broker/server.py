@@ -443,7 +443,11 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
                         self.broker_id, type(e).__name__, e)  # fmt: skip
             return
         self.controller.on_session_expired()
-        self.dynamic_config.process_soon()  # reads the notifications and watches them again
+        # the change notifications read and watched again (ZkNodeChangeNotificationListener's
+        # ZkStateChangeHandler.afterInitializingSession)
+        self.dynamic_config.process_soon()
+        if self.authorizer is not None:
+            self.authorizer.process_soon()
 
     def _known_topic_id(self, topic: str) -> Any:
         """The topic's id, or None while this broker has not heard it."""

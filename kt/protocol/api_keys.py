@@ -5,7 +5,9 @@ clients/src/main/resources/common/message/*.json, cut to what kt implements). Mi
 where Kafka 3.9 has them, because librdkafka enables features only when a range holds
 old versions; maximums stop where kt has not implemented the newer semantics (topic
 ids in Fetch 13+, batched OffsetFetch beyond v8, ...). The schema table covers each
-API's full valid range, so a version above kt's maximum still parses as a header.
+API's full valid range (Kafka 3.9's and 4.4's together), so a version above kt's maximum
+still parses as a header; an API with a schema but no key here (Kafka 4's consumer groups,
+68 and 69, DescribeTopicPartitions, 75) is not served yet.
 """
 
 from __future__ import annotations

@@ -230,3 +230,28 @@ def test_the_console_tools_stop_at_once_on_an_authorization_refusal(secured, tmp
     assert group.returncode == 1
     assert ("GroupAuthorizationException: Not authorized to access group: other"
             in group.stderr.splitlines()[0])  # fmt: skip
+
+
+@pytest.mark.parametrize("zookeeper", [False, True], ids=["embedded", "zookeeper"])
+def test_a_broker_hears_acl_changes_after_its_session_expired(kt_cluster, zookeeper) -> None:
+    """A store session's watches go with it: a broker whose session expired watches the ACL
+    change notifications again in the new one (as Kafka's ZkNodeChangeNotificationListener
+    re-reads them when a session begins), so an ACL created afterwards through another
+    broker reaches its authorizer too."""
+    cluster = kt_cluster(2, zookeeper=zookeeper, overrides={
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:ANONYMOUS",
+    })  # fmt: skip
+    session = cluster.brokers[1].zk.session
+    old_session = session.session_id
+    cluster.expire_session(1)
+    cluster.wait_until(lambda: session.session_id not in (0, old_session), what="a new session")
+    cluster.wait_until(lambda: cluster.registered_brokers() == [0, 1], what="registered again")
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.ports[0]}"})
+    binding = acl(ResourceType.TOPIC, "heard", "alice", AclOperation.READ)
+    admin.create_acls([binding])[binding].result(30)
+    authorizers = [cluster.brokers[b].authorizer for b in (0, 1)]
+    cluster.wait_until(
+        lambda: all(any(p.name == "heard" for p in list(a.acls)) for a in authorizers),
+        what="the ACL on both brokers",
+    )
