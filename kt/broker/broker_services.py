@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from kt.broker.admin.configs import ConfigAdmin
     from kt.broker.admin.scram_credentials import ScramCredentialAdmin
     from kt.broker.authorizer import AclAuthorizer
-    from kt.broker.config_repository import ConfigRepository
     from kt.broker.controller.kafka_controller import KafkaController
     from kt.broker.group.group_coordinator import GroupCoordinator
     from kt.broker.metadata_cache import MetadataCache
@@ -58,7 +57,6 @@ class BrokerServices:
     fetch_quota: ClientQuotaManager
     request_quota: ClientQuotaManager
     topic_stats: BrokerTopicStats
-    configs: ConfigRepository
     store: StoreExecutor  # the store's threads: admin calls run there
     # Set once the broker's metadata names itself and a controller: clients' requests
     # wait for it (the controller's and other brokers' do not).

@@ -147,10 +147,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         return self.log_manager.config_for(topic)
 
     @property
-    def store_calls_open(self) -> bool:
-        return self.store_executor.open
-
-    @property
     def socket_server(self) -> SocketServer:
         """The first listener's server."""
         return self.socket_servers[0]
@@ -326,7 +322,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             topic_stats=self.topic_stats,
             client_quotas=ClientQuotaAdmin(self.zk),
             scram_credentials=ScramCredentialAdmin(self.zk),
-            configs=self.configs,
             store=self.store_executor,
             serving=self.serving,
         )
