@@ -54,6 +54,7 @@ class FetchRequestPartition:
     max_bytes: int
     current_leader_epoch: int = -1
     log_start_offset: int = -1
+    last_fetched_epoch: int = -1  # Fetch v12+: the epoch of the fetcher's last batch
 
 
 @dataclass
@@ -64,6 +65,8 @@ class FetchResult:
     log_start_offset: int = -1
     records: Any = b""  # bytes or a FileSlice for sendfile
     aborted_transactions: list[Any] | None = None
+    # (epoch, end offset) where the fetcher's log leaves this one: it truncates there
+    diverging_epoch: tuple[int, int] | None = None
 
     @property
     def size(self) -> int:
@@ -421,6 +424,14 @@ class ReplicaManager:
             partition = self.get_partition(fp.tp)
             partition.check_leader(fp.current_leader_epoch)
             log_ = partition.log
+            diverging = _diverging_epoch(log_, fp)
+            if diverging is not None:  # nothing read, and no follower state updated
+                return FetchResult(
+                    high_watermark=log_.high_watermark,
+                    last_stable_offset=log_.last_stable_offset,
+                    log_start_offset=log_.log_start_offset,
+                    diverging_epoch=diverging,
+                )
             if replica_id >= 0:
                 max_offset = None  # followers read to the log end
             elif isolation_level == READ_COMMITTED:
@@ -493,3 +504,25 @@ def _fetch_source(replica_id: int) -> str:
 
 def _offline(tp: TopicPartition) -> KafkaStorageError:
     return KafkaStorageError(f"Partition {tp} is in an offline log directory")
+
+
+def _diverging_epoch(log_: Any, fp: FetchRequestPartition) -> tuple[int, int] | None:
+    """Where a fetcher's log diverges from this leader's, from the epoch of its last
+    fetched batch (Fetch v12+, KIP-595; Kafka's Partition.readRecords): the epoch and end
+    offset of this log's that epoch when it ends before the fetch offset or is an older
+    epoch. A follower whose uncommitted tail the new leader never had (a leader killed
+    with it) truncates there instead of appending after records that are not the leader's."""
+    if fp.last_fetched_epoch < 0:
+        return None
+    found = log_.end_offset_for_epoch(fp.last_fetched_epoch)
+    if found is None:
+        raise KafkaError(
+            "OFFSET_OUT_OF_RANGE",
+            f"Could not determine the end offset of the last fetched epoch {fp.last_fetched_epoch}",
+        )
+    if fp.fetch_offset < log_.log_start_offset:
+        raise KafkaError("OFFSET_OUT_OF_RANGE")
+    epoch, end_offset = found
+    if epoch < fp.last_fetched_epoch or end_offset < fp.fetch_offset:
+        return epoch, end_offset
+    return None

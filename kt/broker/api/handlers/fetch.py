@@ -60,6 +60,7 @@ async def fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> 
             p.partition_max_bytes,
             current_leader_epoch=p.current_leader_epoch,
             log_start_offset=p.log_start_offset,
+            last_fetched_epoch=p.last_fetched_epoch if header.api_version >= 12 else -1,
         )
         for i, topic in enumerate(request.topics)
         if (name := named[i]) in readable
@@ -142,7 +143,9 @@ def _partition_data(index: int, r: FetchResult) -> Any:
         ],
         preferred_read_replica=-1,
         records=r.records,
-    )
+        **({} if r.diverging_epoch is None else {"diverging_epoch": m.FetchResponse.EpochEndOffset(
+            epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])}),
+    )  # fmt: skip
 
 
 async def list_offsets(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
