@@ -7,6 +7,8 @@ UnexpectedAppendOffsetException, the partition never back in the ISR)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -28,15 +30,21 @@ def produce(bootstrap: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def fetch(bootstrap: str, offset: int, last_fetched_epoch: int, version: int = 12) -> object:
+def fetch(
+    bootstrap: str, offset: int, last_fetched_epoch: int, version: int = 12,
+    long_poll: bool = False,
+) -> Any:  # fmt: skip
+    """One partition's answer; `long_poll`: asks for more than there is and waits up to
+    60 s for it, on a connection that gives up after 10 s (an answer that waits fails)."""
     host, port = bootstrap.split(",")[0].split(":")
     request = R(
-        max_wait_ms=0, min_bytes=0, replica_id=-1,
+        max_wait_ms=60_000 if long_poll else 0, min_bytes=1 << 20 if long_poll else 0,
+        replica_id=-1,
         topics=[R.FetchTopic(topic="d", partitions=[R.FetchPartition(
             partition=0, fetch_offset=offset, partition_max_bytes=1 << 20,
             last_fetched_epoch=last_fetched_epoch)])],
     )  # fmt: skip
-    with BrokerConnection(host, int(port)) as connection:
+    with BrokerConnection(host, int(port), timeout_s=10.0) as connection:
         response = connection.send_version(ApiKey.FETCH, version, request)
     ((partition,),) = [t.partitions for t in response.responses]
     return partition
@@ -54,7 +62,7 @@ def test_a_fetcher_past_the_end_of_its_epoch_is_told_where_the_logs_part(kt_clus
     produce(bootstrap, 5)  # epoch 1: offsets 5-9
 
     # A follower that had offsets 5-7 of epoch 0, which this log never had.
-    parted = fetch(bootstrap, 8, last_fetched_epoch=0)
+    parted = fetch(bootstrap, 8, last_fetched_epoch=0, long_poll=True)  # answered at once
     assert (parted.error_code, parted.high_watermark) == (0, 10)
     assert (parted.diverging_epoch.epoch, parted.diverging_epoch.end_offset) == (0, 5)
     assert not parted.records

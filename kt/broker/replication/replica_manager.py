@@ -387,7 +387,8 @@ class ReplicaManager:
                 replica_id, max_bytes, isolation_level, fetch_partitions
             )
             total = sum(r.size for r in results.values())
-            errors = any(r.error_code for r in results.values())
+            # an error or a diverging epoch is answered at once (ReplicaManager.fetchMessages)
+            errors = any(r.error_code or r.diverging_epoch for r in results.values())
             if total >= min_bytes or errors or not fetch_partitions:
                 return results
             remaining = deadline - time.monotonic()
