@@ -91,6 +91,8 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("sasl.server.max.receive.size", "int", 524288, None),
     # Prometheus metrics (kt/metrics/http_server.py): http://host:port endpoints, or none.
     ("metrics.listeners", "string", "", None),
+    # DescribeTopicPartitions (kt/broker/api/handlers/cluster.py): partitions per answer.
+    ("max.request.partition.size.limit", "int", 2000, at_least(1)),
     # Client quotas (kt/broker/quota_manager.py: ClientQuotaManager's rate window).
     ("quota.window.num", "int", 11, at_least(1)),
     ("quota.window.size.seconds", "int", 1, at_least(1)),

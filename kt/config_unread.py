@@ -187,8 +187,6 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("max.incremental.fetch.session.cache.slots", "int", 1000, at_least(0),
      Accepted("kt keeps no incremental fetch sessions (KIP-227), as Kafka with 0 slots: "
               "every Fetch is a full one, which every client handles")),
-    ("max.request.partition.size.limit", "int", 2000, at_least(1),
-     Accepted("bounds DescribeTopicPartitions, which kt does not serve yet")),
     ("telemetry.max.bytes", "int", 1048576, at_least(1),
      Accepted("bounds PushTelemetry (KIP-714), which kt does not serve")),
     # -- the JVM's TLS

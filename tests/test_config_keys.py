@@ -285,6 +285,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
     "metrics.listeners": ShownBy(
         "tests/integration/test_metrics.py::test_the_counts_agree_with_what_was_produced_and_read"
     ),
+    "max.request.partition.size.limit": ShownBy(
+        "tests/integration/test_describe_topic_partitions.py::"
+        "test_every_topic_in_pages_bounded_by_the_broker"
+    ),
     "quota.window.num": ShownBy("tests/broker/test_quota_manager.py::test_the_rate_window"),
     "quota.window.size.seconds": ShownBy(
         "tests/broker/test_quota_manager.py::test_the_rate_window"

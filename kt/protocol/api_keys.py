@@ -7,7 +7,7 @@ old versions; maximums stop where kt has not implemented the newer semantics (to
 ids in Fetch 13+, batched OffsetFetch beyond v8, ...). The schema table covers each
 API's full valid range (Kafka 3.9's and 4.4's together), so a version above kt's maximum
 still parses as a header; an API with a schema but no key here (Kafka 4's consumer groups,
-68 and 69, DescribeTopicPartitions, 75) is not served yet.
+68 and 69) is not served yet.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class ApiKey(IntEnum):
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -132,6 +133,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     # Kafka brokers of IBP 3.0+ take producer id blocks from the controller (KIP-730)
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # Kafka 4's admin client describes topics with it
 }
 
 # The versions kt's own clients, fetchers and controller send: what the broker serves,

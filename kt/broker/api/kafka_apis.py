@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 HANDLERS = {
     ApiKey.METADATA: cluster.metadata,
     ApiKey.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: cluster.describe_topic_partitions,
     ApiKey.PRODUCE: produce.produce,
     ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
