@@ -255,3 +255,24 @@ def test_a_broker_hears_acl_changes_after_its_session_expired(kt_cluster, zookee
         lambda: all(any(p.name == "heard" for p in list(a.acls)) for a in authorizers),
         what="the ACL on both brokers",
     )
+
+
+def test_describe_topic_partitions_shows_what_the_principal_may_describe(secured) -> None:
+    """DescribeTopicPartitions as Kafka authorizes it: a listing of every topic leaves out
+    those the principal may not describe; one named is answered TOPIC_AUTHORIZATION_FAILED
+    (READ implies DESCRIBE, so alice's prefixed READ shows logs-app)."""
+    from kafka.admin import KafkaAdminClient
+
+    _, sasl, _, _ = secured
+    admin = KafkaAdminClient(
+        bootstrap_servers=sasl, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+        sasl_plain_username="alice", sasl_plain_password="alice-secret",
+    )  # fmt: skip
+    try:
+        listed = admin.describe_topic_partitions([])["topics"]
+        named = admin.describe_topic_partitions(["orders", "secret"])["topics"]
+    finally:
+        admin.close()
+    assert [(t["name"], t["error_code"]) for t in listed] == [("logs-app", 0), ("orders", 0)]
+    assert sorted((t["name"], t["error_code"]) for t in named) == [
+        ("orders", 0), ("secret", KafkaError.TOPIC_AUTHORIZATION_FAILED)]  # fmt: skip
