@@ -12,6 +12,15 @@ mvn -q -B -f "$here/pom.xml" dependency:copy-dependencies \
 echo "$version" > "$dest/VERSION"
 echo "Apache Kafka $version: $(ls "$dest/libs" | wc -l) jars in $dest/libs"
 
+# Apache Kafka 4 (KRaft only, interop/kafka4/pom.xml): the oracle of the APIs and tools
+# Kafka 4 added, in a directory of its own (kt.reference_kafka.kafka_home(KAFKA4_VERSION)).
+version4="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka4/pom.xml")"
+dest4="${XDG_CACHE_HOME:-$HOME/.cache}/kt/kafka-$version4"
+mvn -q -B -f "$here/kafka4/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$dest4/libs" -DoverWriteIfNewer=true
+echo "$version4" > "$dest4/VERSION"
+echo "Apache Kafka $version4: $(ls "$dest4/libs" | wc -l) jars in $dest4/libs"
+
 # The connector, and of its dependencies only those that pyspark's jars do not hold.
 spark_version="$(sed -n 's:.*<spark.kafka.version>\(.*\)</spark.kafka.version>.*:\1:p' \
     "$here/spark-kafka/pom.xml")"

@@ -9,6 +9,7 @@
         run_tool("kafka-topics", "--bootstrap-server", kafka.bootstrap, "--list")
 
     ReferenceKafka(base_dir, zookeeper_connect="127.0.0.1:2181/chroot", broker_id=0)
+    ReferenceKafka(base_dir, version=KAFKA4_VERSION)  # Kafka 4.4, KRaft (log4j2)
 
 Each broker runs as Kafka's `bin/kafka-server-start.sh` would run it (`java -cp libs/*
 kafka.Kafka server.properties`, with the scripts' JVM options but a smaller heap, so that
@@ -33,6 +34,8 @@ from kt.cached_file import cached_file
 from kt.metadata.znodes import random_uuid, uuid_to_str
 
 KAFKA_VERSION = "3.9.1"  # interop/pom.xml's kafka.version
+# Kafka 4 (KRaft only), for the APIs and tools Kafka 4 added: interop/kafka4/pom.xml.
+KAFKA4_VERSION = "4.4.0"
 
 # bin/<script>.sh -> the class it runs (Kafka 3.9).
 TOOL_CLASSES = {
@@ -66,6 +69,13 @@ BROKER_HEAP = ["-Xmx512m", "-Xms512m"]
 TOOL_HEAP = ["-Xmx256m"]  # kafka-run-class.sh's default for the tools
 SIGTERM_EXIT = 128 + signal.SIGTERM  # the JVM's status after its shutdown hooks ran
 
+# Kafka 4 logs through log4j2: the same, in its properties format.
+_TOOL_LOG4J2 = (
+    "status = error\nrootLogger.level = WARN\nrootLogger.appenderRef.stderr.ref = stderr\n"
+    "appender.stderr.type = Console\nappender.stderr.name = stderr\n"
+    "appender.stderr.target = SYSTEM_ERR\nappender.stderr.layout.type = PatternLayout\n"
+    "appender.stderr.layout.pattern = [%d] %p %m (%c)%n\n"
+)
 _TOOL_LOG4J = "log4j.rootLogger=WARN, stderr\n" + "".join(
     f"log4j.appender.stderr{line}\n"
     for line in (
@@ -81,18 +91,27 @@ class KafkaUnavailableError(RuntimeError):
     """Java or Kafka's jars are not here; the message says how to get them."""
 
 
-def kafka_home() -> Path:
-    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return Path(os.environ.get("KT_KAFKA_HOME", default / "kt" / f"kafka-{KAFKA_VERSION}"))
+def kafka_home(version: str = KAFKA_VERSION) -> Path:
+    """Where interop/fetch-kafka.sh put that version's jars ($KT_KAFKA_HOME for 3.9's)."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kt"
+    if version != KAFKA_VERSION:
+        return default / f"kafka-{version}"
+    return Path(os.environ.get("KT_KAFKA_HOME", default / f"kafka-{KAFKA_VERSION}"))
 
 
-def unavailable_reason() -> str | None:
-    """Why Kafka cannot run here, or None when it can."""
+def unavailable_reason(version: str = KAFKA_VERSION) -> str | None:
+    """Why that Kafka cannot run here, or None when it can."""
     if shutil.which("java") is None:
         return "java is not installed (Kafka needs Java 17)"
-    if not (kafka_home() / "libs" / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
-        return f"Kafka's jars are not in {kafka_home()}/libs: run interop/fetch-kafka.sh"
+    home = kafka_home(version)
+    if not (home / "libs" / f"kafka_2.13-{version}.jar").exists():
+        return f"Kafka {version}'s jars are not in {home}/libs: run interop/fetch-kafka.sh"
     return None
+
+
+def _log4j2(version: str) -> bool:
+    """Kafka 4 logs through log4j2, Kafka 3 through log4j 1 (reload4j)."""
+    return int(version.split(".")[0]) >= 4
 
 
 def spark_kafka_jars() -> list[Path]:
@@ -108,14 +127,17 @@ def jvm_options() -> list[str]:
 
 
 def java_command(
-    main_class: str, heap: list[str], log4j: Path, extra: Sequence[str] = ()
-) -> list[str]:
-    reason = unavailable_reason()
+    main_class: str, heap: list[str], log4j: Path, extra: Sequence[str] = (),
+    version: str = KAFKA_VERSION,
+) -> list[str]:  # fmt: skip
+    reason = unavailable_reason(version)
     if reason is not None:
         raise KafkaUnavailableError(reason)
+    logging = (f"-Dlog4j2.configurationFile={log4j}" if _log4j2(version)
+               else f"-Dlog4j.configuration=file:{log4j}")  # fmt: skip
     return [
-        "java", *heap, *jvm_options(), *extra, f"-Dlog4j.configuration=file:{log4j}",
-        "-cp", str(kafka_home() / "libs" / "*"), main_class,
+        "java", *heap, *jvm_options(), *extra, logging,
+        "-cp", str(kafka_home(version) / "libs" / "*"), main_class,
     ]  # fmt: skip
 
 
@@ -125,22 +147,28 @@ def jmx_exporter_agent() -> Path | None:
     return jars[-1] if jars else None
 
 
-def _tool_log4j() -> Path:
-    return cached_file(kafka_home() / "tools-log4j.properties", _TOOL_LOG4J)
+def _tool_log4j(version: str = KAFKA_VERSION) -> Path:
+    if _log4j2(version):
+        return cached_file(kafka_home(version) / "tools-log4j2.properties", _TOOL_LOG4J2)
+    return cached_file(kafka_home(version) / "tools-log4j.properties", _TOOL_LOG4J)
 
 
-def tool_command(tool: str, *args: str) -> list[str]:
+def tool_command(tool: str, *args: str, version: str = KAFKA_VERSION) -> list[str]:
     """The command line of one of Kafka's bin tools (named as the script, without `.sh`)."""
-    return [*java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j()), *args]
+    return [
+        *java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j(version), version=version),
+        *args,
+    ]
 
 
 def run_tool(
-    tool: str, *args: str, input: str | None = None, timeout_s: float = 120.0
-) -> subprocess.CompletedProcess[str]:
-    """Run one of Kafka's bin tools to its end."""
+    tool: str, *args: str, input: str | None = None, timeout_s: float = 120.0,
+    version: str = KAFKA_VERSION,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """Run one of Kafka's bin tools (of that Kafka version) to its end."""
     return subprocess.run(
-        tool_command(tool, *args), input=input, capture_output=True, text=True,
-        timeout=timeout_s,
+        tool_command(tool, *args, version=version), input=input, capture_output=True,
+        text=True, timeout=timeout_s,
     )  # fmt: skip
 
 
@@ -214,7 +242,9 @@ class ReferenceKafka:
         log_dir: str | Path | None = None,
         overrides: Mapping[str, str] | None = None,
         jvm_options: Sequence[str] = (),
+        version: str = KAFKA_VERSION,
     ) -> None:
+        self.version = version  # KAFKA4_VERSION runs Kafka 4 (KRaft only)
         self.base_dir = Path(base_dir)
         self.jvm_options = list(jvm_options)  # a -javaagent, say
         self.base_dir.mkdir(parents=True, exist_ok=True)
@@ -258,6 +288,16 @@ class ReferenceKafka:
     def _write_config(self) -> tuple[Path, Path]:
         config = self.base_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        if _log4j2(self.version):
+            log4j = self.base_dir / "log4j2.properties"
+            log4j.write_text(
+                "status = error\nrootLogger.level = INFO\nrootLogger.appenderRef.file.ref = file\n"
+                "appender.file.type = File\nappender.file.name = file\n"
+                f"appender.file.fileName = {self.server_log}\n"
+                "appender.file.layout.type = PatternLayout\n"
+                "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+            )
+            return config, log4j
         log4j = self.base_dir / "log4j.properties"
         log4j.write_text(
             "log4j.rootLogger=INFO, file\n"
@@ -274,7 +314,9 @@ class ReferenceKafka:
             return
         config, _ = self._write_config()
         cluster_id = _kafka_uuid()
-        result = run_tool("kafka-storage", "format", "-t", cluster_id, "-c", str(config))
+        result = run_tool(
+            "kafka-storage", "format", "-t", cluster_id, "-c", str(config), version=self.version
+        )
         if result.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed: {result.stdout}{result.stderr}")
 
@@ -286,7 +328,8 @@ class ReferenceKafka:
         mark = self.server_log.stat().st_size if self.server_log.exists() else 0
         with open(self.base_dir / "kafka.out", "ab") as out:
             self.proc = subprocess.Popen(
-                [*java_command("kafka.Kafka", BROKER_HEAP, log4j, self.jvm_options), str(config)],
+                [*java_command("kafka.Kafka", BROKER_HEAP, log4j, self.jvm_options,
+                               version=self.version), str(config)],  # fmt: skip
                 stdout=out, stderr=subprocess.STDOUT,
             )  # fmt: skip
         return mark
