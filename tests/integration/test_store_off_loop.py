@@ -75,6 +75,13 @@ def test_no_zookeeper_call_on_the_event_loop(kt_cluster, kazoo_threads) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     for future in admin.create_topics([NewTopic("t", 3, 3)]).values():
         future.result(30)
+    # CreateTopics v5+ (kafka-python's) answers each new topic's configs, read from the store
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaPythonNewTopic
+
+    kafka_python = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    kafka_python.create_topics([KafkaPythonNewTopic("t5", 1, 1)])
+    kafka_python.close()
     retention = ConfigEntry("retention.ms", "600000",
                             incremental_operation=AlterConfigOpType.SET)  # fmt: skip
     resource = ConfigResource("topic", "t", incremental_configs=[retention])

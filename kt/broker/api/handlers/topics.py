@@ -83,10 +83,11 @@ async def create_topics(broker: BrokerServices, header: Any, request: Any, ctx: 
         await _wait_or_time_out(
             broker, results, broker.admin_manager.topics_have_leaders, request.timeout_ms
         )
-    return m.CreateTopicsResponse(
-        topics=[_creatable_topic_result(broker, header.api_version, r) for r in results],
-        throttle_time_ms=0,
+    # v5+ answers each new topic's configs, read from the store: off the event loop
+    topics = await broker.store.call(
+        lambda: [_creatable_topic_result(broker, header.api_version, r) for r in results]
     )
+    return m.CreateTopicsResponse(topics=topics, throttle_time_ms=0)
 
 
 def _create_each(broker: BrokerServices, request: Any, creatable: set[str]) -> list[TopicResult]:
