@@ -23,7 +23,7 @@ from kt.broker.admin.client_quotas import ClientQuotaAdmin
 from kt.broker.admin.configs import ConfigAdmin
 from kt.broker.admin.scram_credentials import ScramCredentialAdmin
 from kt.broker.api.kafka_apis import KafkaApis
-from kt.broker.background_task import BackgroundTask
+from kt.broker.background_task import BackgroundTask, broker_tasks
 from kt.broker.broker_services import BrokerServices
 from kt.broker.broker_to_controller import BrokerToControllerChannel
 from kt.broker.config_repository import ConfigRepository
@@ -41,7 +41,7 @@ from kt.broker.metrics.broker_metrics import register_broker_metrics, register_c
 from kt.broker.metrics.kafka_exporter import KafkaExporterSeries
 from kt.broker.metrics.kafka_exporter import rows as kafka_exporter_rows
 from kt.broker.metrics.metrics_servers import start_metrics_servers
-from kt.broker.network.connection_limits import ConnectionLimits, parse_overrides
+from kt.broker.network.connection_limits import ConnectionLimits
 from kt.broker.network.memory_pool import MemoryPool
 from kt.broker.network.socket_server import SocketServer
 from kt.broker.producer_id_manager import ProducerIdManager
@@ -59,8 +59,6 @@ from kt.metrics.broker_topic_stats import BrokerTopicStats
 from kt.metrics.http_server import MetricsHttpServer
 from kt.metrics.registry import MetricsRegistry
 from kt.protocol import ApiKey
-from kt.storage.log import wall_clock_ms
-from kt.storage.log_cleaner import LogCleaner
 from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 from kt.storage.log_manager import LogManager
 
@@ -336,18 +334,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             lambda: not self._stopped.is_set(),
         )  # fmt: skip
         contexts = [cfg.server_tls(listener.listener_name) for listener in cfg.listeners]
-        window_ms = cfg["quota.window.size.seconds"] * 1000
-        connection_limits = ConnectionLimits(
-            cfg["max.connections"], cfg["max.connections.per.ip"],
-            parse_overrides(cfg["max.connections.per.ip.overrides"]),
-            cfg["max.connection.creation.rate"],
-            # protected beside others only (ConnectionQuotas.protectedListener)
-            self.inter_broker_listener if len(cfg.listeners) > 1 else "",
-            window_ms, cfg["quota.window.num"],
-            *({listener.listener_name: value for listener in cfg.listeners
-               if (value := cfg.listener_value(listener.listener_name, key)) is not None}
-              for key in ("max.connections", "max.connection.creation.rate")),
-        )  # fmt: skip
+        connection_limits = ConnectionLimits.from_config(cfg)
         for listener, tls in zip(cfg.listeners, contexts, strict=True):  # each with its name
             server = SocketServer(
                 listener.host or "0.0.0.0",
@@ -479,54 +466,10 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         ]
 
     def _start_background_tasks(self) -> None:
-        cfg = self.config
-        assert self.log_manager is not None
-        lm = self.log_manager
-        self._tasks = [
-            BackgroundTask(
-                "kafka-log-retention",
-                cfg["log.retention.check.interval.ms"] / 1000,
-                lambda: lm.cleanup_logs(),
-            ),
-            BackgroundTask("kafka-log-flusher", 1.0, lambda: lm.flush_dirty_logs()),
-            BackgroundTask(
-                "isr-expiration",
-                cfg["replica.lag.time.max.ms"] / 2000,
-                self.replica_manager.maybe_shrink_isr,
-            ),
-            BackgroundTask(
-                "delete-expired-group-metadata",
-                cfg["offsets.retention.check.interval.ms"] / 1000,
-                functools.partial(
-                    self.group_coordinator.start_offsets_cleanup,
-                    cfg["offsets.retention.minutes"] * 60_000,
-                ),
-            ),
-            BackgroundTask(
-                "transaction-abort",
-                cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000,
-                self.txn_coordinator.start_abort_timed_out_transactions,
-            ),
-            BackgroundTask(
-                "transactionalId-expiration",
-                cfg["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000,
-                self.txn_coordinator.start_remove_expired_transactional_ids,
-            ),
-            BackgroundTask(
-                "kafka-recovery-point-checkpoint",
-                cfg["log.flush.offset.checkpoint.interval.ms"] / 1000,
-                lambda: lm.checkpoint_all(),
-            ),
-        ]
-        if cfg["log.cleaner.enable"]:
-            cleaner = LogCleaner(wall_clock_ms)
-            self._tasks.append(
-                BackgroundTask(
-                    "kafka-log-cleaner",
-                    cfg["log.cleaner.backoff.ms"] / 1000,
-                    lambda: cleaner.clean_logs(lm.all_logs()),
-                )
-            )
+        self._tasks = broker_tasks(
+            self.config, self.log_manager, self.replica_manager, self.group_coordinator,
+            self.txn_coordinator,
+        )  # fmt: skip
         for task in self._tasks:
             task.start()
 

@@ -22,6 +22,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kt.broker.quota_manager import Rate
 from kt.errors import InvalidConfigError
@@ -54,6 +55,23 @@ def parse_overrides(text: str) -> dict[str, int]:
 class ConnectionLimits:
     """Counts the open connections of one broker, by address, and says whether a new one
     may be served."""
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> ConnectionLimits:
+        """The limits server.properties sets: broker-wide, per IP (with overrides), per
+        listener; the inter-broker listener protected only beside others
+        (ConnectionQuotas.protectedListener)."""
+        listeners = cfg.listeners
+        return cls(
+            cfg["max.connections"], cfg["max.connections.per.ip"],
+            parse_overrides(cfg["max.connections.per.ip.overrides"]),
+            cfg["max.connection.creation.rate"],
+            cfg.listener_config.inter_broker if len(listeners) > 1 else "",
+            cfg["quota.window.size.seconds"] * 1000, cfg["quota.window.num"],
+            *({listener.listener_name: value for listener in listeners
+               if (value := cfg.listener_value(listener.listener_name, key)) is not None}
+              for key in ("max.connections", "max.connection.creation.rate")),
+        )  # fmt: skip
 
     def __init__(
         self,
