@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.metadata_cache import Broker, PartitionState
@@ -50,32 +51,32 @@ def _from_kraft_controller(request: Any) -> bool:
     return True
 
 
+def _read_states(
+    grouped: list[tuple[str, Any, Any]], extra: Callable[[Any], dict[str, Any]]
+) -> tuple[list[PartitionState], dict[str, Any]]:
+    """The partition states a LeaderAndIsr or UpdateMetadata carries ((topic, topic id or
+    None, partition state) each; `extra`: the fields only one of them has), and the topic
+    ids it names."""
+    topic_ids = {topic: topic_id for topic, topic_id, _ in grouped
+                 if topic_id is not None and topic_id != _NULL_TOPIC_ID}  # fmt: skip
+    states = [
+        PartitionState(topic, p.partition_index, p.leader, p.leader_epoch, list(p.replicas),
+                       list(p.isr), controller_epoch=p.controller_epoch, **extra(p))
+        for topic, _, p in grouped
+    ]  # fmt: skip
+    return states, topic_ids
+
+
 async def leader_and_isr(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     version = header.api_version
     if refused := _refusal(broker, request):
         return m.LeaderAndIsrResponse(error_code=refused)
-    states: list[PartitionState] = []
-    topic_ids: dict[str, Any] = {}
     if version < 2:
         grouped = [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
     else:
         grouped = [(t.topic_name, t.topic_id if version >= 5 else None, p)
                    for t in request.topic_states for p in t.partition_states]  # fmt: skip
-    for topic, topic_id, p in grouped:
-        if topic_id is not None and topic_id != _NULL_TOPIC_ID:
-            topic_ids[topic] = topic_id
-        states.append(
-            PartitionState(
-                topic,
-                p.partition_index,
-                p.leader,
-                p.leader_epoch,
-                list(p.replicas),
-                list(p.isr),
-                controller_epoch=p.controller_epoch,
-                zk_version=p.partition_epoch,
-            )  # fmt: skip
-        )
+    states, topic_ids = _read_states(grouped, lambda p: {"zk_version": p.partition_epoch})
     live_leaders = {b.broker_id: (b.host_name, b.port) for b in request.live_leaders}
     errors = await broker.controller_requests.become_leader_or_follower(
         request.controller_id, request.controller_epoch, states, topic_ids, live_leaders
@@ -126,29 +127,13 @@ async def update_metadata(broker: BrokerServices, header: Any, request: Any, ctx
     if refused := _refusal(broker, request):
         return m.UpdateMetadataResponse(error_code=refused)
     live = [Broker(b.id, _endpoints(b, version), b.rack or None) for b in request.live_brokers]
-    states: list[PartitionState] = []
-    topic_ids: dict[str, Any] = {}
     if version < 5:
         grouped = [(p.topic_name, None, p) for p in request.ungrouped_partition_states]
     else:
         grouped = [(t.topic_name, t.topic_id if version >= 7 else None, p)
                    for t in request.topic_states for p in t.partition_states]  # fmt: skip
-    for topic, topic_id, p in grouped:
-        if topic_id is not None and topic_id != _NULL_TOPIC_ID:
-            topic_ids[topic] = topic_id
-        states.append(
-            PartitionState(
-                topic,
-                p.partition_index,
-                p.leader,
-                p.leader_epoch,
-                list(p.replicas),
-                list(p.isr),
-                offline_replicas=list(p.offline_replicas),
-                controller_epoch=p.controller_epoch,
-                zk_version=p.zk_version,
-            )  # fmt: skip
-        )
+    states, topic_ids = _read_states(grouped, lambda p: {
+        "zk_version": p.zk_version, "offline_replicas": list(p.offline_replicas)})  # fmt: skip
     code = broker.controller_requests.update_metadata(
         request.controller_id, request.controller_epoch, live, states, topic_ids
     )
