@@ -162,7 +162,11 @@ def _union(a: str | None, b: str | None, top_a: int, top_b: int, top: int) -> st
         joined = (min(ra[0], rb[0]), max(ra[1], rb[1]))
     if joined is None:
         return None
-    lo, hi = joined
+    return _versions_text(*joined, top)
+
+
+def _versions_text(lo: int, hi: int, top: int | None = None) -> str:
+    """Kafka's text for a version range: "3+" when it reaches `top`, "3" or "3-5"."""
     return f"{lo}+" if hi == top else (str(lo) if lo == hi else f"{lo}-{hi}")
 
 
@@ -173,9 +177,7 @@ def _closed(field: dict, top: int) -> dict:
         if key in out:
             bounded = _bounded(out[key], top)
             if bounded is not None:
-                out[key] = (
-                    str(bounded[0]) if bounded[0] == bounded[1] else f"{bounded[0]}-{bounded[1]}"
-                )
+                out[key] = _versions_text(*bounded)
     if "fields" in out:
         out["fields"] = [_closed(f, top) for f in out["fields"]]
     return out
