@@ -160,6 +160,22 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.min.session.timeout.ms", "int", 6000, None),
     ("group.max.session.timeout.ms", "int", 1800000, None),
     ("group.max.size", "int", 2147483647, at_least(1)),
+    # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic
+    # and consumer groups; share and streams may be listed and are not served yet.
+    ("group.coordinator.rebalance.protocols", "list", "classic,consumer",
+     one_of("consumer", "classic", "share", "streams")),
+    ("group.consumer.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.consumer.min.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.consumer.max.session.timeout.ms", "int", 60000, at_least(1)),
+    ("group.consumer.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.consumer.min.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.consumer.max.heartbeat.interval.ms", "int", 15000, at_least(1)),
+    ("group.consumer.max.size", "int", 2147483647, at_least(1)),
+    ("group.consumer.assignors", "list",
+     "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
+     "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+     one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+            "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     ("transaction.state.log.num.partitions", "int", 50, at_least(1)),
     ("transaction.state.log.replication.factor", "short", 3, at_least(1)),
     ("transaction.state.log.min.isr", "int", 2, at_least(1)),
@@ -361,6 +377,30 @@ class KafkaConfig(ListenerSecurity):
         )
         self.inter_broker_protocol = InterBrokerProtocol(self["inter.broker.protocol.version"])
         self.inter_broker_protocol.check_message_format(self["log.message.format.version"])
+        self._validate_consumer_groups()
+
+    def _validate_consumer_groups(self) -> None:
+        """GroupCoordinatorConfig's checks of the consumer group settings, its messages."""
+        require(
+            "classic" in self.list_of("group.coordinator.rebalance.protocols"),
+            "group.coordinator.rebalance.protocols must contain classic",
+        )
+        prefix = "group.consumer."
+        for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
+            low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"
+            value = f"{prefix}{kind}"
+            require(self[high] >= self[low], f"{high} must be greater than or equal to {low}")
+            require(self[value] >= self[low], f"{value} must be greater than or equal to {low}")
+            require(self[value] <= self[high], f"{value} must be less than or equal to {high}")
+        require(
+            self[f"{prefix}heartbeat.interval.ms"] < self[f"{prefix}session.timeout.ms"],
+            f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms",
+        )
+
+    def list_of(self, name: str) -> list[str]:
+        """A list key's items (its default is kept as Kafka's text)."""
+        value = self[name]
+        return PARSERS["list"](value) if isinstance(value, str) else list(value)
 
     def listener_value(self, listener_name: str, key: str) -> Any:
         """A listener's own value of a broker key (listener.name.<listener>.<key>), parsed

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kt.config_def import PARSERS, at_least, checked_value, one_of
+from kt.config_def import PARSERS, at_least, checked_value
 from kt.errors import InvalidConfigError
 
 _INT_MAX = 2**31 - 1
@@ -172,11 +172,9 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("ssl.allow.san.changes", "bool", False, None,
      NotYet("changing a listener's certificate SANs at runtime")),
     ("group.coordinator.new.enable", "bool", False, None,
-     NotYet("Kafka 4's group coordinator (KIP-848)")),
+     Accepted("Kafka 3.x's switch to the group coordinator of KIP-848: kt's one coordinator "
+              "serves the protocols group.coordinator.rebalance.protocols lists")),
     ("group.share.enable", "bool", False, None, NotYet("share groups (KIP-932)")),
-    ("group.coordinator.rebalance.protocols", "list", "classic",
-     one_of("consumer", "classic", "share", "streams", "unknown"),
-     NotYet("group protocols beyond classic (KIP-848, KIP-932)")),
     ("unstable.api.versions.enable", "bool", False, None, NotYet("unstable API versions")),
     ("unstable.feature.versions.enable", "bool", False, None,
      NotYet("unstable feature versions")),
@@ -305,16 +303,6 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
     # -- Kafka 4's groups (refused above)
     *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
-        ("group.consumer.session.timeout.ms", "int", 45000),
-        ("group.consumer.min.session.timeout.ms", "int", 45000),
-        ("group.consumer.max.session.timeout.ms", "int", 60000),
-        ("group.consumer.heartbeat.interval.ms", "int", 5000),
-        ("group.consumer.min.heartbeat.interval.ms", "int", 5000),
-        ("group.consumer.max.heartbeat.interval.ms", "int", 15000),
-        ("group.consumer.max.size", "int", _INT_MAX),
-        ("group.consumer.assignors", "list",
-         "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
-         "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
         ("group.consumer.migration.policy", "string", "disabled"),
         ("group.share.session.timeout.ms", "int", 45000),
         ("group.share.min.session.timeout.ms", "int", 45000),

@@ -57,6 +57,15 @@ TOOL_CLASSES = {
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
+# Where Kafka 4 moved a tool's class (Scala to the tools module).
+TOOL_CLASSES_4 = {
+    **TOOL_CLASSES,
+    "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
+    "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+}
 
 # kafka-run-class.sh's default KAFKA_JVM_PERFORMANCE_OPTS (jvm_options() takes that
 # variable from the environment as the script does); heaps as small as the tests allow.
@@ -156,7 +165,12 @@ def _tool_log4j(version: str = KAFKA_VERSION) -> Path:
 def tool_command(tool: str, *args: str, version: str = KAFKA_VERSION) -> list[str]:
     """The command line of one of Kafka's bin tools (named as the script, without `.sh`)."""
     return [
-        *java_command(TOOL_CLASSES[tool], TOOL_HEAP, _tool_log4j(version), version=version),
+        *java_command(
+            (TOOL_CLASSES_4 if _log4j2(version) else TOOL_CLASSES)[tool],
+            TOOL_HEAP,
+            _tool_log4j(version),
+            version=version,
+        ),
         *args,
     ]
 

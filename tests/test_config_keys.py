@@ -28,6 +28,7 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kt.broker.coordinators import consumer_group_settings
 from kt.broker.server import KafkaServer
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
 from kt.config_unread import KAFKA_4_KEYS, UNREAD
@@ -427,6 +428,29 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "60000", on_server("group_coordinator.max_session_timeout_ms"), 60000
     ),
     "group.max.size": Probe("7", on_server("group_coordinator.max_group_size"), 7),
+    "group.coordinator.rebalance.protocols": ShownBy(
+        "tests/groups/test_consumer_protocol.py::"
+        "test_without_the_consumer_protocol_its_apis_are_not_advertised"
+    ),
+    "group.consumer.session.timeout.ms": Built(
+        "50000", lambda c: consumer_group_settings(c).session_timeout_ms, 50000
+    ),
+    "group.consumer.heartbeat.interval.ms": Built(
+        "6000", lambda c: consumer_group_settings(c).heartbeat_interval_ms, 6000
+    ),
+    "group.consumer.max.size": Built("7", lambda c: consumer_group_settings(c).max_size, 7),
+    "group.consumer.assignors": Built(
+        "range", lambda c: consumer_group_settings(c).assignors, ("range",)
+    ),
+    **dict.fromkeys(
+        (
+            "group.consumer.min.session.timeout.ms",
+            "group.consumer.max.session.timeout.ms",
+            "group.consumer.min.heartbeat.interval.ms",
+            "group.consumer.max.heartbeat.interval.ms",
+        ),
+        ShownBy("tests/test_kafka_config.py::test_the_consumer_group_bounds_are_kafkas"),
+    ),  # fmt: skip
     # -- transactions and producer ids
     "transaction.state.log.num.partitions": Probe("3", lambda c: transaction_topic(c)[0], 3),
     "transaction.state.log.replication.factor": Probe("2", lambda c: transaction_topic(c)[1], 2),

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kt.broker.group import assignors
+from kt.broker.group.consumer_group_coordinator import (
+    ConsumerGroupCoordinator,
+    ConsumerGroupSettings,
+)
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.inter_broker_connections import InterBrokerConnections
@@ -49,6 +54,30 @@ def create_group_coordinator(
         max_group_size=cfg["group.max.size"],
     )
     replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+    return coordinator
+
+
+def consumer_group_settings(cfg: KafkaConfig) -> ConsumerGroupSettings:
+    """The group.consumer.* settings; assignors by Kafka's class names or short names."""
+    names = [assignors.CLASS_NAMES.get(n, n) for n in cfg.list_of("group.consumer.assignors")]
+    return ConsumerGroupSettings(
+        session_timeout_ms=cfg["group.consumer.session.timeout.ms"],
+        heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"],
+        max_size=cfg["group.consumer.max.size"],
+        assignors=tuple(dict.fromkeys(names)),
+    )
+
+
+def create_consumer_group_coordinator(
+    cfg: KafkaConfig, cache: MetadataCache, group_coordinator: GroupCoordinator
+) -> ConsumerGroupCoordinator:
+    """The coordinator of Kafka 4's consumer groups, beside the classic one: the same
+    groups cache and `__consumer_offsets` partitions, the broker's group.consumer.*
+    settings."""
+    coordinator = ConsumerGroupCoordinator(
+        group_coordinator.manager, cache, consumer_group_settings(cfg)
+    )
+    group_coordinator.load_listeners.append(coordinator)
     return coordinator
 
 

@@ -33,7 +33,11 @@ from kt.broker.controller.channel_manager import (
     LocalBroker,
 )
 from kt.broker.controller.kafka_controller import KafkaController
-from kt.broker.coordinators import create_group_coordinator, create_transaction_coordinator
+from kt.broker.coordinators import (
+    create_consumer_group_coordinator,
+    create_group_coordinator,
+    create_transaction_coordinator,
+)
 from kt.broker.dynamic_config import DynamicConfigManager
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
@@ -192,6 +196,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.group_coordinator = create_group_coordinator(
             cfg, self.metadata_cache, self.replica_manager
         )
+        self.consumer_groups = create_consumer_group_coordinator(
+            cfg, self.metadata_cache, self.group_coordinator
+        )
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(
             cfg, self.broker_id, self.metadata_cache, self.replica_manager,
@@ -307,6 +314,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             controller_requests=self.controller_requests,
             controller=self.controller,
             group_coordinator=self.group_coordinator,
+            consumer_groups=self.consumer_groups,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,

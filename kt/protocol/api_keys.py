@@ -6,8 +6,7 @@ where Kafka 3.9 has them, because librdkafka enables features only when a range 
 old versions; maximums stop where kt has not implemented the newer semantics (topic
 ids in Fetch 13+, batched OffsetFetch beyond v8, ...). The schema table covers each
 API's full valid range (Kafka 3.9's and 4.4's together), so a version above kt's maximum
-still parses as a header; an API with a schema but no key here (Kafka 4's consumer groups,
-68 and 69) is not served yet.
+still parses as a header; an API with a schema but no key here is not served.
 """
 
 from __future__ import annotations
@@ -72,6 +71,8 @@ class ApiKey(IntEnum):
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
 
 
@@ -87,7 +88,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.UPDATE_METADATA: (0, 8),
     ApiKey.CONTROLLED_SHUTDOWN: (1, 3),
     ApiKey.OFFSET_COMMIT: (0, 9),
-    ApiKey.OFFSET_FETCH: (0, 8),
+    ApiKey.OFFSET_FETCH: (0, 9),  # v9 names the member and its epoch (KIP-848); 10 topic ids
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 7),
     ApiKey.HEARTBEAT: (0, 4),
@@ -134,6 +135,10 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     # Kafka brokers of IBP 3.0+ take producer id blocks from the controller (KIP-730)
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # Kafka 4's admin client describes topics with it
+    # Kafka 4's consumer groups (KIP-848), advertised while group.coordinator.rebalance.protocols
+    # lists consumer.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 # The versions kt's own clients, fetchers and controller send: what the broker serves,

@@ -7,7 +7,8 @@ UTF-8 text when it is not JSON).
 
 `--offsets-decoder` reads `__consumer_offsets` records (group-coordinator schemas):
   key   => version int16: 0/1 OffsetCommitKey (group, topic, partition int32),
-           2 GroupMetadataKey (group)
+           2 GroupMetadataKey (group); 3-8 and 16 the consumer groups' records of Kafka
+           4's protocol (consumer_group_records_json.py)
   value => version int16 then OffsetCommitValue v0-4 (offset int64, leaderEpoch int32 v3+,
            metadata, commitTimestamp int64, expireTimestamp int64 v1 only), or
            GroupMetadataValue v0-4 (protocolType, generation int32, protocol?, leader?,
@@ -34,6 +35,7 @@ from collections.abc import Callable
 
 from kt.protocol.schema_reader import SchemaReader
 from kt.storage.record_batch import Record
+from kt.tools import consumer_group_records_json as consumer_groups
 
 Parsed = tuple[str | None, str | None]
 
@@ -160,6 +162,8 @@ def _offsets_key(data: bytes) -> tuple[int, dict]:
         return key_type, {"group": r.string(), "topic": r.string(), "partition": r.int32()}
     if key_type == 2:
         return key_type, {"group": r.string()}
+    if key_type in consumer_groups.KEYS:
+        return key_type, consumer_groups.read_key(key_type, r)
     raise _UnknownRecordType(key_type)
 
 
@@ -179,6 +183,11 @@ def offsets_parser(record: Record) -> Parsed:
             return key_text, "<DELETE>"
         r = SchemaReader(record.value)
         version = r.int16()
+        if key_type in consumer_groups.VALUES:
+            if version != 0:
+                raise ValueError(f"Unknown value version {version}")
+            value = consumer_groups.read_value(key_type, r)
+            return key_text, _json({"version": str(version), "data": value})
         if not 0 <= version <= 4:
             raise ValueError(f"Unknown value version {version}")
         r.flexible = version >= 4

@@ -16,6 +16,7 @@ from kt.broker.api.handlers import (
     acls,
     cluster,
     configs,
+    consumer_groups,
     controller,
     elections,
     fetch,
@@ -102,6 +103,12 @@ HANDLERS = {
     ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
     ApiKey.LIST_GROUPS: groups.list_groups,
     ApiKey.DELETE_GROUPS: groups.delete_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+}
+# Served while group.coordinator.rebalance.protocols lists their protocol.
+_PROTOCOL_APIS = {
+    "consumer": (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
 }
 
 
@@ -111,6 +118,11 @@ class KafkaApis:
     def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.handlers = {ApiKey.API_VERSIONS: self.api_versions, **HANDLERS}
+        protocols = broker.config.list_of("group.coordinator.rebalance.protocols")
+        for protocol, keys in _PROTOCOL_APIS.items():
+            if protocol not in protocols:
+                for key in keys:
+                    del self.handlers[key]
 
     def advertised_versions(self) -> dict[ApiKey, tuple[int, int]]:
         return {key: SUPPORTED_VERSIONS[key] for key in self.handlers if key in SUPPORTED_VERSIONS}

@@ -9,11 +9,20 @@ creates an Empty offsets-only group when none exists. A commit counts as a heart
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kt.broker.group.consumer_group import ConsumerGroup
+from kt.broker.group.consumer_group_coordinator import (
+    ConsumerGroupCoordinator,
+    validate_offset_commit,
+    validate_offset_fetch,
+)
 from kt.broker.group.group_coordinator import GroupCoordinator
-from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
 from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.client.groups import encode_assignment, encode_subscription
 
 TopicPartitionKey = tuple[str, int]
 NO_OFFSET = -1
@@ -49,8 +58,10 @@ async def commit_offsets(
     group_instance_id: str | None,
     generation_id: int,
     offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+    api_version: int = 9,
 ) -> dict[TopicPartitionKey, str]:
-    """An error name per partition."""
+    """An error name per partition. For a consumer group (KIP-848) `generation_id` is
+    the member epoch."""
 
     def every(error: str) -> dict[TopicPartitionKey, str]:
         return dict.fromkeys(offsets, error)
@@ -64,10 +75,13 @@ async def commit_offsets(
         if generation_id >= 0:
             return every("ILLEGAL_GENERATION")  # a commit from an older generation
         group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
-    error = _commit_precheck(group, member_id, group_instance_id, generation_id)
+    if group.consumer is not None:
+        error = validate_offset_commit(group.consumer, member_id, generation_id, api_version)
+    else:
+        error = _commit_precheck(group, member_id, group_instance_id, generation_id)
     if error != "NONE":
         return every(error)
-    if generation_id >= 0:
+    if generation_id >= 0 and group.consumer is None:
         coordinator.schedule_session_expiry(group, group.members[member_id])
     if not offsets:
         return {}
@@ -97,6 +111,9 @@ async def txn_commit_offsets(
         group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
     if group.is_(GroupState.DEAD):
         error = "COORDINATOR_NOT_AVAILABLE"
+    elif group.consumer is not None:
+        error = validate_offset_commit(group.consumer, member_id, generation_id, 9,
+                                       transactional=True)  # fmt: skip
     elif generation_id >= 0 or member_id or group_instance_id is not None:
         error = _validate_current_member(group, member_id, group_instance_id)
         if error == "NONE" and generation_id != group.generation_id:
@@ -154,14 +171,21 @@ def fetch_offsets(
     group_id: str,
     partitions: list[TopicPartitionKey] | None,
     require_stable: bool = False,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> OffsetFetchResult:
     """Committed offsets of `partitions` (None: all), None where nothing is committed.
     With `require_stable` (KIP-447), a partition with an offset pending in an open
-    transaction is UNSTABLE_OFFSET_COMMIT (the consumer asks again)."""
+    transaction is UNSTABLE_OFFSET_COMMIT (the consumer asks again). A consumer group's
+    member (OffsetFetch v9) must name its current epoch."""
     error = coordinator.group_error(group_id)
     if error != "NONE":
         return OffsetFetchResult(error)
     group = coordinator.manager.get_group(group_id)
+    if group is not None and group.consumer is not None:
+        error = validate_offset_fetch(group.consumer, member_id, member_epoch)
+        if error != "NONE":
+            return OffsetFetchResult(error)
     if group is None or group.is_(GroupState.DEAD):
         return OffsetFetchResult(offsets=dict.fromkeys(partitions or []))
     if partitions is None:
@@ -188,8 +212,10 @@ async def delete_offsets(
     group = coordinator.manager.get_group(group_id)
     if group is None or group.is_(GroupState.DEAD):
         return "GROUP_ID_NOT_FOUND", {}
-    if group.is_(GroupState.EMPTY):
-        subscribed: set[str] = set()
+    if group.consumer is not None:
+        subscribed = group.consumer.subscribed_names()
+    elif group.is_(GroupState.EMPTY):
+        subscribed = set()
     else:
         topics = group.subscribed_topics()
         if topics is None:
@@ -208,13 +234,20 @@ async def delete_offsets(
 # -- DescribeGroups, ListGroups, DeleteGroups ----------------------------------------------
 
 
-def describe_group(coordinator: GroupCoordinator, group_id: str) -> GroupDescription:
+def describe_group(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    consumer_groups: ConsumerGroupCoordinator | None = None,
+    topic_name: Callable[[uuid.UUID], str | None] = lambda _: None,
+) -> GroupDescription:
     error = coordinator.group_error(group_id)
     if error != "NONE":
         return GroupDescription(group_id, error)
     group = coordinator.manager.get_group(group_id)
     if group is None:
         return GroupDescription(group_id)  # Kafka answers a Dead group with no error
+    if group.consumer is not None:
+        return _describe_consumer_group(group.consumer, consumer_groups, topic_name)
     s = group.summary()
     return GroupDescription(
         group_id, "NONE", s["state"], s["protocol_type"], s["protocol"], s["members"]
@@ -223,19 +256,24 @@ def describe_group(coordinator: GroupCoordinator, group_id: str) -> GroupDescrip
 
 def list_groups(
     coordinator: GroupCoordinator, states: list[str], types: list[str]
-) -> tuple[str, list[tuple[str, str, str]]]:
-    """(error, [(group id, protocol type, state)]) of the groups this broker holds."""
+) -> tuple[str, list[tuple[str, str, str, str]]]:
+    """(error, [(group id, protocol type, state, type)]) of the groups this broker
+    holds: type `classic` or `consumer` (KIP-848)."""
     manager = coordinator.manager
     wanted_states = {s.lower() for s in states}
     wanted_types = {t.lower() for t in types}
-    if wanted_types and "classic" not in wanted_types:
-        return "NONE", []
-    listed = [
-        (g.group_id, g.protocol_type or "", g.state.value)
-        for g in sorted(manager.groups.values(), key=lambda g: g.group_id)
-        if not g.is_(GroupState.DEAD)
-        and (not wanted_states or g.state.value.lower() in wanted_states)
-    ]
+    listed = []
+    for g in sorted(manager.groups.values(), key=lambda g: g.group_id):
+        if g.is_(GroupState.DEAD):
+            continue
+        if g.consumer is not None:
+            row = (g.group_id, CONSUMER_PROTOCOL_TYPE, g.consumer.state, "consumer")
+        else:
+            row = (g.group_id, g.protocol_type or "", g.state.value, "classic")
+        if (not wanted_states or row[2].lower() in wanted_states) and (
+            not wanted_types or row[3] in wanted_types
+        ):
+            listed.append(row)
     error = "COORDINATOR_LOAD_IN_PROGRESS" if manager.any_loading else "NONE"
     return error, listed
 
@@ -254,7 +292,29 @@ async def _delete_group(coordinator: GroupCoordinator, group_id: str) -> str:
     group = coordinator.manager.get_group(group_id)
     if group is None or group.is_(GroupState.DEAD):
         return "GROUP_ID_NOT_FOUND"
-    if not group.is_(GroupState.EMPTY):
+    if not group.is_(GroupState.EMPTY) or (group.consumer is not None and group.consumer.members):
         return "NON_EMPTY_GROUP"
     await coordinator.manager.delete_group(group)
     return "NONE"
+
+
+def _describe_consumer_group(
+    group: ConsumerGroup,
+    consumer_groups: ConsumerGroupCoordinator | None,
+    topic_name: Callable[[uuid.UUID], str | None],
+) -> GroupDescription:
+    """DescribeGroups of a consumer group (ConsumerGroup.asDescribedGroup): protocol type
+    consumer, the assignor as protocol, each member's subscription and target assignment
+    in the classic consumer protocol's encoding."""
+    members = []
+    for m in group.members.values():
+        target = [(topic_name(t), p) for t, ps in group.target_of(m.member_id).items()
+                  for p in ps]  # fmt: skip
+        members.append((
+            m.member_id, m.instance_id, m.client_id, m.client_host,
+            encode_subscription(sorted(group.member_topics(m))),
+            encode_assignment([(t, p) for t, p in target if t is not None]),
+        ))  # fmt: skip
+    return GroupDescription(group.group_id, "NONE", group.state, CONSUMER_PROTOCOL_TYPE,
+                            consumer_groups.assignor_of(group) if consumer_groups else "",
+                            members)  # fmt: skip

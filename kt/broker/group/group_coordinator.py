@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -69,6 +70,8 @@ class GroupCoordinator:
         self.max_group_size = max_group_size
         self.clock = clock
         self._tasks: set[asyncio.Task] = set()
+        # The consumer group coordinator: told of the groups each load and unload brings.
+        self.load_listeners: list[Any] = []
 
     # -- helpers --------------------------------------------------------------------
 
@@ -107,6 +110,10 @@ class GroupCoordinator:
             return JoinResult("INVALID_SESSION_TIMEOUT", member_id)
         unknown = member_id == ""
         group = self.manager.get_group(group_id)
+        if group is not None and group.consumer is not None:
+            if group.consumer.members:  # Kafka's group.consumer.migration.policy=disabled
+                return JoinResult("GROUP_ID_NOT_FOUND", member_id)
+            self._drop_empty_consumer_group(group)
         if group is None:
             if not unknown:
                 return JoinResult("UNKNOWN_MEMBER_ID", member_id)
@@ -141,6 +148,14 @@ class GroupCoordinator:
         if group.is_(PREPARING):
             self._try_complete_join(group)
         return await waiter
+
+    def _drop_empty_consumer_group(self, group: GroupMetadata) -> None:
+        """An empty consumer group gives way to a classic one (its records deleted, its
+        offsets kept): getOrMaybeCreateClassicGroup."""
+        assert group.consumer is not None
+        entries = [(r.key(), None) for r in cr.group_removal(group.consumer)]
+        group.consumer = None
+        self._spawn(self.manager.append(group.group_id, entries))
 
     def _static_new_member_join(
         self,
@@ -560,13 +575,19 @@ class GroupCoordinator:
             self._spawn(self._load(partition, epoch))
 
     async def _load(self, partition: int, epoch: int) -> None:
-        for group in await self.manager.load(partition, epoch):
+        groups = await self.manager.load(partition, epoch)
+        for group in groups:
             for member in group.members.values():
                 self.schedule_session_expiry(group, member)
+        for listener in self.load_listeners:
+            listener.on_loaded(groups)
 
     def on_resignation(self, partition: int) -> None:
-        for group in self.manager.unload(partition):
+        groups = self.manager.unload(partition)
+        for group in groups:
             self._fail_group(group, "NOT_COORDINATOR")
+        for listener in self.load_listeners:
+            listener.on_unloaded(groups)
 
     def _fail_group(self, group: GroupMetadata, error: str) -> None:
         for timer in (group.join_timer, group.sync_timer, *group.pending_expiry.values()):
@@ -580,6 +601,8 @@ class GroupCoordinator:
         group.state = DEAD
 
     def shutdown(self) -> None:
+        for listener in self.load_listeners:
+            listener.shutdown()
         for group in list(self.manager.groups.values()):
             self._fail_group(group, "NOT_COORDINATOR")
         for task in self._tasks:

@@ -22,13 +22,16 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kt.broker.group.offsets_records import (
     GroupMetadataValue,
     MemberRecord,
     OffsetAndMetadata,
 )
+
+if TYPE_CHECKING:
+    from kt.broker.group.consumer_group import ConsumerGroup
 
 # A transaction's offset: (base offset of the batch that wrote it, the offset).
 PendingOffset = tuple[int, OffsetAndMetadata]
@@ -171,6 +174,9 @@ class GroupMetadata:
         self.pending_txn_offsets: dict[int, dict[tuple[str, int], PendingOffset]] = {}
         self.join_timer: asyncio.TimerHandle | None = None
         self.sync_timer: asyncio.TimerHandle | None = None
+        # Set while the group is a consumer group of Kafka 4's protocol (KIP-848): its
+        # members and assignments; the offsets above are the group's either way.
+        self.consumer: ConsumerGroup | None = None
 
     def __repr__(self) -> str:
         return (

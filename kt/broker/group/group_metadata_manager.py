@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kt.broker.group import consumer_group_records as cr
 from kt.broker.group import offsets_records as rec
 from kt.broker.group.group_metadata import GroupMetadata, GroupState, PendingOffset
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
@@ -225,11 +226,15 @@ class GroupMetadataManager:
         return await self.append(group.group_id, entries)
 
     async def delete_group(self, group: GroupMetadata) -> str:
-        """Tombstones for the group's metadata and all its offsets; the group is Dead."""
+        """Tombstones for the group's metadata (a consumer group's records too) and all
+        its offsets; the group is Dead."""
         group.transition_to(GroupState.DEAD, self.clock())
         self.remove_group(group)
         entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
         group.remove_offsets(list(group.offsets))
+        if group.consumer is not None:
+            entries += [(r.key(), None) for r in cr.group_removal(group.consumer)]
+            group.consumer = None
         entries.append((rec.group_metadata_key(group.group_id), None))
         return await self.append(group.group_id, entries)
 
@@ -245,7 +250,12 @@ class GroupMetadataManager:
             if expired:
                 await self.delete_offsets(group, expired)
                 removed += len(expired)
-            if group.is_(GroupState.EMPTY) and not group.offsets and not group.members:
+            if (
+                group.is_(GroupState.EMPTY)
+                and not group.offsets
+                and not group.members
+                and (group.consumer is None or not group.consumer.members)
+            ):
                 log.info("Group %s transitioned to Dead in generation %s",
                          group.group_id, group.generation_id)  # fmt: skip
                 await self.delete_group(group)
@@ -267,11 +277,12 @@ class GroupMetadataManager:
     async def load(self, partition: int, epoch: int) -> list[GroupMetadata]:
         """Replay the partition; the loaded groups (None if leadership moved meanwhile)."""
         started = time.monotonic()
+        consumer: dict[str, list[cr.CoordinatorRecord]] = {}
         try:
-            offsets, metadata, pending = await self._replay(partition, epoch)
+            offsets, metadata, pending = await self._replay(partition, epoch, consumer)
         except Exception:
             log.exception("Error loading offsets from %s-%d", GROUP_METADATA_TOPIC, partition)
-            offsets, metadata, pending = {}, {}, {}
+            offsets, metadata, pending, consumer = {}, {}, {}, {}
         if self._epochs.get(partition) != epoch:
             return []
         now = self.clock()
@@ -292,6 +303,19 @@ class GroupMetadataManager:
                 group.pending_txn_offsets.setdefault(producer_id, {})[
                     (key.topic, key.partition)
                 ] = pending_offset
+        for group_id, records in consumer.items():
+            group = loaded.get(group_id)
+            if group is None:
+                group = loaded[group_id] = GroupMetadata(group_id, GroupState.EMPTY, now)
+            for record in records:
+                cr.apply(group, record)
+            if (
+                group.consumer is None
+                and not group.offsets
+                and group.protocol_type is None
+                and not group.pending_txn_offsets
+            ):
+                del loaded[group_id]
         for group_id, group in loaded.items():
             self.groups[group_id] = group
         self.loading.discard(partition)
@@ -300,10 +324,13 @@ class GroupMetadataManager:
                  (time.monotonic() - started) * 1000, len(loaded))  # fmt: skip
         return list(loaded.values())
 
-    async def _replay(self, partition: int, epoch: int) -> tuple[dict, dict, dict]:
+    async def _replay(
+        self, partition: int, epoch: int, consumer: dict[str, list[cr.CoordinatorRecord]]
+    ) -> tuple[dict, dict, dict]:
         """(offsets, group metadata, pending transactional offsets by producer id): the
         offsets of a transaction count once its COMMIT marker is read, and not at all
-        after its ABORT marker; those of open transactions stay pending."""
+        after its ABORT marker; those of open transactions stay pending. The consumer
+        group records go to `consumer`, per group, in log order."""
         offsets: dict[OffsetKey, PendingOffset] = {}
         metadata: dict[str, rec.GroupMetadataValue | None] = {}
         pending: dict[int, dict[OffsetKey, PendingOffset]] = {}
@@ -326,10 +353,10 @@ class GroupMetadataManager:
                 elif getattr(batch, "is_transactional", False):
                     txn_offsets = pending.setdefault(batch.producer_id, {})
                     for record in batch.records():
-                        _apply(record, batch.base_offset, txn_offsets, metadata)
+                        _apply(record, batch.base_offset, txn_offsets, metadata, consumer)
                 else:
                     for record in batch.records():
-                        _apply(record, batch.base_offset, offsets, metadata)
+                        _apply(record, batch.base_offset, offsets, metadata, consumer)
                 position = batch.next_offset
             await asyncio.sleep(0)  # let other requests in between chunks
         return offsets, metadata, pending
@@ -360,12 +387,18 @@ def _apply_marker(batch: Any, offsets: dict, pending: dict) -> None:
                     offsets[key] = (at, o)
 
 
-def _apply(record: Record, batch_offset: int, offsets: dict, metadata: dict) -> None:
-    """One record of a batch at `batch_offset`: an offset (a tombstone removes it) or a
-    group's metadata."""
+def _apply(
+    record: Record, batch_offset: int, offsets: dict, metadata: dict, consumer: dict
+) -> None:
+    """One record of a batch at `batch_offset`: an offset (a tombstone removes it), a
+    classic group's metadata, or a consumer group's record."""
     if record.key is None:
         return
     try:
+        found = cr.read_record(record.key, record.value)
+        if found is not None:
+            consumer.setdefault(found.group_id, []).append(found)
+            return
         key = rec.read_key(record.key)
         if isinstance(key, OffsetKey):
             if record.value is None:

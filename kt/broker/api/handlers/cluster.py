@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin.admin_manager import INTERNAL_TOPICS, NewTopic
 from kt.broker.api.handlers import authz
 from kt.errors import TOPIC_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
+from kt.protocol.types import ZERO_UUID
 from kt.security import acls as a
 from kt.storage.names import validate_topic_name
 
@@ -21,13 +23,16 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     cache = broker.metadata_cache
     requested = request.topics
+    unknown_ids: list[uuid.UUID] = []
     if requested is None or (header.api_version == 0 and not requested):
         names = cache.all_topics()
         explicit = False
     else:
-        names = [t.name for t in requested]
+        names, unknown_ids = _requested_names(cache, requested, header.api_version)
         explicit = True
-    allow_create = header.api_version < 4 or request.allow_auto_topic_creation
+    # Topics named by id (v10+, KIP-516) are never created (KafkaApis.handleTopicMetadata).
+    by_id = explicit and any(t.name is None for t in requested)
+    allow_create = (header.api_version < 4 or request.allow_auto_topic_creation) and not by_id
     # Topics the principal may not describe: left out of a listing, and refused by name
     # (TOPIC_AUTHORIZATION_FAILED, whether they exist or not: KafkaApis.handleTopicMetadata).
     described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (n for n in names if n))
@@ -44,7 +49,8 @@ async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) 
         refused_creation = explicit and allow_create and not create and not cache.contains(name)
         if name not in described or refused_creation:
             topics.append(m.MetadataResponse.MetadataResponseTopic(
-                error_code=TOPIC_AUTHORIZATION_FAILED, name=name,
+                error_code=TOPIC_AUTHORIZATION_FAILED, name=None if by_id else name,
+                topic_id=cache.topic_id(name) if by_id else ZERO_UUID,
                 is_internal=name in INTERNAL_TOPICS, partitions=[],
             ))  # fmt: skip
             continue
@@ -53,6 +59,10 @@ async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) 
             topic.topic_authorized_operations = authz.authorized_operations(
                 broker, ctx, a.TOPIC, name)  # fmt: skip
         topics.append(topic)
+    topics += [m.MetadataResponse.MetadataResponseTopic(
+        error_code=KafkaError("UNKNOWN_TOPIC_ID").code, name=None, topic_id=topic_id,
+        is_internal=False, partitions=[],
+    ) for topic_id in unknown_ids]  # fmt: skip
     brokers = [
         m.MetadataResponse.MetadataResponseBroker(
             node_id=broker_id, host=e.host or "", port=e.port, rack=rack
@@ -70,6 +80,25 @@ async def metadata(broker: BrokerServices, header: Any, request: Any, ctx: Any) 
         response.cluster_authorized_operations = authz.authorized_operations(
             broker, ctx, a.CLUSTER, a.CLUSTER_NAME)  # fmt: skip
     return response
+
+
+def _requested_names(
+    cache: Any, requested: Any, version: int
+) -> tuple[list[str | None], list[uuid.UUID]]:
+    """(the names asked for, the topic ids asked for that name no topic): from v10 a
+    topic may be named by its id alone."""
+    names: list[str | None] = []
+    unknown: list[uuid.UUID] = []
+    for t in requested:
+        if t.name is None and version >= 10 and t.topic_id != ZERO_UUID:
+            name = cache.topic_for_id(t.topic_id)
+            if name is None:
+                unknown.append(t.topic_id)
+            elif name not in names:
+                names.append(name)
+        else:
+            names.append(t.name)
+    return names, unknown
 
 
 def _brokers_on(cache: Any, listener: str) -> list[tuple[int, Any, str | None]]:

@@ -272,6 +272,7 @@ async def offset_commit(broker: BrokerServices, header: Any, request: Any, ctx: 
             request.group_instance_id if version >= 7 else None,
             request.generation_id_or_member_epoch if version >= 1 else -1,
             offsets,
+            version,
         )
     )
     R = m.OffsetCommitResponse
@@ -292,7 +293,9 @@ async def offset_fetch(broker: BrokerServices, header: Any, request: Any, ctx: A
         groups = []
         for g in request.groups:
             wanted = _wanted(g.topics)
-            result = _fetch_offsets(broker, ctx, g.group_id, wanted, request.require_stable)
+            member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+            result = _fetch_offsets(broker, ctx, g.group_id, wanted, request.require_stable,
+                                    member)  # fmt: skip
             groups.append(R.OffsetFetchResponseGroup(
                 group_id=g.group_id, error_code=code(result.error),
                 topics=_fetched_topics(result, R.OffsetFetchResponseTopics,
@@ -312,13 +315,20 @@ async def offset_fetch(broker: BrokerServices, header: Any, request: Any, ctx: A
 
 
 def _fetch_offsets(
-    broker: BrokerServices, ctx: Any, group: str, wanted: Any, require_stable: bool
+    broker: BrokerServices,
+    ctx: Any,
+    group: str,
+    wanted: Any,
+    require_stable: bool,
+    member: tuple[str | None, int] = (None, -1),
 ) -> group_admin.OffsetFetchResult:
     """The group's offsets, if the principal may DESCRIBE the group; of the topics it may
     DESCRIBE (the others: TOPIC_AUTHORIZATION_FAILED when named, left out when not)."""
     if not authz.group_allowed(broker, ctx, a.DESCRIBE, group):
         return group_admin.OffsetFetchResult(error="GROUP_AUTHORIZATION_FAILED")
-    result = group_admin.fetch_offsets(broker.group_coordinator, group, wanted, require_stable)
+    result = group_admin.fetch_offsets(
+        broker.group_coordinator, group, wanted, require_stable, *member
+    )
     if broker.authorizer is not None:
         described = authz.topics_allowed(broker, ctx, a.DESCRIBE, (t for t, _ in result.offsets))
         for tp in list(result.offsets):
@@ -404,7 +414,9 @@ async def describe_groups(broker: BrokerServices, header: Any, request: Any, ctx
                 group_state="", protocol_type="", protocol_data="", members=[],
             ))  # fmt: skip
             continue
-        d = group_admin.describe_group(broker.group_coordinator, group_id)
+        d = group_admin.describe_group(broker.group_coordinator, group_id,
+                                       broker.consumer_groups,
+                                       broker.metadata_cache.topic_for_id)  # fmt: skip
         operations = -2147483648  # not asked for
         if header.api_version >= 3 and request.include_authorized_operations:
             operations = authz.authorized_operations(broker, ctx, a.GROUP, group_id)
@@ -432,8 +444,8 @@ async def list_groups(broker: BrokerServices, header: Any, request: Any, ctx: An
         throttle_time_ms=0,
         error_code=code(error),
         groups=[
-            Listed(group_id=g, protocol_type=t, group_state=s, group_type="classic")
-            for g, t, s in listed
+            Listed(group_id=g, protocol_type=p, group_state=s, group_type=t)
+            for g, p, s, t in listed
         ],
     )
 

@@ -1,0 +1,183 @@
+"""A consumer group of Kafka 4's protocol (KIP-848) and its members, in memory.
+
+Kafka's ConsumerGroup and ConsumerGroupMember (group-coordinator/.../modern/consumer/).
+The group has an epoch, bumped whenever a member joins, leaves or changes its
+subscription, or the partitions of the subscribed topics change; the target assignment
+is computed for an epoch (the assignment epoch); each member reconciles towards its
+target one step per heartbeat and carries its own member epoch.
+
+The state changes only by replaying coordinator records (consumer_group_records.py):
+the coordinator writes a change as records and replays them, and loading a
+`__consumer_offsets` partition replays the same records, so what a broker that takes
+over the group holds is what the previous coordinator held.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+
+Assignment = dict[uuid.UUID, frozenset[int]]
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+class MemberState(IntEnum):
+    """Kafka's MemberState: where a member is in reconciling towards its target."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+class ConsumerGroupState:
+    """The group states ConsumerGroupDescribe, ListGroups and DescribeGroups name."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMember:
+    """One member: its subscription (the MemberMetadata record) and its current
+    assignment with its epochs (the CurrentMemberAssignment record)."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state == MemberState.STABLE and self.member_epoch == epoch
+
+    def with_epoch(self, epoch: int) -> ConsumerGroupMember:
+        """updateMemberEpoch: the current epoch becomes the previous one."""
+        return replace(self, previous_member_epoch=self.member_epoch, member_epoch=epoch)
+
+    def partition_count(self) -> int:
+        return sum(len(p) for p in self.assigned.values())
+
+
+@dataclass
+class ResolvedRegex:
+    """A subscription regular expression and the topics it matched (the
+    RegularExpression record): `version` is the metadata version it was resolved at."""
+
+    topics: frozenset[str]
+    version: int
+    timestamp: int
+
+
+class ConsumerGroup:
+    """Members, epochs and assignments of one consumer group.
+
+    Invariants: `static_members` maps each instance id to the member holding it;
+    `partition_epochs` holds, for every partition a member owns or still has to revoke,
+    that member's epoch (Kafka's currentPartitionEpoch: -1 when free).
+    """
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.assignment_timestamp = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}
+        self.target: dict[str, Assignment] = {}
+        self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        self.regexes: dict[str, ResolvedRegex] = {}
+        self.metadata_refresh_deadline = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerGroup(groupId={self.group_id}, epoch={self.group_epoch}, "
+            f"assignmentEpoch={self.assignment_epoch}, members={list(self.members)})"
+        )
+
+    @property
+    def state(self) -> str:
+        """ConsumerGroup.maybeUpdateGroupState, computed when asked."""
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id) if instance_id is not None else None
+        return self.members.get(member_id) if member_id is not None else None
+
+    def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def target_of(self, member_id: str) -> Assignment:
+        return self.target.get(member_id, {})
+
+    def subscribed_names(self) -> set[str]:
+        """Every topic some member subscribes to by name, or through a regex."""
+        names = {t for m in self.members.values() for t in m.subscribed_topic_names}
+        for m in self.members.values():
+            if m.subscribed_topic_regex is not None:
+                resolved = self.regexes.get(m.subscribed_topic_regex)
+                if resolved is not None:
+                    names |= resolved.topics
+        return names
+
+    def member_topics(self, member: ConsumerGroupMember) -> set[str]:
+        """The topics `member` subscribes to, its regex resolved."""
+        topics = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex is not None:
+            resolved = self.regexes.get(member.subscribed_topic_regex)
+            if resolved is not None:
+                topics |= resolved.topics
+        return topics
+
+    # -- replay: the only way the state changes ------------------------------------------
+
+    def put_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._drop_partition_epochs(old)
+            if old.instance_id is not None and old.instance_id != member.instance_id:
+                self.static_members.pop(old.instance_id, None)
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    self.partition_epochs[(topic_id, p)] = member.member_epoch
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self._drop_partition_epochs(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def _drop_partition_epochs(self, member: ConsumerGroupMember) -> None:
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    if self.partition_epochs.get((topic_id, p)) == member.member_epoch:
+                        del self.partition_epochs[(topic_id, p)]

@@ -1,0 +1,772 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat and its timers.
+
+Kafka's GroupMetadataManager.consumerGroupHeartbeat, consumerGroupLeave and the session
+and rebalance timeouts. A heartbeat does three things (in Kafka's words):
+1. the member is created or updated; the group epoch is bumped when a member joins,
+   changes its subscription, or the subscribed topics' partitions change;
+2. the target assignment is recomputed when the group epoch is ahead of it;
+3. the member's current assignment is reconciled one step towards its target: partitions
+   another member still holds are given only once that member has revoked them.
+
+Every change is a list of coordinator records: replayed into the group at once (so the
+next heartbeat sees it), then appended to `__consumer_offsets` with acks=all before the
+answer goes out. A member that stops heartbeating for its session timeout, or that does
+not revoke within its rebalance timeout, is fenced: removed, and the group epoch bumped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import uuid
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from kt.broker.group import assignors
+from kt.broker.group import consumer_group_records as cr
+from kt.broker.group.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    ResolvedRegex,
+)
+from kt.broker.group.current_assignment import reconcile
+from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.group_metadata_manager import (
+    GROUP_METADATA_TOPIC,
+    GroupMetadataManager,
+    now_ms,
+)
+from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC))
+# RE2/J (Kafka's regex engine) has no lookaround and no backreferences; Python's `re`
+# has both, so a pattern using them would match differently: refused, as RE2/J does.
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P[=>]")
+
+
+# What an append error becomes in the answer (GroupCoordinatorService's mapping).
+_WRITE_ERRORS = {
+    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
+    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
+    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
+    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    "INVALID_FETCH_SIZE": "UNKNOWN_SERVER_ERROR",
+}
+
+
+class TopicsView(Protocol):
+    """What the coordinator reads of the cluster's topics (the metadata cache)."""
+
+    def all_topics(self) -> list[str]: ...
+
+    def topic_partitions(self, topic: str) -> dict[int, Any]: ...
+
+    def topic_id(self, topic: str) -> uuid.UUID: ...
+
+    def topic_for_id(self, topic_id: uuid.UUID) -> str | None: ...
+
+
+class GroupError(Exception):
+    """An error answer: a Kafka error name and its message."""
+
+    def __init__(self, error: str, message: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: list[tuple[uuid.UUID, list[int]]] | None
+    client_id: str
+    client_host: str
+
+
+@dataclass
+class HeartbeatResult:
+    error: str = "NONE"
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupSettings:
+    """The broker's group.consumer.* settings."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    max_size: int = 2147483647
+    assignors: tuple[str, ...] = (assignors.UNIFORM, assignors.RANGE)
+    regex_refresh_interval_ms: int = 600000
+
+
+def new_member_id() -> str:
+    """Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class ConsumerGroupCoordinator:
+    """Consumer groups of the `__consumer_offsets` partitions `manager` holds. A
+    consumer group lives in the manager's GroupMetadata of its id (`.consumer`), beside
+    the group's committed offsets."""
+
+    def __init__(
+        self,
+        manager: GroupMetadataManager,
+        topics: TopicsView,
+        settings: ConsumerGroupSettings,
+        *,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.manager = manager
+        self.topics = topics
+        self.settings = settings
+        self.clock = clock
+        self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- ConsumerGroupHeartbeat ---------------------------------------------------------
+
+    async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        try:
+            self._validate(request)
+            status = self.manager.group_status(request.group_id)
+            if status != "NONE":
+                raise GroupError(status)
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                result, records = self._leave(request)
+            else:
+                result, records = self._heartbeat(request)
+        except GroupError as e:
+            return HeartbeatResult(e.error, e.message, request.member_id or None,
+                                   request.member_epoch)  # fmt: skip
+        error = await self._write(request.group_id, records)
+        if error != "NONE":
+            return HeartbeatResult(error, None, result.member_id, result.member_epoch)
+        return result
+
+    def _validate(self, request: HeartbeatRequest) -> None:
+        """throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        for value, what in ((request.group_id, "GroupId"), (request.instance_id, "InstanceId"),
+                            (request.rack_id, "RackId")):  # fmt: skip
+            if value is not None and not value.strip():
+                raise GroupError("INVALID_REQUEST", f"{what} can't be empty.")
+        epoch = request.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not request.member_id.strip():
+                raise GroupError("INVALID_REQUEST", "MemberId can't be empty.")
+        elif epoch == 0:
+            if request.rebalance_timeout_ms == -1:
+                raise GroupError(
+                    "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."
+                )
+            if request.owned is None or request.owned:
+                raise GroupError(
+                    "INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining."
+                )
+            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
+                raise GroupError(
+                    "INVALID_REQUEST",
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                )
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not request.member_id.strip():
+                raise GroupError("INVALID_REQUEST", "MemberId can't be empty.")
+            if request.instance_id is None:
+                raise GroupError("INVALID_REQUEST", "InstanceId can't be null.")
+        else:
+            raise GroupError("INVALID_REQUEST", "MemberEpoch is invalid.")
+        if (
+            request.server_assignor is not None
+            and request.server_assignor not in self.settings.assignors
+        ):
+            raise GroupError(
+                "UNSUPPORTED_ASSIGNOR",
+                f"ServerAssignor {request.server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(self.settings.assignors)}.",
+            )
+        pattern = request.subscribed_topic_regex
+        if pattern:
+            compile_regex(pattern)
+
+    def _heartbeat(self, request: HeartbeatRequest) -> tuple[HeartbeatResult, list]:
+        records: list[cr.CoordinatorRecord] = []
+        group_id = request.group_id
+        joining = request.member_epoch == 0
+        group = self._consumer_group(group_id, joining, records)
+        member_id = request.member_id or new_member_id()
+        if (
+            joining
+            and member_id not in group.members
+            and group.static_member(request.instance_id) is None
+            and len(group.members) >= self.settings.max_size
+        ):
+            raise GroupError(
+                "GROUP_MAX_SIZE_REACHED",
+                "The consumer group has reached its "
+                f"maximum capacity of {self.settings.max_size} members.",
+            )
+        if request.instance_id is None:
+            member = self._dynamic_member(group, member_id, request)
+        else:
+            member = self._static_member(group, member_id, request, records)
+
+        updated = replace(
+            member,
+            instance_id=request.instance_id if request.instance_id is not None
+            else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms
+            if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            server_assignor=request.server_assignor if request.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=tuple(request.subscribed_topic_names)
+            if request.subscribed_topic_names is not None else member.subscribed_topic_names,
+            subscribed_topic_regex=_new_regex(request.subscribed_topic_regex,
+                                              member.subscribed_topic_regex),
+            client_id=request.client_id,
+            client_host=request.client_host,
+        )  # fmt: skip
+        bump = False
+        if updated != member:
+            records.append(cr.member_subscription(group_id, updated))
+            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)  # fmt: skip
+
+        members = dict(group.members)
+        previous_static = group.static_members.get(updated.instance_id or "")
+        if previous_static is not None and previous_static != member_id:
+            members.pop(previous_static, None)
+        members[member_id] = updated
+        now = self.clock()
+        bump |= self._refresh_regexes(group, members.values(), now, records)
+        metadata_hash = self._metadata_hash(group, members.values())
+        group_epoch = group.group_epoch
+        if bump or metadata_hash != group.metadata_hash:
+            group_epoch += 1
+            records.append(cr.group_epoch(group_id, group_epoch, metadata_hash))
+            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
+
+        if group_epoch > group.assignment_epoch:
+            target_epoch = group_epoch
+            targets = self._target_assignment(group, members, records, group_epoch, now)
+            target = targets.get(member_id, {})
+        else:
+            target_epoch = group.assignment_epoch
+            target = group.target_of(member_id)
+
+        reconciled = updated
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target,
+                                   group.current_partition_epoch, request.owned)  # fmt: skip
+            if reconciled != updated:
+                records.append(cr.current_assignment(group_id, reconciled))
+                if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group_id, reconciled)
+                else:
+                    self._cancel(self._rebalance_timers, group_id, member_id)
+        self._apply(group_id, records)
+        self._schedule_session_timeout(group_id, member_id)
+
+        full = joining or (request.rebalance_timeout_ms != -1
+                           and request.subscribed_topic_names is not None
+                           and request.owned is not None)  # fmt: skip
+        result = HeartbeatResult(
+            member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+        )  # fmt: skip
+        if full or reconciled.assigned != member.assigned:
+            result.assignment = reconciled.assigned
+        return result, records
+
+    def _consumer_group(
+        self, group_id: str, create: bool, records: list[cr.CoordinatorRecord]
+    ) -> ConsumerGroup:
+        """getOrMaybeCreateConsumerGroup: an empty classic group gives way (its metadata
+        deleted, its offsets kept); a classic group with members is not a consumer group."""
+        holder = self.manager.get_group(group_id)
+        if holder is not None and holder.consumer is not None:
+            return holder.consumer
+        if not create:
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Consumer group {group_id} not found.")
+        if (
+            holder is not None
+            and not holder.is_(GroupState.EMPTY)
+            and not holder.is_(GroupState.DEAD)
+        ):
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group")
+        if holder is not None and holder.protocol_type is not None:
+            records.append(cr.classic_group_removal(group_id))
+        return ConsumerGroup(group_id)
+
+    def _dynamic_member(
+        self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest
+    ) -> ConsumerGroupMember:
+        member = group.members.get(member_id)
+        if request.member_epoch == 0:
+            if member is None:
+                log.info("[GroupId %s] Member %s joins the consumer group using the consumer "
+                         "protocol.", group.group_id, member_id)  # fmt: skip
+                return ConsumerGroupMember(member_id)
+            # A member that lost its epoch (fenced, or its answer lost) rejoins under the
+            # id it keeps (KIP-1082): from scratch, owning nothing.
+            return _from_scratch(member, member_id)
+        if member is None:
+            raise GroupError(
+                "UNKNOWN_MEMBER_ID",
+                f"Member {member_id} is not a member of group {group.group_id}.",
+            )
+        _check_epoch(member, request.member_epoch, request.owned)
+        return member
+
+    def _static_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        request: HeartbeatRequest,
+        records: list[cr.CoordinatorRecord],
+    ) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeStaticConsumerGroupMember: a static member rejoining takes
+        over its instance's place (and target assignment) once the previous one left."""
+        instance_id = request.instance_id
+        existing = group.static_member(instance_id)
+        if request.member_epoch == 0:
+            if existing is None or existing.member_id == member_id:
+                if existing is not None:
+                    return self._dynamic_member(group, member_id, request)
+                log.info("[GroupId %s] Static member %s with instance id %s joins the consumer "
+                         "group.", group.group_id, member_id, instance_id)  # fmt: skip
+                return ConsumerGroupMember(member_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError("UNRELEASED_INSTANCE_ID",
+                                 f"Static member {member_id} with instance id {instance_id} "
+                                 "cannot join the group because the instance id is owned by "
+                                 f"{existing.member_id} member.")  # fmt: skip
+            new = _from_scratch(existing, member_id)
+            records.extend(cr.member_removal(group.group_id, existing.member_id))
+            records.append(cr.member_subscription(group.group_id, new))
+            records.append(cr.target_member(group.group_id, member_id,
+                                            group.target_of(existing.member_id)))  # fmt: skip
+            records.append(cr.current_assignment(group.group_id, new))
+            self._cancel_timers(group.group_id, existing.member_id)
+            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer "
+                     "group. Created a new member %s to replace the existing member %s.",
+                     group.group_id, instance_id, member_id, existing.member_id)  # fmt: skip
+            return new
+        if existing is None:
+            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError("FENCED_INSTANCE_ID",
+                             f"Static member {member_id} with instance id {instance_id} was "
+                             f"fenced by member {existing.member_id}.")  # fmt: skip
+        _check_epoch(existing, request.member_epoch, request.owned)
+        return existing
+
+    # -- leaving and fencing -------------------------------------------------------------
+
+    def _leave(self, request: HeartbeatRequest) -> tuple[HeartbeatResult, list]:
+        group = self._consumer_group(request.group_id, False, [])
+        result = HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
+        if request.instance_id is None:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise GroupError("UNKNOWN_MEMBER_ID", f"Member {request.member_id} is not a "
+                                 f"member of group {group.group_id}.")  # fmt: skip
+            log.info("[GroupId %s] Member %s left the consumer group.",
+                     group.group_id, member.member_id)  # fmt: skip
+            return result, self._fence(group, member)
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != request.member_id:
+            raise GroupError(
+                "FENCED_INSTANCE_ID",
+                f"Static member {request.member_id} with instance id "
+                f"{request.instance_id} was fenced by member {member.member_id}.",
+            )
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # Temporarily away: the member keeps its place until its session times out.
+            leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                              pending_revocation={})  # fmt: skip
+            records = [cr.current_assignment(group.group_id, leaving)]
+            self._apply(group.group_id, records)
+            log.info(
+                "[GroupId %s] Static Member %s with instance id %s temporarily left the "
+                "consumer group.",
+                group.group_id,
+                member.member_id,
+                request.instance_id,
+            )
+            return result, records
+        return result, self._fence(group, member)
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
+        """consumerGroupFenceMember: remove the member and bump the group epoch."""
+        records = cr.member_removal(group.group_id, member.member_id)
+        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
+        metadata_hash = self._metadata_hash(group, remaining)
+        records.append(cr.group_epoch(group.group_id, group.group_epoch + 1, metadata_hash))
+        self._cancel_timers(group.group_id, member.member_id)
+        self._apply(group.group_id, records)
+        return records
+
+    def _fence_later(self, group_id: str, member_id: str, epoch: int | None, why: str) -> None:
+        """A timer fired: fence the member if it is still there (in `epoch`, when given)."""
+        holder = self.manager.get_group(group_id)
+        group = holder.consumer if holder is not None else None
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return
+        if epoch is not None and member.member_epoch != epoch:
+            return
+        if self.manager.group_status(group_id) != "NONE":
+            return
+        log.info("[GroupId %s] Member %s fenced from the group because %s",
+                 group_id, member_id, why)  # fmt: skip
+        records = self._fence(group, member)
+        self._spawn(self._write(group_id, records))
+
+    # -- assignment ----------------------------------------------------------------------
+
+    def _target_assignment(
+        self,
+        group: ConsumerGroup,
+        members: dict[str, ConsumerGroupMember],
+        records: list[cr.CoordinatorRecord],
+        epoch: int,
+        now: int,
+    ) -> dict[str, Assignment]:
+        """TargetAssignmentBuilder: a record for each member whose target changed, then
+        the new assignment epoch."""
+        name = _preferred_assignor(members.values()) or self.settings.assignors[0]
+        # (the group's own assignor_of, over the members as they will be)
+        subscriptions = {}
+        partitions: dict[uuid.UUID, int] = {}
+        for member_id, member in members.items():
+            topic_ids = set()
+            for topic in group.member_topics(member):
+                count = len(self.topics.topic_partitions(topic))
+                if count:
+                    topic_id = self.topics.topic_id(topic)
+                    partitions[topic_id] = count
+                    topic_ids.add(topic_id)
+            subscriptions[member_id] = assignors.MemberSubscription(
+                frozenset(topic_ids), member.instance_id, member.rack_id
+            )
+        current = dict(group.target)
+        for member_id, member in members.items():  # a replaced static member's target
+            if member_id not in current and member.instance_id is not None:
+                old = group.static_members.get(member.instance_id)
+                if old is not None and old in current:
+                    current[member_id] = current[old]
+        targets = assignors.assign(name, subscriptions, partitions, current)
+        for member_id, target in targets.items():
+            if target != group.target.get(member_id):
+                records.append(cr.target_member(group.group_id, member_id, target))
+        records.append(cr.target_epoch(group.group_id, epoch, now))
+        log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' "
+                 "assignor.", group.group_id, epoch, name)  # fmt: skip
+        return targets
+
+    def _metadata_hash(self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember]) -> int:
+        """A digest of the subscribed topics' ids and partition counts: a change bumps the
+        group epoch (Kafka 4.1's MetadataHash; its value is kt's own, and a Kafka
+        coordinator loading the group computes its own and bumps once)."""
+        names: set[str] = set()
+        for member in members:
+            names |= group.member_topics(member)
+        digest = 0
+        for name in sorted(names):
+            count = len(self.topics.topic_partitions(name))
+            if count:
+                text = f"{name}:{self.topics.topic_id(name)}:{count};"
+                digest = zlib.crc32(text.encode(), digest)
+        return digest
+
+    def _refresh_regexes(
+        self,
+        group: ConsumerGroup,
+        members: Iterable[ConsumerGroupMember],
+        now: int,
+        records: list[cr.CoordinatorRecord],
+    ) -> bool:
+        """Resolve each regex the members use against the topics (new ones at once, known
+        ones when the refresh interval passed or a topic came or went); drop the unused.
+        Replays the records into the group now, since the assignment reads them. True if
+        a resolution changed."""
+        wanted = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
+        changed = False
+        new: list[cr.CoordinatorRecord] = []
+        topics = None
+        for pattern in sorted(wanted):
+            old = group.regexes.get(pattern)
+            if topics is None:
+                topics = [t for t in self.topics.all_topics() if t not in INTERNAL_TOPICS]
+            compiled = compile_regex(pattern)
+            matched = frozenset(t for t in topics if compiled.fullmatch(t))
+            if old is None or old.topics != matched:
+                new.append(cr.regex(group.group_id, pattern, ResolvedRegex(matched, 0, now)))
+                changed = True
+        for pattern in list(group.regexes):
+            if pattern not in wanted:
+                new.append(cr.regex(group.group_id, pattern, None))
+        for record in new:
+            cr.replay(group, record)
+        records.extend(new)
+        return changed
+
+    # -- state and the log ---------------------------------------------------------------
+
+    def _apply(self, group_id: str, records: list[cr.CoordinatorRecord]) -> None:
+        """Replay `records` into the group (creating it, or dropping it on its tombstone)."""
+        holder = self.manager.get_group(group_id)
+        for record in records:
+            if holder is None:
+                holder = self.manager.add_group(GroupMetadata(group_id, GroupState.EMPTY,
+                                                              self.clock()))  # fmt: skip
+            cr.apply(holder, record)
+        if (
+            holder is not None
+            and holder.consumer is None
+            and not holder.offsets
+            and holder.is_(GroupState.EMPTY)
+            and not holder.members
+        ):
+            self.manager.remove_group(holder)
+
+    async def _write(self, group_id: str, records: list[cr.CoordinatorRecord]) -> str:
+        if not records:
+            return "NONE"
+        entries = [(r.key(), r.value_bytes()) for r in records]
+        error = await self.manager.append(group_id, entries)
+        if error != "NONE":
+            log.warning("[GroupId %s] Writing %d records failed: %s",
+                        group_id, len(records), error)  # fmt: skip
+        return _WRITE_ERRORS.get(error, error)
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self._schedule(
+            self._session_timers,
+            group_id,
+            member_id,
+            self.settings.session_timeout_ms,
+            None,
+            "the member session expired.",
+        )
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
+        self._schedule(self._rebalance_timers, group_id, member.member_id,
+                       member.rebalance_timeout_ms, member.member_epoch,
+                       f"it failed to transition from epoch {member.member_epoch} within "
+                       f"{member.rebalance_timeout_ms}ms.")  # fmt: skip
+
+    def _schedule(self, timers: dict, group_id: str, member_id: str, delay_ms: int,
+                  epoch: int | None, why: str) -> None:  # fmt: skip
+        self._cancel(timers, group_id, member_id)
+        loop = asyncio.get_running_loop()
+        timers[(group_id, member_id)] = loop.call_later(
+            max(delay_ms, 0) / 1000, self._timer_fired, timers, group_id, member_id, epoch, why
+        )
+
+    def _timer_fired(self, timers: dict, group_id: str, member_id: str, epoch: int | None,
+                     why: str) -> None:  # fmt: skip
+        timers.pop((group_id, member_id), None)
+        self._fence_later(group_id, member_id, epoch, why)
+
+    @staticmethod
+    def _cancel(timers: dict, group_id: str, member_id: str) -> None:
+        handle = timers.pop((group_id, member_id), None)
+        if handle is not None:
+            handle.cancel()
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(self._session_timers, group_id, member_id)
+        self._cancel(self._rebalance_timers, group_id, member_id)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def on_loaded(self, groups: Iterable[GroupMetadata]) -> None:
+        """A partition's groups were loaded: their members' timers start afresh."""
+        for holder in groups:
+            group = holder.consumer
+            if group is None:
+                continue
+            for member in group.members.values():
+                self._schedule_session_timeout(group.group_id, member.member_id)
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, member)
+
+    def on_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
+        for holder in groups:
+            if holder.consumer is not None:
+                for member_id in list(holder.consumer.members):
+                    self._cancel_timers(holder.group_id, member_id)
+
+    def shutdown(self) -> None:
+        for timers in (self._session_timers, self._rebalance_timers):
+            for handle in timers.values():
+                handle.cancel()
+            timers.clear()
+        for task in self._tasks:
+            task.cancel()
+
+    # -- ConsumerGroupDescribe ----------------------------------------------------------
+
+    def describe(self, group_id: str) -> tuple[str, str | None, ConsumerGroup | None]:
+        """(error, message, the group): GROUP_ID_NOT_FOUND for a group that is not a
+        consumer group (or none)."""
+        status = self.manager.group_status(group_id)
+        if status != "NONE":
+            return status, None, None
+        holder = self.manager.get_group(group_id)
+        if holder is None or holder.consumer is None:
+            message = (
+                f"Group {group_id} not found."
+                if holder is None or holder.is_(GroupState.DEAD)
+                else f"Group {group_id} is not a consumer group."
+            )
+            return "GROUP_ID_NOT_FOUND", message, None
+        return "NONE", None, holder.consumer
+
+    def assignor_of(self, group: ConsumerGroup) -> str:
+        """The server assignor the group's target assignment is computed with."""
+        return _preferred_assignor(group.members.values()) or self.settings.assignors[0]
+
+
+# -- OffsetCommit / OffsetFetch ------------------------------------------------------------
+
+
+def validate_offset_commit(
+    group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int,
+    transactional: bool = False,
+) -> str:  # fmt: skip
+    """ConsumerGroup.validateOffsetCommit: the error name."""
+    if member_epoch < 0 and not group.members:
+        return "NONE"
+    member = group.members.get(member_id)
+    if member is None:
+        return "UNKNOWN_MEMBER_ID"
+    if not transactional and api_version < 9:
+        return "UNSUPPORTED_VERSION"
+    if member_epoch != member.member_epoch:
+        return "STALE_MEMBER_EPOCH"
+    return "NONE"
+
+
+def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> str:
+    """ConsumerGroup.validateOffsetFetch: the error name."""
+    if member_id is None and member_epoch < 0:
+        return "NONE"
+    member = group.members.get(member_id or "")
+    if member is None:
+        return "UNKNOWN_MEMBER_ID"
+    return "NONE" if member_epoch == member.member_epoch else "STALE_MEMBER_EPOCH"
+
+
+def compile_regex(pattern: str) -> re.Pattern:
+    """The subscription regex, or INVALID_REGULAR_EXPRESSION (GroupError)."""
+    if _NOT_RE2.search(pattern):
+        raise GroupError(
+            "INVALID_REGULAR_EXPRESSION",
+            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: "
+            "lookaround and backreferences are not supported (RE2/J syntax).",
+        )
+    try:
+        return re.compile(pattern)
+    except re.error as e:
+        raise GroupError(
+            "INVALID_REGULAR_EXPRESSION",
+            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}.",
+        ) from None
+
+
+def _new_regex(received: str | None, current: str | None) -> str | None:
+    """A heartbeat's SubscribedTopicRegex: null keeps the member's, empty clears it
+    (librdkafka sends an empty one when it subscribes by name)."""
+    if received is None:
+        return current
+    return received or None
+
+
+def _preferred_assignor(members: Iterable[ConsumerGroupMember]) -> str | None:
+    """computePreferredServerAssignor: the one most members name."""
+    counts: dict[str, int] = {}
+    for m in members:
+        if m.server_assignor is not None:
+            counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
+    if not counts:
+        return None
+    return max(sorted(counts), key=lambda name: counts[name])
+
+
+def _from_scratch(member: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+    """`member`'s subscription under `member_id`, in epoch 0, owning nothing."""
+    return replace(
+        member,
+        member_id=member_id,
+        member_epoch=0,
+        previous_member_epoch=0,
+        state=MemberState.STABLE,
+        assigned={},
+        pending_revocation={},
+    )
+
+
+def _check_epoch(
+    member: ConsumerGroupMember, received: int, owned: list[tuple[uuid.UUID, list[int]]] | None
+) -> None:
+    """throwIfConsumerGroupMemberEpochIsInvalid: a member a step behind whose answer was
+    lost may come with its previous epoch if it owns only what it was given."""
+    if received > member.member_epoch:
+        raise GroupError(
+            "FENCED_MEMBER_EPOCH",
+            f"The consumer group member has a greater member epoch ({received}) "
+            f"than the one known by the group coordinator ({member.member_epoch})."
+            " The member must abandon all its partitions and rejoin.",
+        )
+    lost_answer = received == member.previous_member_epoch and _is_subset(owned, member.assigned)
+    if received < member.member_epoch and not lost_answer:
+        raise GroupError(
+            "FENCED_MEMBER_EPOCH",
+            f"The consumer group member has a smaller member epoch ({received}) "
+            f"than the one known by the group coordinator ({member.member_epoch})."
+            " The member must abandon all its partitions and rejoin.",
+        )
+
+
+def _is_subset(owned: list[tuple[uuid.UUID, list[int]]] | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(p in assigned.get(topic_id, ()) for topic_id, ps in owned for p in ps)

@@ -1,0 +1,98 @@
+"""Kafka 4's consumer group records of `__consumer_offsets` as DumpLogSegments prints them
+(CoordinatorRecordJsonConverters): the key's fields and the value's, in the schema's
+order and under its camelCase names, tagged fields only where they hold other than their
+default, topic ids as Kafka's Uuid.toString (URL-safe base64).
+
+The schemas are the group-coordinator message files' (Kafka 4.4), as field lists:
+(name, type) with types int8 int32 int64 string string? uuid, `[]` + a type, a nested
+field list for a struct array, and a trailing tagged-fields map {tag: (name, type)}.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Any
+
+from kt.protocol.schema_reader import SchemaReader
+
+_TOPIC_PARTITIONS: list = [("topicId", "uuid"), ("partitions", "[]int32"),
+                           {0: ("assignmentEpochs", "[]int32")}]  # fmt: skip
+
+KEYS: dict[int, list[tuple[str, str]]] = {
+    3: [("groupId", "string")],
+    4: [("groupId", "string")],
+    5: [("groupId", "string"), ("memberId", "string")],
+    6: [("groupId", "string")],
+    7: [("groupId", "string"), ("memberId", "string")],
+    8: [("groupId", "string"), ("memberId", "string")],
+    16: [("groupId", "string"), ("regularExpression", "string")],
+}
+
+VALUES: dict[int, list] = {
+    3: [("epoch", "int32"), {0: ("metadataHash", "int64")}],
+    4: [("topics", [("topicId", "uuid"), ("topicName", "string"), ("numPartitions", "int32"),
+                    ("partitionMetadata", [("partition", "int32"), ("racks", "[]string"), {}]),
+                    {}]), {}],
+    5: [("instanceId", "string?"), ("rackId", "string?"), ("clientId", "string"),
+        ("clientHost", "string"), ("subscribedTopicNames", "[]string"),
+        ("subscribedTopicRegex", "string?"), ("rebalanceTimeoutMs", "int32"),
+        ("serverAssignor", "string?"),
+        {0: ("classicMemberMetadata", [("sessionTimeoutMs", "int32"),
+                                       ("supportedProtocols", [("name", "string"),
+                                                               ("metadata", "bytes"), {}]),
+                                       {}])}],
+    6: [("assignmentEpoch", "int32"), {0: ("assignmentTimestamp", "int64")}],
+    7: [("topicPartitions", [("topicId", "uuid"), ("partitions", "[]int32"), {}]), {}],
+    8: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
+        ("assignedPartitions", _TOPIC_PARTITIONS),
+        ("partitionsPendingRevocation", _TOPIC_PARTITIONS), {}],
+    16: [("topics", "[]string"), ("version", "int64"), ("timestamp", "int64"), {}],
+}  # fmt: skip
+
+
+def read_key(key_type: int, r: SchemaReader) -> dict:
+    return {name: r.string() for name, _ in KEYS[key_type]}
+
+
+def read_value(key_type: int, r: SchemaReader) -> dict:
+    """The value after its version, as a flexible struct."""
+    r.flexible = True
+    return _struct(r, VALUES[key_type])
+
+
+def _struct(r: SchemaReader, fields: list) -> dict:
+    out: dict[str, Any] = {}
+    tagged: dict[int, tuple[str, Any]] = {}
+    for field in fields:
+        if isinstance(field, dict):
+            tagged = field
+            continue
+        name, kind = field
+        out[name] = _read(r, kind)
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.pos + size
+        if tag in tagged:
+            name, kind = tagged[tag]
+            out[name] = _read(r, kind)
+        r.pos = end
+    return out
+
+
+def _read(r: SchemaReader, kind: Any) -> Any:
+    if isinstance(kind, list):
+        return r.array(lambda: _struct(r, kind))
+    if kind.startswith("[]"):
+        element = kind[2:]
+        return r.array(lambda: _read(r, element))
+    if kind == "uuid":
+        raw = bytes(r.data[r.pos : r.pos + 16])
+        r.pos += 16
+        return base64.urlsafe_b64encode(uuid.UUID(bytes=raw).bytes).rstrip(b"=").decode()
+    if kind == "bytes":
+        data = r.nullable_bytes()
+        return None if data is None else base64.b64encode(data).decode()
+    if kind == "string?":
+        return r.nullable_string()
+    return getattr(r, kind)()

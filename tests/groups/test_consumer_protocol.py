@@ -1,0 +1,194 @@
+"""Kafka 4's consumer group protocol (KIP-848) with confluent-kafka's consumer
+(`group.protocol=consumer`) against `kt server-start`: the coordinator assigns, members
+reconcile one partition move at a time, and a partition has one owner at any instant."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+
+import pytest
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.client.client import KafkaClient
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from tests.groups._clients import produce, wait_until
+from tests.groups.conftest import start_broker
+
+pytestmark = pytest.mark.slow
+_names = itertools.count()
+
+CONSUMER_GROUP_OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    broker = start_broker(tmp_path_factory.mktemp("consumer-groups"), **CONSUMER_GROUP_OVERRIDES)
+    yield broker
+    if broker.alive:
+        broker.stop()
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+
+
+class Member:
+    """A confluent-kafka consumer of the consumer protocol on its own thread: it commits
+    after each batch and in its revocation callback (commits precede revocation), and
+    logs when it gains and loses each partition."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], log: list,
+                 instance_id: str | None = None, assignor: str | None = None) -> None:  # fmt: skip
+        self.name = f"m{next(_names)}"
+        config = {
+            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 500,
+        }  # fmt: skip
+        if instance_id is not None:
+            config["group.instance.id"] = instance_id
+        if assignor is not None:
+            config["group.remote.assignor"] = assignor
+        self.consumer = Consumer(config)
+        self.topics = topics
+        self.log = log  # (time, member, "+" or "-", topic, partition), shared by a test
+        self.owned: set[tuple[str, int]] = set()
+        self.records: list[tuple[str, int, int]] = []
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self.owned.add((tp.topic, tp.partition))
+            self.log.append((time.monotonic(), self.name, "+", tp.topic, tp.partition))
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._commit()
+        for tp in partitions:
+            self.log.append((time.monotonic(), self.name, "-", tp.topic, tp.partition))
+            self.owned.discard((tp.topic, tp.partition))
+
+    def _commit(self) -> None:
+        try:
+            self.consumer.commit(asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                raise
+
+    def _run(self) -> None:
+        try:
+            self.consumer.subscribe(self.topics, on_assign=self._assigned,
+                                    on_revoke=self._revoked, on_lost=self._revoked)  # fmt: skip
+            while not self._stop.is_set():
+                batch = self.consumer.consume(100, timeout=0.1)
+                good = [msg for msg in batch if msg.error() is None]
+                self.records += [(msg.topic(), msg.partition(), msg.offset()) for msg in good]
+                if good:
+                    self._commit()
+            self.consumer.close()
+        except BaseException as e:
+            self.error = e
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        assert not self._thread.is_alive(), f"{self.name} did not close"
+        if self.error is not None:
+            raise self.error
+
+
+def no_overlap(log: list) -> None:
+    """No partition was held by two members at one instant: each owner gave it up (its
+    revocation callback) before the next one got it (its assignment callback)."""
+    owner: dict[tuple[str, int], str] = {}
+    for _, member, sign, topic, partition in sorted(log):
+        tp = (topic, partition)
+        if sign == "+":
+            assert tp not in owner, f"{tp} given to {member} while {owner.get(tp)} holds it"
+            owner[tp] = member
+        else:
+            assert owner.pop(tp, None) == member
+
+
+def describe(bootstrap: str, group: str):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(30)
+
+
+def test_members_join_and_leave_with_every_record_read_once(broker) -> None:
+    n = next(_names)
+    topic, group = f"cg-{n}", f"cg-group-{n}"
+    create_topic(broker.bootstrap, topic, 6)
+    produce(broker.bootstrap, topic, 20, partitions=6)
+    log: list = []
+    members = [Member(broker.bootstrap, group, [topic], log)]
+    everyone = list(members)
+    try:
+        wait_until(lambda: len(members[0].owned) == 6, what="the first member owns all six")
+        for _ in range(2):
+            members.append(Member(broker.bootstrap, group, [topic], log))
+            everyone.append(members[-1])
+            produce(broker.bootstrap, topic, 20, partitions=6, start=20 * len(members) - 20)
+        wait_until(lambda: sorted(len(x.owned) for x in members) == [2, 2, 2],
+                   what="a 2+2+2 split")  # fmt: skip
+        assert set().union(*(x.owned for x in members)) == {(topic, p) for p in range(6)}
+        described = describe(broker.bootstrap, group)
+        assert (described.type, described.state) == (ConsumerGroupType.CONSUMER,
+                                                      ConsumerGroupState.STABLE)  # fmt: skip
+        assert sorted(len(d.assignment.topic_partitions) for d in described.members) == [2, 2, 2]
+        members.pop(0).close()
+        produce(broker.bootstrap, topic, 20, partitions=6, start=60)
+        wait_until(lambda: sorted(len(x.owned) for x in members) == [3, 3],
+                   what="the two left share the six")  # fmt: skip
+        everything = {(topic, p, o) for p in range(6) for o in range(80)}
+        wait_until(
+            lambda: {r for x in everyone for r in x.records} >= everything, what="every record read"
+        )
+    finally:
+        for member in members:
+            member.close()
+    read = Counter(r for x in everyone for r in x.records)
+    assert [r for r, times in read.items() if times > 1] == []
+    no_overlap(log)
+
+
+def advertised(bootstrap: str) -> set[int]:
+    with KafkaClient(bootstrap) as client:
+        response = client.any_connection().send(ApiKey.API_VERSIONS, m.ApiVersionsRequest())
+    return {k.api_key for k in response.api_keys}
+
+
+def test_without_the_consumer_protocol_its_apis_are_not_advertised(broker, tmp_path) -> None:
+    """group.coordinator.rebalance.protocols=classic (Kafka 3.9's default): neither
+    ConsumerGroupHeartbeat nor ConsumerGroupDescribe is in ApiVersions, as on such a Kafka
+    broker; with Kafka 4's default (kt's) both are."""
+    assert {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE} <= advertised(
+        broker.bootstrap
+    )
+    classic = start_broker(tmp_path, **{"group.coordinator.rebalance.protocols": "classic"})
+    try:
+        assert not {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE} & advertised(
+            classic.bootstrap
+        )
+    finally:
+        classic.stop()
