@@ -192,3 +192,65 @@ def test_without_the_consumer_protocol_its_apis_are_not_advertised(broker, tmp_p
         )
     finally:
         classic.stop()
+
+
+def group_epochs(bootstrap: str, group: str) -> tuple[int, int, dict[str, int]]:
+    """(group epoch, assignment epoch, member epoch by instance id or member id) as
+    ConsumerGroupDescribe answers (the broker is the coordinator of every group)."""
+    with KafkaClient(bootstrap) as client:
+        response = client.any_connection().send(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, m.ConsumerGroupDescribeRequest(group_ids=[group])
+        )
+    (described,) = response.groups
+    assert described.error_code == 0, described
+    members = {x.instance_id or x.member_id: x.member_epoch for x in described.members}
+    return described.group_epoch, described.assignment_epoch, members
+
+
+def test_a_static_member_restarting_keeps_its_partitions_without_a_rebalance(broker) -> None:
+    n = next(_names)
+    topic, group = f"static-{n}", f"static-group-{n}"
+    create_topic(broker.bootstrap, topic, 6)
+    log: list = []
+    first = Member(broker.bootstrap, group, [topic], log, instance_id="one")
+    second = Member(broker.bootstrap, group, [topic], log, instance_id="two")
+    third = None
+    try:
+        wait_until(lambda: sorted(len(x.owned) for x in (first, second)) == [3, 3]
+                   and _stable(broker.bootstrap, group), what="a stable 3+3 split")  # fmt: skip
+        before = group_epochs(broker.bootstrap, group)
+        held = set(first.owned)
+        first.close()  # a static member leaves for a while (member epoch -2)
+        wait_until(lambda: group_epochs(broker.bootstrap, group)[2]["one"] == -2,
+                   what="the static member away")  # fmt: skip
+        third = Member(broker.bootstrap, group, [topic], log, instance_id="one")
+        wait_until(lambda: third.owned == held, what="the restarted member's partitions back")
+        assert group_epochs(broker.bootstrap, group)[:2] == before[:2]  # no rebalance
+        assert [e for e in log if e[1] == second.name and e[2] == "-"] == []
+    finally:
+        for member in (second, third):
+            if member is not None:
+                member.close()
+
+
+def _stable(bootstrap: str, group: str) -> bool:
+    """Every member at the assignment epoch, which the group epoch reached."""
+    group_epoch, assignment_epoch, members = group_epochs(bootstrap, group)
+    return group_epoch == assignment_epoch and set(members.values()) == {assignment_epoch}
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later(broker) -> None:
+    n = next(_names)
+    group = f"regex-group-{n}"
+    create_topic(broker.bootstrap, f"rx{n}-a", 2)
+    create_topic(broker.bootstrap, f"other{n}", 2)
+    log: list = []
+    member_ = Member(broker.bootstrap, group, [f"^rx{n}-.*"], log)
+    try:
+        wait_until(lambda: member_.owned == {(f"rx{n}-a", 0), (f"rx{n}-a", 1)},
+                   what="the matching topic assigned")  # fmt: skip
+        create_topic(broker.bootstrap, f"rx{n}-b", 2)
+        wait_until(lambda: len(member_.owned) == 4, what="the new matching topic assigned")
+        assert {t for t, _ in member_.owned} == {f"rx{n}-a", f"rx{n}-b"}
+    finally:
+        member_.close()

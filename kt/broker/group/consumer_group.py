@@ -62,6 +62,9 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # The member epoch each assigned partition came with (KIP-1251's assignment epochs):
+    # a commit of an older member epoch is taken for a partition held since then.
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -72,6 +75,12 @@ class ConsumerGroupMember:
 
     def partition_count(self) -> int:
         return sum(len(p) for p in self.assigned.values())
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """The epoch `partition` was assigned in; -1 when the member does not hold it."""
+        if partition not in self.assigned.get(topic_id, ()):
+            return -1
+        return self.assignment_epochs.get((topic_id, partition), self.member_epoch)
 
 
 @dataclass
@@ -94,9 +103,11 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # A new group starts at epoch 1 with an empty assignment of epoch 1, so that its
+        # first computed assignment has epoch 2 (Kafka 4.3, KAFKA-20268).
+        self.group_epoch = 1
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.assignment_timestamp = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.static_members: dict[str, str] = {}

@@ -280,7 +280,9 @@ class ConsumerGroupCoordinator:
             target = targets.get(member_id, {})
         else:
             target_epoch = group.assignment_epoch
-            target = group.target_of(member_id)
+            # A static member replacing its predecessor has the predecessor's target (the
+            # records moving it are not replayed yet): ConsumerGroup.targetAssignment.
+            target = group.target_of(previous_static or member_id)
 
         reconciled = updated
         if not updated.is_reconciled_to(target_epoch):
@@ -432,7 +434,10 @@ class ConsumerGroupCoordinator:
         records = cr.member_removal(group.group_id, member.member_id)
         remaining = [m for m in group.members.values() if m.member_id != member.member_id]
         metadata_hash = self._metadata_hash(group, remaining)
-        records.append(cr.group_epoch(group.group_id, group.group_epoch + 1, metadata_hash))
+        epoch = group.group_epoch + 1
+        records.append(cr.group_epoch(group.group_id, epoch, metadata_hash))
+        if not remaining:  # the assignment epoch catches up (KAFKA-20442)
+            records.append(cr.target_epoch(group.group_id, epoch, 0))
         self._cancel_timers(group.group_id, member.member_id)
         self._apply(group.group_id, records)
         return records
@@ -669,20 +674,36 @@ class ConsumerGroupCoordinator:
 
 
 def validate_offset_commit(
-    group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int,
+    group: ConsumerGroup,
+    member_id: str,
+    member_epoch: int,
+    api_version: int,
+    partitions: Iterable[tuple[uuid.UUID, int]],
     transactional: bool = False,
-) -> str:  # fmt: skip
-    """ConsumerGroup.validateOffsetCommit: the error name."""
+) -> dict[tuple[uuid.UUID, int], str]:
+    """ConsumerGroup.validateOffsetCommit: an error name per partition. A member may
+    commit with an epoch older than its current one for the partitions it has held since
+    that epoch (KIP-1251's assignment epochs), so a commit sent just before the member
+    moved to its next epoch is not refused."""
+    partitions = list(partitions)
     if member_epoch < 0 and not group.members:
-        return "NONE"
+        return dict.fromkeys(partitions, "NONE")
     member = group.members.get(member_id)
     if member is None:
-        return "UNKNOWN_MEMBER_ID"
-    if not transactional and api_version < 9:
-        return "UNSUPPORTED_VERSION"
-    if member_epoch != member.member_epoch:
-        return "STALE_MEMBER_EPOCH"
-    return "NONE"
+        error = "UNKNOWN_MEMBER_ID"
+    elif not transactional and api_version < 9:
+        error = "UNSUPPORTED_VERSION"
+    elif member_epoch > member.member_epoch:
+        error = "STALE_MEMBER_EPOCH"
+    elif member_epoch == member.member_epoch:
+        error = "NONE"
+    else:
+        return {
+            (t, p): "NONE" if 0 <= member.assignment_epoch(t, p) <= member_epoch
+            else "STALE_MEMBER_EPOCH"
+            for t, p in partitions
+        }  # fmt: skip
+    return dict.fromkeys(partitions, error)
 
 
 def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from kt.broker.group.consumer_group import (
@@ -68,6 +68,9 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _VALUE_VERSION = _I16.pack(0)
 _NO_TAGS = b"\x00"
+# ClassicMemberMetadata (tag 0) is null for a consumer-protocol member; Kafka writes the tag
+# with its null value all the same: one tagged field, tag 0, one byte, null.
+_CLASSIC_MEMBER_METADATA_NULL = b"\x01\x00\x01\x00"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class CurrentAssignment:
     state: MemberState
     assigned: Assignment
     pending_revocation: Assignment
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,8 +139,10 @@ def target_epoch(group_id: str, epoch: int, timestamp: int) -> CoordinatorRecord
 
 
 def current_assignment(group_id: str, member: ConsumerGroupMember) -> CoordinatorRecord:
+    epochs = {(t, p): member.assignment_epoch(t, p) for t, ps in member.assigned.items()
+              for p in ps}  # fmt: skip
     value = CurrentAssignment(member.member_epoch, member.previous_member_epoch, member.state,
-                              member.assigned, member.pending_revocation)  # fmt: skip
+                              member.assigned, member.pending_revocation, epochs)  # fmt: skip
     return CoordinatorRecord(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id, value)
 
 
@@ -231,7 +237,8 @@ def replay(group: ConsumerGroup, record: CoordinatorRecord) -> None:
 def _replace_assignment(member: ConsumerGroupMember, a: CurrentAssignment) -> ConsumerGroupMember:
     return replace(member, member_epoch=a.member_epoch,
                    previous_member_epoch=a.previous_member_epoch, state=a.state,
-                   assigned=a.assigned, pending_revocation=a.pending_revocation)  # fmt: skip
+                   assigned=a.assigned, pending_revocation=a.pending_revocation,
+                   assignment_epochs=a.assignment_epochs)  # fmt: skip
 
 
 # -- encoding -----------------------------------------------------------------------------
@@ -257,11 +264,18 @@ def _tags(fields: list[tuple[int, bytes]]) -> bytes:
     return b"".join(out)
 
 
-def _topic_partitions(assignment: Assignment) -> bytes:
-    return _compact_array([
-        write_uuid(topic_id) + _int32s(sorted(partitions)) + _NO_TAGS
-        for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0]))
-    ])  # fmt: skip
+def _topic_partitions(
+    assignment: Assignment, epochs: dict[tuple[uuid.UUID, int], int] | None = None
+) -> bytes:
+    """[TopicId, Partitions, tag 0 AssignmentEpochs (when `epochs` is given)]."""
+    items = []
+    for topic_id, partitions in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        ordered = sorted(partitions)
+        tags = _NO_TAGS
+        if epochs is not None and ordered:
+            tags = _tags([(0, _int32s([epochs[(topic_id, p)] for p in ordered]))])
+        items.append(write_uuid(topic_id) + _int32s(ordered) + tags)
+    return _compact_array(items)
 
 
 def _encode_group_epoch(v: GroupEpoch) -> bytes:
@@ -275,7 +289,8 @@ def _encode_member(m: ConsumerGroupMember) -> bytes:
         write_compact_string(m.client_id), write_compact_string(m.client_host),
         _compact_array([write_compact_string(t) for t in m.subscribed_topic_names]),
         write_compact_string(m.subscribed_topic_regex), _I32.pack(m.rebalance_timeout_ms),
-        write_compact_string(m.server_assignor), _NO_TAGS,
+        write_compact_string(m.server_assignor),
+        _CLASSIC_MEMBER_METADATA_NULL,
     ))  # fmt: skip
 
 
@@ -287,7 +302,8 @@ def _encode_target_epoch(v: TargetEpoch) -> bytes:
 def _encode_current(v: CurrentAssignment) -> bytes:
     return b"".join((
         _I32.pack(v.member_epoch), _I32.pack(v.previous_member_epoch), _I8.pack(v.state),
-        _topic_partitions(v.assigned), _topic_partitions(v.pending_revocation), _NO_TAGS,
+        _topic_partitions(v.assigned, v.assignment_epochs), _topic_partitions(v.pending_revocation),
+        _NO_TAGS,
     ))  # fmt: skip
 
 
@@ -339,13 +355,21 @@ def _read_tags(r: SchemaReader) -> dict[int, bytes]:
     return tags
 
 
-def _read_assignment(r: SchemaReader) -> Assignment:
+def _read_assignment(
+    r: SchemaReader, epochs: dict[tuple[uuid.UUID, int], int] | None = None
+) -> Assignment:
+    """[TopicId, Partitions]; their AssignmentEpochs (tag 0) into `epochs` if given."""
     assignment: Assignment = {}
     for _ in range(max(0, r.array_length())):
         topic_id = uuid.UUID(bytes=bytes(r.data[r.pos : r.pos + 16]))
         r.pos += 16
-        assignment[topic_id] = frozenset(r.array(r.int32) or ())
-        _read_tags(r)
+        partitions = r.array(r.int32) or []
+        assignment[topic_id] = frozenset(partitions)
+        tag = _read_tags(r).get(0)
+        if tag is not None and epochs is not None:
+            listed = SchemaReader(bytes(tag), flexible=True)
+            found = listed.array(listed.int32) or []
+            epochs.update(((topic_id, p), e) for p, e in zip(partitions, found, strict=False))
     return assignment
 
 
@@ -381,10 +405,11 @@ def _decode_target_member(r: SchemaReader, _sub: str) -> Assignment:
 
 def _decode_current(r: SchemaReader, _sub: str) -> CurrentAssignment:
     epoch, previous, state = r.int32(), r.int32(), r.int8()
+    epochs: dict[tuple[uuid.UUID, int], int] = {}
     value = CurrentAssignment(
         epoch, previous,
         MemberState(state) if state in MemberState._value2member_map_ else MemberState.UNKNOWN,
-        _read_assignment(r), _read_assignment(r),
+        _read_assignment(r, epochs), _read_assignment(r), epochs,
     )  # fmt: skip
     _read_tags(r)
     return value

@@ -75,12 +75,15 @@ def _next(
             revoking[topic_id] = to_revoke
         if free:
             pending[topic_id] = free
+    epochs = {(t, p): member.assignment_epoch(t, p) for t, ps in assigned.items() for p in ps}
     if revoking and _owns_any(owned, revoking):
         return replace(member.with_epoch(member_epoch), state=MemberState.UNREVOKED_PARTITIONS,
-                       assigned=assigned, pending_revocation=revoking)  # fmt: skip
+                       assigned=assigned, pending_revocation=revoking,
+                       assignment_epochs=epochs)  # fmt: skip
     if pending:
         for topic_id, partitions in pending.items():
             assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+            epochs.update(((topic_id, p), target_epoch) for p in partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return replace(member.with_epoch(target_epoch), state=state, assigned=assigned,
-                   pending_revocation={})  # fmt: skip
+                   pending_revocation={}, assignment_epochs=epochs)  # fmt: skip

@@ -59,6 +59,7 @@ async def commit_offsets(
     generation_id: int,
     offsets: dict[TopicPartitionKey, OffsetAndMetadata],
     api_version: int = 9,
+    topic_id: Callable[[str], uuid.UUID] = lambda _: uuid.UUID(int=0),
 ) -> dict[TopicPartitionKey, str]:
     """An error name per partition. For a consumer group (KIP-848) `generation_id` is
     the member epoch."""
@@ -75,18 +76,37 @@ async def commit_offsets(
         if generation_id >= 0:
             return every("ILLEGAL_GENERATION")  # a commit from an older generation
         group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
+    results: dict[TopicPartitionKey, str] = {}
     if group.consumer is not None:
-        error = validate_offset_commit(group.consumer, member_id, generation_id, api_version)
+        results = _consumer_group_commit(group.consumer, member_id, generation_id, api_version,
+                                         offsets, topic_id)  # fmt: skip
+        offsets = {tp: o for tp, o in offsets.items() if results[tp] == "NONE"}
     else:
         error = _commit_precheck(group, member_id, group_instance_id, generation_id)
-    if error != "NONE":
-        return every(error)
-    if generation_id >= 0 and group.consumer is None:
-        coordinator.schedule_session_expiry(group, group.members[member_id])
+        if error != "NONE":
+            return every(error)
+        if generation_id >= 0:
+            coordinator.schedule_session_expiry(group, group.members[member_id])
     if not offsets:
-        return {}
+        return results
     error = await manager.store_offsets(group, offsets)
-    return every(error)
+    return {**results, **dict.fromkeys(offsets, error)}
+
+
+def _consumer_group_commit(
+    group: ConsumerGroup,
+    member_id: str,
+    member_epoch: int,
+    api_version: int,
+    offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+    topic_id: Callable[[str], uuid.UUID],
+    transactional: bool = False,
+) -> dict[TopicPartitionKey, str]:
+    """validate_offset_commit for partitions named by topic name."""
+    ids = {tp: (topic_id(tp[0]), tp[1]) for tp in offsets}
+    errors = validate_offset_commit(group, member_id, member_epoch, api_version, ids.values(),
+                                    transactional)  # fmt: skip
+    return {tp: errors[ids[tp]] for tp in offsets}
 
 
 async def txn_commit_offsets(
@@ -98,10 +118,12 @@ async def txn_commit_offsets(
     group_instance_id: str | None,
     generation_id: int,
     offsets: dict[TopicPartitionKey, OffsetAndMetadata],
+    topic_id: Callable[[str], uuid.UUID] = lambda _: uuid.UUID(int=0),
 ) -> dict[TopicPartitionKey, str]:
     """TxnOffsetCommit (handleTxnCommitOffsets): commits in a producer's transaction,
     pending until its marker. A group that does not exist is created Empty; a member id
-    or generation, when given (v3, KIP-447), must be the group's current ones."""
+    or generation, when given (v3, KIP-447), must be the group's current ones (for a
+    consumer group: its member epoch)."""
     error = coordinator.group_error(group_id)
     if error != "NONE":
         return dict.fromkeys(offsets, error)
@@ -112,8 +134,16 @@ async def txn_commit_offsets(
     if group.is_(GroupState.DEAD):
         error = "COORDINATOR_NOT_AVAILABLE"
     elif group.consumer is not None:
-        error = validate_offset_commit(group.consumer, member_id, generation_id, 9,
-                                       transactional=True)  # fmt: skip
+        results = _consumer_group_commit(
+            group.consumer,
+            member_id,
+            generation_id,
+            9,
+            offsets,
+            lambda _: uuid.UUID(int=0),
+            transactional=True,
+        )
+        error = next((e for e in results.values() if e != "NONE"), "NONE")
     elif generation_id >= 0 or member_id or group_instance_id is not None:
         error = _validate_current_member(group, member_id, group_instance_id)
         if error == "NONE" and generation_id != group.generation_id:

@@ -273,6 +273,7 @@ async def offset_commit(broker: BrokerServices, header: Any, request: Any, ctx: 
             request.generation_id_or_member_epoch if version >= 1 else -1,
             offsets,
             version,
+            cache.topic_id,
         )
     )
     R = m.OffsetCommitResponse

@@ -201,6 +201,7 @@ async def txn_offset_commit(broker: BrokerServices, header: Any, request: Any, c
         request.group_instance_id if version >= 3 else None,
         request.generation_id if version >= 3 else -1,
         offsets,
+        broker.metadata_cache.topic_id,
     )
     results.update({tp: _fenced_for(version, 3, e) for tp, e in committed.items()})
     R = m.TxnOffsetCommitResponse
