@@ -216,3 +216,14 @@ def test_replaying_a_groups_records_rebuilds_it() -> None:
     for record in cr.member_removal("e1", member_.member_id):
         cr.replay(group, record)
     assert group.members == {} and group.partition_epochs == {}
+
+
+def test_uniform_gives_a_fresh_group_contiguous_runs_as_kafka() -> None:
+    """UniformHomogeneousAssignmentBuilder: partitions in order to the members in order,
+    each up to its quota (the first ones one more while some remain)."""
+    subs = {m: MemberSubscription(frozenset({T1})) for m in ("a", "b", "c")}
+    assert assignors.assign("uniform", subs, {T1: 7}, {}) == {
+        "a": {T1: frozenset({0, 1, 2})},
+        "b": {T1: frozenset({3, 4})},
+        "c": {T1: frozenset({5, 6})},
+    }

@@ -15,6 +15,7 @@ and the current target assignment, and return the new target assignment.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ def assign(
         return {}
     if name == RANGE:
         return _range(members, partitions)
+    if len({s.topic_ids for s in members.values()}) == 1:
+        return _uniform_homogeneous(members, partitions, current)
     return _uniform(members, partitions, current)
 
 
@@ -78,6 +81,48 @@ def _range(
             if start < end:
                 result[member_id][topic_id] = frozenset(range(start, end))
             start = end
+    return result
+
+
+def _uniform_homogeneous(
+    members: Mapping[str, MemberSubscription],
+    partitions: Mapping[uuid.UUID, int],
+    current: Mapping[str, Assignment],
+) -> dict[str, Assignment]:
+    """UniformHomogeneousAssignmentBuilder (every member has the same subscription): each
+    member keeps its current partitions up to its quota (the total over the members, one
+    more for the first ones while some remain), and the partitions left go, in order, to
+    the members under quota in member order: contiguous runs for a fresh group."""
+    ordered = sorted(members)
+    topics = sorted((t for t in next(iter(members.values())).topic_ids if t in partitions),
+                    key=str)  # fmt: skip
+    total = sum(partitions[t] for t in topics)
+    quota, extra = divmod(total, len(ordered))
+    taken: set[tuple[uuid.UUID, int]] = set()
+    result: dict[str, Assignment] = {}
+    room: list[tuple[str, int]] = []
+    for member_id in ordered:
+        allowed = quota + (1 if extra > 0 else 0)
+        extra -= 1
+        kept: dict[uuid.UUID, frozenset[int]] = {}
+        for topic_id in topics:
+            held = sorted(
+                p
+                for p in current.get(member_id, {}).get(topic_id, ())
+                if p < partitions[topic_id] and (topic_id, p) not in taken
+            )
+            held = held[:allowed]
+            allowed -= len(held)
+            if held:
+                kept[topic_id] = frozenset(held)
+                taken.update((topic_id, p) for p in held)
+        result[member_id] = kept
+        if allowed > 0:
+            room.append((member_id, allowed))
+    left = iter([(t, p) for t in topics for p in range(partitions[t]) if (t, p) not in taken])
+    for member_id, allowed in room:
+        for topic_id, p in itertools.islice(left, allowed):
+            result[member_id][topic_id] = result[member_id].get(topic_id, frozenset()) | {p}
     return result
 
 

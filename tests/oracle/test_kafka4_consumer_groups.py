@@ -1,0 +1,128 @@
+"""Kafka 4.4 (KRaft, one process) beside kt with the consumer group protocol (KIP-848):
+the same scenario on both (two confluent-kafka members of `group.protocol=consumer`
+share six partitions and commit what they read), then Kafka 4.4's own
+kafka-consumer-groups prints the same against both, modulo member ids and the
+coordinator's address; and Kafka 4.4's DumpLogSegments reads the group's records in
+kt's `__consumer_offsets` exactly as `kt dump-log` prints them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.broker.group.group_metadata_manager import partition_for
+from kt.client.client import KafkaClient
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool, unavailable_reason
+from tests._environment import unavailable
+from tests.groups._clients import wait_until
+
+HEARTBEATS = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
+TOOL_RUNS = (
+    ("--describe", "--group", "oracle"),
+    ("--describe", "--group", "oracle", "--members", "--verbose"),
+    ("--describe", "--group", "oracle", "--state", "--verbose"),
+    ("--list", "--type"),
+)
+MEMBER_ID = re.compile(r"[A-Za-z0-9+/_-]{22}")
+
+
+@pytest.fixture
+def kafka4(tmp_path):
+    reason = unavailable_reason(KAFKA4_VERSION)
+    if reason is not None:
+        unavailable(reason)
+    kafka = ReferenceKafka(tmp_path / "kafka4", broker_id=0, version=KAFKA4_VERSION,
+                           overrides=HEARTBEATS)  # fmt: skip
+    with kafka.start():
+        yield kafka
+
+
+@pytest.fixture
+def kt4(broker_factory):
+    return broker_factory(**HEARTBEATS)
+
+
+def stable(bootstrap: str) -> bool:
+    with KafkaClient(bootstrap) as client:
+        response = client.any_connection().send(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, m.ConsumerGroupDescribeRequest(group_ids=["oracle"])
+        )
+    (group,) = response.groups
+    return group.group_state == "Stable" and len(group.members) == 2
+
+
+def scenario(bootstrap: str) -> list[list[str]]:
+    """Two members read and commit 60 records of six partitions; Kafka 4.4's tool's
+    output then, ids and the coordinator's address masked, each run's lines sorted (the
+    members' order is their random ids')."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("orders", 6, 1)])["orders"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(60):
+        producer.produce("orders", b"%d" % i, partition=i % 6)
+    assert producer.flush(30) == 0
+    consumers = [
+        Consumer({"bootstrap.servers": bootstrap, "group.id": "oracle",
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "client.id": "member"})
+        for _ in range(2)
+    ]  # fmt: skip
+    read = 0
+    try:
+        for consumer in consumers:
+            consumer.subscribe(["orders"])
+
+        def settled() -> bool:
+            nonlocal read
+            for consumer in consumers:
+                msg = consumer.poll(0.05)
+                if msg is not None and msg.error() is None:
+                    consumer.commit(msg, asynchronous=False)
+                    read += 1
+            owned = sorted(len(c.assignment()) for c in consumers)
+            return read == 60 and owned == [3, 3] and stable(bootstrap)
+
+        wait_until(settled, timeout_s=90, what="60 records read by a stable 3+3 group")
+        outputs = []
+        for args in TOOL_RUNS:
+            result = run_tool("kafka-consumer-groups", "--bootstrap-server", bootstrap, *args,
+                              version=KAFKA4_VERSION)  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            text = MEMBER_ID.sub("<member>", result.stdout.replace(bootstrap, "<coordinator>"))
+            outputs.append(sorted(line.rstrip() for line in text.splitlines()))
+        return outputs
+    finally:
+        for consumer in consumers:
+            consumer.close()
+
+
+def test_kafka4_consumer_groups_prints_the_same(kafka4, kt4) -> None:
+    theirs = scenario(kafka4.bootstrap)
+    ours = scenario(kt4.bootstrap)
+    assert any("orders:0,1,2" in line for line in theirs[1])
+    assert any("Stable" in line for line in theirs[2])
+    assert ours == theirs
+
+
+def test_kafka4_dump_log_reads_kts_group_records(kt4) -> None:
+    scenario(kt4.bootstrap)
+    partition = partition_for("oracle", 50)
+    segment = next((kt4.log_dir / f"__consumer_offsets-{partition}").glob("*.log"))
+    args = ("--files", str(segment), "--offsets-decoder", "--print-data-log")
+    theirs = run_tool("kafka-dump-log", *args, version=KAFKA4_VERSION)
+    assert theirs.returncode == 0, theirs.stderr
+    ours = subprocess.run([sys.executable, "-m", "kt", "dump-log", *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert ours.returncode == 0, ours.stderr
+    assert '"type":"8"' in theirs.stdout and "Unknown record type" not in theirs.stdout
+    assert ours.stdout == theirs.stdout
