@@ -5,9 +5,11 @@ reconcile one partition move at a time, and a partition has one owner at any ins
 from __future__ import annotations
 
 import itertools
+import subprocess
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from confluent_kafka import (
@@ -23,6 +25,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
+from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
+from tests._environment import unavailable
 from tests.groups._clients import produce, wait_until
 from tests.groups.conftest import start_broker
 
@@ -254,3 +258,78 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(broker) -> None:
         assert {t for t, _ in member_.owned} == {f"rx{n}-a", f"rx{n}-b"}
     finally:
         member_.close()
+
+
+class JavaMember:
+    """Kafka 4.4's Java consumer (interop/ConsumerProtocolMember.java) in the group."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, stop: Path) -> None:
+        source = Path(__file__).resolve().parents[2] / "interop" / "ConsumerProtocolMember.java"
+        command = java_command(str(source), ["-Xmx256m"], _tool_log4j(KAFKA4_VERSION),
+                               version=KAFKA4_VERSION)  # fmt: skip
+        self.stop = stop
+        self.proc = subprocess.Popen([*command, bootstrap, topic, group, str(stop)],
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self.owned: set[int] = set()
+        self.records: list[tuple[int, int]] = []
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+            word, _, rest = line.strip().partition(" ")
+            if word == "owned":
+                self.owned = {int(p) for p in rest.split(",") if p}
+            elif word == "read":
+                partition, offset = rest.split()
+                self.records.append((int(partition), int(offset)))
+
+    def close(self) -> None:
+        self.stop.touch()
+        try:
+            assert self.proc.wait(60) == 0, self.lines[-20:]
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self._reader.join(10)
+        assert self.lines[-1] == "closed"
+
+
+def test_kafka4_java_and_librdkafka_members_share_a_group(broker, tmp_path) -> None:
+    """A member of Kafka 4.4's Java consumer and one of confluent-kafka's split six
+    partitions, read every record once between them, and the survivor takes all when the
+    Java member leaves."""
+    reason = unavailable_reason(KAFKA4_VERSION)
+    if reason is not None:
+        unavailable(reason)
+    n = next(_names)
+    topic, group = f"java-{n}", f"java-group-{n}"
+    create_topic(broker.bootstrap, topic, 6)
+    produce(broker.bootstrap, topic, 10, partitions=6)
+    java = JavaMember(broker.bootstrap, topic, group, tmp_path / "stop")
+    log: list = []
+    python = None
+    try:
+        wait_until(lambda: java.owned == set(range(6)), timeout_s=90,
+                   what="the Java member owns all six")  # fmt: skip
+        python = Member(broker.bootstrap, group, [topic], log)
+        wait_until(lambda: len(java.owned) == 3 and len(python.owned) == 3, timeout_s=60,
+                   what="a 3+3 split")  # fmt: skip
+        assert java.owned | {p for _, p in python.owned} == set(range(6))
+        produce(broker.bootstrap, topic, 10, partitions=6, start=10)
+        java.close()
+        wait_until(lambda: len(python.owned) == 6, what="the survivor owns all six")
+        produce(broker.bootstrap, topic, 10, partitions=6, start=20)
+        everything = {(p, o) for p in range(6) for o in range(30)}
+        wait_until(lambda: set(java.records) | {(p, o) for _, p, o in python.records}
+                   >= everything, what="every record read")  # fmt: skip
+    finally:
+        if java.proc.poll() is None:
+            java.close()
+        if python is not None:
+            python.close()
+    read = Counter([*java.records, *((p, o) for _, p, o in python.records)])
+    assert [r for r, times in read.items() if times > 1] == []
