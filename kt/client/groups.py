@@ -39,6 +39,9 @@ class MemberDescription:
     client_id: str
     host: str
     assignment: list[tuple[str, int]]
+    # A consumer group's member (KIP-848): its epoch and its target assignment.
+    member_epoch: int | None = None
+    target: list[tuple[str, int]] | None = None
 
 
 @dataclass
@@ -50,6 +53,9 @@ class GroupDescription:
     coordinator: tuple[int, str, int]  # id, host, port
     members: list[MemberDescription] = field(default_factory=list)
     error_code: int = 0
+    group_type: str = "classic"  # or "consumer" (KIP-848)
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
 
 def decode_assignment(data: bytes) -> list[tuple[str, int]]:
@@ -152,19 +158,32 @@ class GroupAdmin:
 
     def list_groups(self, states: list[str] | None = None) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group of every broker, sorted."""
+        return [(g, protocol, state) for g, protocol, state, _ in self.list_typed_groups(states)]
+
+    def list_typed_groups(self, states: list[str] | None = None) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, group type) of every group, sorted; the type
+        is `classic` or `consumer` (ListGroups v5)."""
         self.client.metadata([])
-        found: dict[str, tuple[str, str, str]] = {}
+        found: dict[str, tuple[str, str, str, str]] = {}
         request = m.ListGroupsRequest(states_filter=states or [])
         for broker_id in sorted(self.client.brokers):
             response = self.client.connection(broker_id).send(ApiKey.LIST_GROUPS, request)
             if response.error_code:
                 raise KafkaError(response.error_code, "ListGroups failed")
             for g in response.groups:
-                found[g.group_id] = (g.group_id, g.protocol_type, g.group_state)
+                found[g.group_id] = (g.group_id, g.protocol_type, g.group_state,
+                                     g.group_type or "classic")  # fmt: skip
         return [found[g] for g in sorted(found)]
 
     def describe_group(self, group_id: str) -> GroupDescription:
+        """A consumer group (KIP-848) as ConsumerGroupDescribe gives it, else a classic
+        group as DescribeGroups does (Kafka's Admin.describeConsumerGroups)."""
         coordinator = self.find_coordinator(group_id)
+        if self.client.connection(coordinator[0]).api_versions.get(
+                ApiKey.CONSUMER_GROUP_DESCRIBE) is not None:  # fmt: skip
+            described = self._describe_consumer_group(group_id, coordinator)
+            if described is not None:
+                return described
         response = self._send_to_coordinator(
             group_id, ApiKey.DESCRIBE_GROUPS, m.DescribeGroupsRequest(groups=[group_id]),
             lambda r: r.groups[0].error_code,
@@ -184,6 +203,34 @@ class GroupAdmin:
         ]
         return GroupDescription(group_id, g.group_state, g.protocol_type, g.protocol_data,
                                 coordinator, members, g.error_code)  # fmt: skip
+
+    def _describe_consumer_group(
+        self, group_id: str, coordinator: tuple[int, str, int]
+    ) -> GroupDescription | None:
+        """None when the group is no consumer group (GROUP_ID_NOT_FOUND)."""
+        response = self._send_to_coordinator(
+            group_id, ApiKey.CONSUMER_GROUP_DESCRIBE,
+            m.ConsumerGroupDescribeRequest(group_ids=[group_id]),
+            lambda r: r.groups[0].error_code,
+        )  # fmt: skip
+        g = response.groups[0]
+        if g.error_code == KafkaError("GROUP_ID_NOT_FOUND").code:
+            return None
+        if g.error_code:
+            raise KafkaError(g.error_code, g.error_message)
+
+        def partitions(assignment: Any) -> list[tuple[str, int]]:
+            return [(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions]
+
+        members = [
+            MemberDescription(x.member_id, x.instance_id, x.client_id, x.client_host,
+                              partitions(x.assignment), x.member_epoch,
+                              partitions(x.target_assignment))
+            for x in g.members
+        ]  # fmt: skip
+        return GroupDescription(group_id, g.group_state, "consumer", g.assignor_name,
+                                coordinator, members, 0, "consumer", g.group_epoch,
+                                g.assignment_epoch)  # fmt: skip
 
     # -- offsets --------------------------------------------------------------------------
 

@@ -32,7 +32,19 @@ ACTIONS = ("--list", "--describe", "--delete", "--reset-offsets", "--delete-offs
 @click.option("--reset-offsets", is_flag=True, help="Reset offsets of inactive groups.")
 @click.option("--offsets", is_flag=True, help="With --describe: offsets and lag (default).")
 @click.option("--members", is_flag=True, help="With --describe: the members.")
-@click.option("--verbose", is_flag=True, help="With --members: the partitions of each.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="With --members: the partitions of each; with --state: the epochs.",
+)
+@click.option(
+    "--type",
+    "types",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    help="--list: the group types, or only these (consumer,classic).",
+)
 @click.option("--state", "state", is_flag=False, flag_value="", default=None,
               help="--describe: the state; --list: filter by states (s1,s2).")  # fmt: skip
 @click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
@@ -88,13 +100,13 @@ def _run(cg, o: dict) -> None:  # type: ignore[no-untyped-def]
         if o["all_groups"]:
             groups = [g for g, _, _ in admin.list_groups()]
         if o["list_"]:
-            cg.list_groups(admin, out, o["state"])
+            cg.list_groups(admin, out, o["state"], o["types"])
         elif o["describe"]:
             # A missing group exits 1 (Kafka's tool exits 0 after its error line).
             if o["members"]:
                 ok = cg.describe_members(admin, out, err, groups, bool(o["verbose"]))
             elif o["state"] is not None and not o["offsets"]:
-                ok = cg.describe_state(admin, out, err, groups)
+                ok = cg.describe_state(admin, out, err, groups, bool(o["verbose"]))
             else:
                 ok = cg.describe_offsets(admin, out, err, groups)
         elif o["delete"]:

@@ -57,17 +57,52 @@ def parse_states(text: str) -> list[str]:
 # -- list -------------------------------------------------------------------------------
 
 
-def list_groups(admin: GroupAdmin, out: TextIO, states: str | None) -> None:
-    if states is None:
+def list_groups(
+    admin: GroupAdmin, out: TextIO, states: str | None, types: str | None = None
+) -> None:
+    """The group ids; with --state and/or --type (Kafka 4's), a table with those columns
+    (and the groups of the states and types given, when given)."""
+    if states is None and types is None:
         for group_id, _, _ in admin.list_groups():
             out.write(group_id + "\n")
         return
     wanted = parse_states(states) if states else []
-    groups = admin.list_groups(wanted)
-    width = max([15] + [len(g) for g, _, _ in groups]) + 10
-    out.write(_row([width, 20], ["GROUP", "STATE"]).rstrip() + "\n")
-    for group_id, _, state in groups:
-        out.write(_row([width, 20], [group_id, state]).rstrip() + "\n")
+    kinds = parse_types(types) if types else []
+    groups = [g for g in admin.list_typed_groups(wanted) if not kinds or g[3] in kinds]
+    width = max([15] + [len(g[0]) for g in groups]) + 10
+    header, columns = ["GROUP"], [0]
+    if types is not None:
+        header.append("TYPE")
+        columns.append(3)
+    if states is not None:
+        header.append("STATE")
+        columns.append(2)
+    widths = [width] + [20] * (len(header) - 1)
+    # Kafka 4's printGroupInfo pads every column ("%-Ns %-20s%n"); Kafka 3.9's listing of
+    # states (the only table it has) leaves the last one unpadded.
+    last = "" if types is not None else None
+    out.write(_row(widths, header).rstrip(last) + "\n")
+    for group in groups:
+        cells = [_shown_type(group[i]) if i == 3 else group[i] for i in columns]
+        out.write(_row(widths, cells).rstrip(last) + "\n")
+
+
+GROUP_TYPES = ("consumer", "classic")
+
+
+def parse_types(text: str) -> list[str]:
+    types = [item.strip().lower() for item in text.split(",")]
+    for t in types:
+        if t not in GROUP_TYPES:
+            raise ConsumerGroupCommandError(
+                f"Invalid types list '{text}'. Valid types are: {', '.join(GROUP_TYPES)}"
+            )
+    return types
+
+
+def _shown_type(group_type: str) -> str:
+    """GroupType.toString: Consumer, Classic."""
+    return group_type.capitalize()
 
 
 # -- describe ---------------------------------------------------------------------------
@@ -79,7 +114,7 @@ def _should_print(out: TextIO, err: TextIO, group: str, state: str, rows: int) -
         return False
     if state == "Empty":
         err.write(f"\nConsumer group '{group}' has no active members.\n")
-    elif state in ("PreparingRebalance", "CompletingRebalance"):
+    elif state in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"):
         err.write(f"\nWarning: Consumer group '{group}' is rebalancing.\n")
     return rows > 0
 
@@ -140,6 +175,9 @@ def describe_members(
         found = found and d.state != "Dead"
         if not _should_print(out, err, group, d.state, len(d.members)):
             continue
+        if d.group_type == "consumer":
+            _consumer_group_members(out, d, verbose)
+            continue
         with_instance = any(x.group_instance_id for x in d.members)
         rows = []
         for x in d.members:
@@ -170,7 +208,9 @@ def _assignment_text(assignment: list[tuple[str, int]]) -> str:
     return ", ".join(sorted("(" + ",".join(sorted(ps)) + ")" for ps in by_topic.values()))
 
 
-def describe_state(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str]) -> bool:
+def describe_state(
+    admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str], verbose: bool = False
+) -> bool:
     """The state line of each group; False when one of them does not exist."""
     found = True
     for group in sorted(groups):
@@ -180,12 +220,77 @@ def describe_state(admin: GroupAdmin, out: TextIO, err: TextIO, groups: list[str
             continue
         node, host, port = d.coordinator
         coordinator = f"{host}:{port}  ({node})"
+        if d.group_type == "consumer":
+            _consumer_group_state(out, d, coordinator, verbose)
+            continue
         widths = [max(25, len(coordinator)), 25, 20, 15, 0]
         out.write("\n" + _row(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY",
                                        "STATE", "#MEMBERS"]))  # fmt: skip
         out.write("\n" + _row(widths, [group, coordinator, d.assignor, d.state, len(d.members)]))
         out.write("\n")
     return found
+
+
+def _consumer_group_members(out: TextIO, d: GroupDescription, verbose: bool) -> None:
+    """Kafka 4's members table of a consumer group: with --verbose each member's epoch
+    and assignment, and its target epoch and assignment (topic:p,p;topic:p)."""
+    with_instance = any(x.group_instance_id for x in d.members)
+    rows = []
+    for x in d.members:
+        row = [d.group_id, x.member_id] + ([x.group_instance_id or ""] if with_instance else [])
+        rows.append((row + [x.host, x.client_id, str(len(x.assignment))], x))
+    minimum = [15, 15] + ([17] if with_instance else []) + [15, 15]
+    widths = [max([m] + [len(r[i]) for r, _ in rows]) for i, m in enumerate(minimum)] + [15]
+    header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else [])
+    header += ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    texts = [(_epoch_assignment(x.assignment), _epoch_assignment(x.target or []))
+             for _, x in rows]  # fmt: skip
+    current = max([20] + [len(c) for c, _ in texts])
+    target = max([20] + [len(t) for _, t in texts])
+    epochs = [15, current, 15, target]
+    line = "\n" + _row(widths, header) + " "
+    if verbose:
+        line += _row(epochs, ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                              "TARGET-ASSIGNMENT"])  # fmt: skip
+    out.write(line + "\n")
+    for (row, x), (current_text, target_text) in zip(rows, texts, strict=True):
+        line = _row(widths, row) + " "
+        if verbose:
+            epoch = MISSING if x.member_epoch is None else str(x.member_epoch)
+            target_epoch = MISSING if d.assignment_epoch is None else str(d.assignment_epoch)
+            line += _row(epochs, [epoch, current_text, target_epoch, target_text])
+        out.write(line + "\n")
+
+
+def _epoch_assignment(assignment: list[tuple[str, int]]) -> str:
+    """getAssignmentString: topic:p,p per topic (partitions sorted as text), the topics
+    sorted, joined by `;`."""
+    if not assignment:
+        return MISSING
+    by_topic: dict[str, list[str]] = {}
+    for topic, partition in assignment:
+        by_topic.setdefault(topic, []).append(str(partition))
+    return ";".join(sorted(f"{t}:" + ",".join(sorted(ps)) for t, ps in by_topic.items()))
+
+
+def _consumer_group_state(
+    out: TextIO, d: GroupDescription, coordinator: str, verbose: bool
+) -> None:
+    """Kafka 4's state line: with --verbose the group epoch and the target assignment's."""
+    widths = [max(15, len(d.group_id)), max(25, len(coordinator)), 20, 20]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    values: list[object] = [d.group_id, coordinator, d.assignor, d.state]
+    if verbose:
+        widths += [15, 25]
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        values += [_or_missing(d.group_epoch), _or_missing(d.assignment_epoch)]
+    widths.append(0)
+    out.write("\n" + _row(widths, [*header, "#MEMBERS"]))
+    out.write("\n" + _row(widths, [*values, len(d.members)]) + "\n")
+
+
+def _or_missing(value: int | None) -> str:
+    return MISSING if value is None else str(value)
 
 
 # -- delete -----------------------------------------------------------------------------

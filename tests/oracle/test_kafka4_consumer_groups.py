@@ -2,8 +2,9 @@
 the same scenario on both (two confluent-kafka members of `group.protocol=consumer`
 share six partitions and commit what they read), then Kafka 4.4's own
 kafka-consumer-groups prints the same against both, modulo member ids and the
-coordinator's address; and Kafka 4.4's DumpLogSegments reads the group's records in
-kt's `__consumer_offsets` exactly as `kt dump-log` prints them."""
+coordinator's address, and `kt consumer-groups` prints what it prints; and Kafka 4.4's
+DumpLogSegments reads the group's records in kt's `__consumer_offsets` exactly as
+`kt dump-log` prints them."""
 
 from __future__ import annotations
 
@@ -98,6 +99,12 @@ def scenario(bootstrap: str) -> list[list[str]]:
             result = run_tool("kafka-consumer-groups", "--bootstrap-server", bootstrap, *args,
                               version=KAFKA4_VERSION)  # fmt: skip
             assert result.returncode == 0, result.stderr
+            ours = subprocess.run(
+                [sys.executable, "-m", "kt", "consumer-groups", "--bootstrap-server", bootstrap,
+                 *args], capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            # kt's tool prints what Kafka 4.4's does, the members in the same order.
+            assert (ours.returncode, ours.stdout) == (0, result.stdout), ours.stderr
             text = MEMBER_ID.sub("<member>", result.stdout.replace(bootstrap, "<coordinator>"))
             outputs.append(sorted(line.rstrip() for line in text.splitlines()))
         return outputs
