@@ -124,6 +124,7 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
             Call((*b, "describe-producers", "--topic", TOPIC, "--partition", "0")),
             Call((*b, "find-hanging", "--topic", TOPIC)),
         ],
+        "features": [Call((*b, "describe"))],
         "get-offsets": [Call((*b, "--topic", TOPIC))],
         "delete-records": [Call((*b, "--offset-json-file", str(offsets)))],
         "dump-log": [Call(("--files", segment, "--print-data-log"))],

@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "consumer-perf-test": "kt.commands.perf:consumer_perf_test",
     "delete-records": "kt.commands.offsets:delete_records",
     "dump-log": "kt.commands.dump_log:dump_log",
+    "features": "kt.commands.features:features",
     "get-offsets": "kt.commands.offsets:get_offsets",
     "leader-election": "kt.commands.leader_election:leader_election",
     "log-dirs": "kt.commands.log_dirs:log_dirs",

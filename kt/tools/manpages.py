@@ -72,6 +72,17 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("Rewind a stopped group to the start of a topic:",
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group audit "
          "--topic orders --to-earliest --execute"),
+        ("Each member of a consumer group (KIP-848) with its epoch and target assignment:",
+         "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group audit "
+         "--members --verbose"),
+    ],
+    "kt features": [
+        ("The feature flags of the cluster (group.version 1: the consumer group protocol):",
+         "kt features --bootstrap-server 127.0.0.1:9092 describe"),
+    ],
+    "kt features describe": [
+        ("Each supported feature, its levels and its finalized level:",
+         "kt features --bootstrap-server 127.0.0.1:9092 describe"),
     ],
     "kt acls": [
         ("Let alice produce to orders (Write, Describe and Create on the topic):",

@@ -133,3 +133,32 @@ def test_kafka4_dump_log_reads_kts_group_records(kt4) -> None:
     assert ours.returncode == 0, ours.stderr
     assert '"type":"8"' in theirs.stdout and "Unknown record type" not in theirs.stdout
     assert ours.stdout == theirs.stdout
+
+
+def features(bootstrap: str) -> list[str]:
+    result = run_tool("kafka-features", "--bootstrap-server", bootstrap, "describe",
+                      version=KAFKA4_VERSION)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broker_factory):
+    """kafka-features.sh describe: the consumer group protocol's feature (group.version) at
+    level 1 as on Kafka 4.4 (the epoch aside); transaction.version at 0, which kt serves;
+    `kt features describe` prints the same. A broker without the consumer protocol leaves
+    group.version unfinalized."""
+    epoch = re.compile(r"Epoch: \S+$")
+    theirs = {line.split()[1]: epoch.sub("", line) for line in features(kafka4.bootstrap)}
+    ours = features(kt4.bootstrap)
+    assert [epoch.sub("", line) for line in ours] == [
+        theirs["group.version"],
+        theirs["transaction.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 0 ")
+        .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
+    ]  # fmt: skip
+    kt_tool = subprocess.run(
+        [sys.executable, "-m", "kt", "features", "--bootstrap-server", kt4.bootstrap, "describe"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert kt_tool.stdout.splitlines() == ours
+    classic = broker_factory(**{"group.coordinator.rebalance.protocols": "classic"})
+    assert "FinalizedVersionLevel: 0 " in features(classic.bootstrap)[0]

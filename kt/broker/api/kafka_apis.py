@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kt.broker import features
 from kt.broker.api import request_authorization
 from kt.broker.api.handlers import (
     acls,
@@ -118,6 +119,7 @@ class KafkaApis:
     def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.handlers = {ApiKey.API_VERSIONS: self.api_versions, **HANDLERS}
+        self.finalized = features.finalized_levels(broker.config)
         protocols = broker.config.list_of("group.coordinator.rebalance.protocols")
         for protocol, keys in _PROTOCOL_APIS.items():
             if protocol not in protocols:
@@ -131,11 +133,24 @@ class KafkaApis:
         self, broker: BrokerServices, header: Any, request: Any, ctx: RequestContext
     ) -> Any:
         """Advertise exactly the APIs this broker handles (kt.protocol.api_keys)."""
+        R = m.ApiVersionsResponse
         keys = [
-            m.ApiVersionsResponse.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
+            R.ApiVersion(api_key=int(k), min_version=lo, max_version=hi)
             for k, (lo, hi) in sorted(self.advertised_versions().items())
         ]
-        return m.ApiVersionsResponse(error_code=0, api_keys=keys, throttle_time_ms=0)
+        return R(
+            error_code=0, api_keys=keys, throttle_time_ms=0,
+            supported_features=[
+                R.SupportedFeatureKey(name=f.name, min_version=f.min_version,
+                                      max_version=f.max_version)
+                for f in features.SUPPORTED
+            ],
+            finalized_features_epoch=features.FINALIZED_FEATURES_EPOCH,
+            finalized_features=[
+                R.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+                for name, level in sorted(self.finalized.items())
+            ],
+        )  # fmt: skip
 
     async def handle(self, frame: memoryview, ctx: RequestContext) -> list[Any] | None:
         try:
