@@ -43,9 +43,14 @@ _TIERED = Accepted("tiered storage's: read only with remote.log.storage.system.e
 _KRAFT = Accepted("KRaft's: read only with process.roles set, which kt refuses")
 _ZK_TLS = Accepted("ZooKeeper TLS's: read only with zookeeper.ssl.client.enable=true, "
                    "which kt refuses")  # fmt: skip
-_NEW_GROUPS = Accepted("Kafka 4's group coordinator's (consumer and share groups): read only "
-                       "with group.coordinator.new.enable or a protocol beyond classic, "
-                       "which kt refuses")  # fmt: skip
+_NEW_GROUPS = Accepted("Kafka 4's group coordinator's threads and append linger (kt's coordinator "
+                       "runs on the event loop and appends at once), and share groups' "
+                       "(KIP-932), which kt does not serve yet")  # fmt: skip
+_MIGRATION = Accepted(
+    "kt does not yet convert a group between the classic and consumer "
+    "protocols: it behaves as Kafka with `disabled` (a consumer-protocol "
+    "member of a classic group with members gets GROUP_ID_NOT_FOUND)"
+)
 _KERBEROS = Accepted("GSSAPI (Kerberos)'s, which kt refuses in sasl.enabled.mechanisms")
 _OIDC = Accepted("the OIDC token validator's (sasl.oauthbearer.jwks.endpoint.url), which kt "
                  "refuses: its OAUTHBEARER takes unsecured JWS tokens")  # fmt: skip
@@ -301,9 +306,9 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("controller.quorum.request.timeout.ms", "int", 2000),
         ("controller.quorum.retry.backoff.ms", "int", 20),
     )),
-    # -- Kafka 4's groups (refused above)
+    # -- Kafka 4's groups: migration between protocols, share groups
+    ("group.consumer.migration.policy", "string", "disabled", None, _MIGRATION),
     *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
-        ("group.consumer.migration.policy", "string", "disabled"),
         ("group.share.session.timeout.ms", "int", 45000),
         ("group.share.min.session.timeout.ms", "int", 45000),
         ("group.share.max.session.timeout.ms", "int", 60000),
@@ -349,8 +354,9 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
 )  # fmt: skip
 
-_KAFKA_4_GROUPS = Accepted("Kafka 4's consumer, share and streams groups' (KIP-848, KIP-932, "
-                           "KIP-1071), which kt does not serve yet")  # fmt: skip
+_KAFKA_4_GROUPS = Accepted("Kafka 4's group coordinator's tuning, share and streams groups' "
+                           "(KIP-932, KIP-1071), which kt does not serve yet; kt computes a "
+                           "consumer group's assignment at once, in the heartbeat")  # fmt: skip
 _KAFKA_4_SHARE = Accepted("Kafka 4's share coordinator's (KIP-932), which kt does not run yet")
 _KAFKA_4_OAUTH = Accepted("Kafka 4's OAUTHBEARER client credentials and JWT assertion "
                           "login (KIP-1139): a client's; kt's brokers log in with unsecured "

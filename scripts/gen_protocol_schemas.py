@@ -30,7 +30,7 @@ FAMILIES = (
     ("transactions", "producer ids and the transaction coordinator",
      (22, 24, 25, 26, 27, 28, 61, 65, 66)),
     ("admin", "topics, configs, log dirs, reassignment, elections and quotas",
-     (19, 20, 32, 33, 34, 35, 37, 43, 44, 45, 46, 48, 49)),
+     (19, 20, 32, 33, 34, 35, 37, 43, 44, 45, 46, 48, 49, 74)),
     ("security", "SASL, ACLs and SCRAM credentials",
      (17, 29, 30, 31, 36, 50, 51)),
     ("controller", "between the controller and the brokers",
@@ -317,7 +317,9 @@ def main(argv: list[str]) -> int:
     by_key = read_docs(source)
     if len(argv) == 3:
         for key, doc in read_docs(Path(argv[2])).items():
-            if key not in by_key:
+            if key not in by_key or doc["name"] != by_key[key]["name"]:
+                # New, or renamed with its fields (74: ListClientMetricsResources became
+                # ListConfigResources, v0 the same bytes): the newer file alone.
                 by_key[key] = doc
             elif top_version(doc) > top_version(by_key[key]):  # not the ZooKeeper-era ones
                 by_key[key] = merge_docs(by_key[key], doc)

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.broker.coordinators import consumer_group_settings
+from kt.broker.group.group_config import GroupConfigs
 from kt.broker.server import KafkaServer
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
 from kt.config_unread import KAFKA_4_KEYS, UNREAD
@@ -433,10 +434,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "test_without_the_consumer_protocol_its_apis_are_not_advertised"
     ),
     "group.consumer.session.timeout.ms": Built(
-        "50000", lambda c: consumer_group_settings(c).session_timeout_ms, 50000
+        "50000", lambda c: GroupConfigs(c).value("g", "consumer.session.timeout.ms"), 50000
     ),
     "group.consumer.heartbeat.interval.ms": Built(
-        "6000", lambda c: consumer_group_settings(c).heartbeat_interval_ms, 6000
+        "6000", lambda c: GroupConfigs(c).value("g", "consumer.heartbeat.interval.ms"), 6000
     ),
     "group.consumer.max.size": Built("7", lambda c: consumer_group_settings(c).max_size, 7),
     "group.consumer.assignors": Built(
@@ -559,11 +560,12 @@ def test_a_named_test_shows_the_key(key: str, entry: ShownBy) -> None:
 # Where a key may be named without being acted on: the config tables, DescribeConfigs'
 # synonyms, and the properties kt writes for Apache Kafka's broker.
 # Modules that name keys without acting on them: the config table, DescribeConfigs, the
-# reference broker's settings, and `kt reassign`, which sets and clears throttle keys on
-# the brokers as Kafka's tool does.
+# reference broker's settings, `kt reassign`, which sets and clears throttle keys on
+# the brokers as Kafka's tool does, and the group configs' table, which names the broker
+# keys that supply their defaults and bounds (DescribeConfigs' synonyms).
 NAMING_ONLY = {"kt/config.py", "kt/log_config.py", "kt/config_unread.py",
                "kt/broker/admin/configs.py", "kt/reference_kafka.py",
-               "kt/tools/reassign.py"}  # fmt: skip
+               "kt/tools/reassign.py", "kt/broker/group/group_config.py"}  # fmt: skip
 
 
 def _kt_sources() -> str:

@@ -11,6 +11,7 @@ from kt.broker.group.consumer_group_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
 )
+from kt.broker.group.group_config import GroupConfigs
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.inter_broker_connections import InterBrokerConnections
@@ -61,8 +62,6 @@ def consumer_group_settings(cfg: KafkaConfig) -> ConsumerGroupSettings:
     """The group.consumer.* settings; assignors by Kafka's class names or short names."""
     names = [assignors.CLASS_NAMES.get(n, n) for n in cfg.list_of("group.consumer.assignors")]
     return ConsumerGroupSettings(
-        session_timeout_ms=cfg["group.consumer.session.timeout.ms"],
-        heartbeat_interval_ms=cfg["group.consumer.heartbeat.interval.ms"],
         max_size=cfg["group.consumer.max.size"],
         assignors=tuple(dict.fromkeys(names)),
     )
@@ -75,7 +74,7 @@ def create_consumer_group_coordinator(
     groups cache and `__consumer_offsets` partitions, the broker's group.consumer.*
     settings."""
     coordinator = ConsumerGroupCoordinator(
-        group_coordinator.manager, cache, consumer_group_settings(cfg)
+        group_coordinator.manager, cache, consumer_group_settings(cfg), GroupConfigs(cfg)
     )
     group_coordinator.load_listeners.append(coordinator)
     return coordinator

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from kt.broker.config_repository import ConfigRepository
+    from kt.broker.group.group_config import GroupConfigs
     from kt.broker.replication.replica_manager import ReplicaManager
     from kt.broker.store_executor import StoreExecutor
     from kt.config import KafkaConfig
@@ -36,9 +37,11 @@ class DynamicConfigManager:
     def __init__(
         self, broker_id: int, config: KafkaConfig, zk: KafkaZkClient, store: StoreExecutor,
         configs: ConfigRepository, log_manager: LogManager, replica_manager: ReplicaManager,
-        reload_quotas: Callable[[], Awaitable[None]],
+        reload_quotas: Callable[[], Awaitable[None]], group_configs: GroupConfigs,
     ) -> None:  # fmt: skip
         self.broker_id = broker_id
+        self.zk = zk
+        self.group_configs = group_configs
         self.config = config
         self.store = store
         self.configs = configs
@@ -55,6 +58,13 @@ class DynamicConfigManager:
     async def startup(self) -> None:
         # Notifications written before start-up are already reflected in what we read.
         await self.store.call(self.notifications.begin, asyncio.get_running_loop())
+        for group, overrides in await self.store.call(self._read_all_groups):
+            self.group_configs.update(group, overrides)
+
+    def _read_all_groups(self) -> list[tuple[str, dict[str, str]]]:
+        """Every group's config overrides (store reads)."""
+        return [(z.desanitize(name) or "", self.zk.get_entity_config("groups", name))
+                for name in self.zk.entity_names("groups")]  # fmt: skip
 
     def process_soon(self) -> None:
         """Read the new notifications (on a store thread), then apply them (here)."""
@@ -70,6 +80,8 @@ class DynamicConfigManager:
             return self.configs.read_topic_config(name)
         if entity_type == "brokers" and name in (str(self.broker_id), "<default>"):
             return self.configs.read_dynamic_broker_config(self.broker_id)
+        if entity_type == "groups":
+            return self.zk.get_entity_config("groups", name)
         return None
 
     def _apply_all(self, changes: list[tuple[str, Any]]) -> None:
@@ -80,6 +92,10 @@ class DynamicConfigManager:
         entity_type, _, name = entity_path.partition("/")
         if entity_type in ("users", "clients", "ips"):  # a quota (or a credential) changed
             asyncio.ensure_future(self.reload_quotas())
+        elif entity_type == "groups":  # the name as stored: sanitized
+            group = z.desanitize(name) or ""
+            self.group_configs.update(group, value)
+            log.info("applied new config of group %s", group)
         elif entity_type == "topics":
             self.log_manager.update_topic_config(name, value)
             for tp, partition in self.replica_manager.partitions.items():

@@ -213,7 +213,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self._register_metrics()
         self.dynamic_config = DynamicConfigManager(
             self.broker_id, cfg, self.zk, self.store_executor, self.configs, self.log_manager,
-            self.replica_manager, self.reload_quotas,
+            self.replica_manager, self.reload_quotas, self.consumer_groups.group_configs,
         )  # fmt: skip
         await self.dynamic_config.startup()
         self.replica_manager.reconfigure_throttles(

@@ -71,6 +71,7 @@ class ApiKey(IntEnum):
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
+    LIST_CONFIG_RESOURCES = 74
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
@@ -134,6 +135,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     # Kafka brokers of IBP 3.0+ take producer id blocks from the controller (KIP-730)
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),  # Kafka 4's kafka-configs lists groups with configs
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),  # Kafka 4's admin client describes topics with it
     # Kafka 4's consumer groups (KIP-848), advertised while group.coordinator.rebalance.protocols
     # lists consumer.

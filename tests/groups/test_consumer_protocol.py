@@ -23,6 +23,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.client.client import KafkaClient
+from kt.client.groups import GroupAdmin
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
@@ -333,3 +334,33 @@ def test_kafka4_java_and_librdkafka_members_share_a_group(broker, tmp_path) -> N
             python.close()
     read = Counter([*java.records, *((p, o) for _, p, o in python.records)])
     assert [r for r, times in read.items() if times > 1] == []
+
+
+def test_a_group_config_sets_the_heartbeat_interval_of_its_group(broker) -> None:
+    """consumer.heartbeat.interval.ms set on the GROUP resource (IncrementalAlterConfigs)
+    is the interval the coordinator names to that group's members; other groups keep the
+    broker's (300 ms here)."""
+    n = next(_names)
+    topic, group = f"cfg-{n}", f"cfg-group-{n}"
+    create_topic(broker.bootstrap, topic, 1)
+    R = m.IncrementalAlterConfigsRequest
+    alter = R(resources=[R.AlterConfigsResource(
+        resource_type=32, resource_name=group,
+        configs=[R.AlterableConfig(name="consumer.heartbeat.interval.ms", config_operation=0,
+                                   value="1500")])])  # fmt: skip
+    H = m.ConsumerGroupHeartbeatRequest
+
+    def join(group_id: str) -> int:
+        request = H(group_id=group_id, member_id="", member_epoch=0, rebalance_timeout_ms=5000,
+                    subscribed_topic_names=[topic], topic_partitions=[])  # fmt: skip
+        with KafkaClient(broker.bootstrap) as client:
+            response = client.any_connection().send(ApiKey.CONSUMER_GROUP_HEARTBEAT, request)
+        assert response.error_code == 0, response
+        return response.heartbeat_interval_ms
+
+    with KafkaClient(broker.bootstrap) as client:
+        (result,) = client.any_connection().send(ApiKey.INCREMENTAL_ALTER_CONFIGS, alter).responses
+        GroupAdmin(client, 30000).find_coordinator(group)  # __consumer_offsets exists
+    assert (result.error_code, result.error_message) == (0, None)
+    wait_until(lambda: join(group) == 1500, what="the group's own heartbeat interval")
+    assert join(f"other-{group}") == 300

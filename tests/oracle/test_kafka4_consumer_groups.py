@@ -162,3 +162,32 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     assert kt_tool.stdout.splitlines() == ours
     classic = broker_factory(**{"group.coordinator.rebalance.protocols": "classic"})
     assert "FinalizedVersionLevel: 0 " in features(classic.bootstrap)[0]
+
+
+def configs(bootstrap: str, *args: str) -> tuple[int, str, str]:
+    """kafka-configs on a group: (exit status, output, the cause of a failure)."""
+    result = run_tool("kafka-configs", "--bootstrap-server", bootstrap, "--entity-type",
+                      "groups", "--entity-name", "orders-app", *args,
+                      version=KAFKA4_VERSION)  # fmt: skip
+    cause = [line for line in result.stderr.splitlines() if line.startswith("Caused by: ")]
+    return result.returncode, result.stdout, cause[-1] if cause else ""
+
+
+def test_kafka4_configs_sets_and_describes_group_configs(kafka4, kt4) -> None:
+    """Group configs (the GROUP resource of IncrementalAlterConfigs and DescribeConfigs):
+    Kafka 4.4's kafka-configs sets, describes and refuses the same against both."""
+    runs = (
+        ("--alter", "--add-config", "consumer.session.timeout.ms=50000"),
+        ("--alter", "--add-config", "consumer.heartbeat.interval.ms=20000"),
+        ("--alter", "--add-config", "no.such.key=1"),
+        ("--alter", "--add-config", "consumer.session.timeout.ms=soon"),
+        ("--describe",),
+        ("--describe", "--all"),
+        ("--alter", "--delete-config", "consumer.session.timeout.ms"),
+        ("--describe",),
+    )
+    theirs = [configs(kafka4.bootstrap, *args) for args in runs]
+    ours = [configs(kt4.bootstrap, *args) for args in runs]
+    assert theirs[0][0] == 0 and "consumer.session.timeout.ms=50000" in theirs[4][1]
+    assert "must be in the range 100 to 15000 inclusive" in theirs[1][2]
+    assert ours == theirs

@@ -1,8 +1,9 @@
-"""Topic and broker configs as the admin side reads and writes them (Kafka's ConfigHelper
-for DescribeConfigs, ZkAdminManager.alterConfigs and incrementalAlterConfigs).
+"""Topic, broker and group configs as the admin side reads and writes them (Kafka's
+ConfigHelper for DescribeConfigs, ZkAdminManager.alterConfigs and incrementalAlterConfigs).
 
 Topic overrides live in /config/topics/<t>, broker overrides in /config/brokers/<id>
-(or <default>); each write also leaves a /config/changes notification that every broker
+(or <default>), a group's (KIP-848's group configs) in /config/groups/<g> (the name
+sanitized); each write also leaves a /config/changes notification that every broker
 watches (DynamicConfigManager). A describe reports each key's effective value and where
 it came from, with Kafka's ConfigSource numbers. The methods read and write the store:
 run them on the broker's store threads.
@@ -14,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kt.broker.group.group_config import GROUP_KEYS, broker_value
+from kt.broker.group.group_config import validate as validate_group_config
 from kt.config import (
     BROKER_KEYS,
     TOPIC_CONFIGS_BY_NAME,
@@ -23,6 +26,7 @@ from kt.config import (
     LogConfig,
 )
 from kt.errors import KafkaError
+from kt.metadata.znodes import sanitize
 from kt.storage.names import validate_topic_name
 
 if TYPE_CHECKING:
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 # ConfigSource (DescribeConfigsResponse.ConfigSource)
 DYNAMIC_TOPIC_CONFIG = 1
@@ -40,6 +45,7 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+DYNAMIC_GROUP_CONFIG = 8
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # Topic key -> the broker keys that supply its default, highest precedence first.
@@ -95,7 +101,33 @@ class ConfigAdmin:
                     "INVALID_REQUEST", f"Unexpected broker id, expected {self.broker_id}"
                 )
             return self.describe_broker(keys, synonyms)
+        if rtype == GROUP:
+            return self.describe_group(name, keys, synonyms)
         raise KafkaError("INVALID_REQUEST", f"Unsupported resource type {rtype}")
+
+    def describe_group(
+        self, group: str, keys: list[str] | None, include_synonyms: bool
+    ) -> list[ConfigEntry]:
+        """A group's entries (GroupConfig's keys): its override, else the broker key that
+        supplies the default (as set in server.properties, or Kafka's default)."""
+        overrides = self.zk.get_entity_config("groups", sanitize(group))
+        entries = []
+        for name, key in sorted(GROUP_KEYS.items()):
+            if keys is not None and name not in keys:
+                continue
+            synonyms: list[tuple[str, str | None, int]] = []
+            if name in overrides:
+                synonyms.append((name, overrides[name], DYNAMIC_GROUP_CONFIG))
+            if key.synonym is None:
+                synonyms.append((name, key.default, DEFAULT_CONFIG))
+            else:
+                value, static = broker_value(self.config, key.synonym, key.default)
+                if static:
+                    synonyms.append((key.synonym, value, STATIC_BROKER_CONFIG))
+                synonyms.append((key.synonym, key.default, DEFAULT_CONFIG))
+            entries.append(ConfigEntry(name, synonyms[0][1], synonyms[0][2],
+                                       synonyms=synonyms if include_synonyms else []))  # fmt: skip
+        return entries
 
     def describe_topic(
         self, topic: str, config: LogConfig, keys: list[str] | None, include_synonyms: bool
@@ -186,12 +218,19 @@ class ConfigAdmin:
                     raise InvalidConfigError(f"Unknown broker config name: {key}")
             KafkaConfig({**self.config.originals, **new})
             entity_type, name = "brokers", name or "<default>"
+        elif rtype == GROUP:
+            if not name:
+                raise KafkaError("INVALID_REQUEST", "Group name must not be empty.")
+            validate_group_config(new, self.config)
+            entity_type, name = "groups", sanitize(name)
         else:
             raise KafkaError("INVALID_REQUEST", f"Unsupported resource type {rtype}")
         if not validate_only:
             self.zk.change_entity_config(entity_type, name, new)
 
     def _current(self, rtype: int, name: str) -> dict[str, str]:
+        if rtype == GROUP:
+            return self.zk.get_entity_config("groups", sanitize(name))
         entity = "topics" if rtype == TOPIC else "brokers"
         return self.zk.get_entity_config(entity, name or "<default>")
 

@@ -73,6 +73,7 @@ HANDLERS = {
     ApiKey.DESCRIBE_CONFIGS: configs.describe_configs,
     ApiKey.ALTER_CONFIGS: configs.alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    ApiKey.LIST_CONFIG_RESOURCES: configs.list_config_resources,
     ApiKey.DESCRIBE_LOG_DIRS: log_dirs.describe_log_dirs,
     ApiKey.ALTER_REPLICA_LOG_DIRS: log_dirs.alter_replica_log_dirs,
     ApiKey.ELECT_LEADERS: elections.elect_leaders,

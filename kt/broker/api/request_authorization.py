@@ -16,6 +16,7 @@ from typing import Any
 
 from kt.errors import (
     CLUSTER_AUTHORIZATION_FAILED,
+    GROUP_AUTHORIZATION_FAILED,
     TOPIC_AUTHORIZATION_FAILED,
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 )
@@ -45,7 +46,7 @@ CONFIG_APIS = {ApiKey.DESCRIBE_CONFIGS: a.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS
                ApiKey.INCREMENTAL_ALTER_CONFIGS: a.ALTER_CONFIGS}  # fmt: skip
 TXN_ID_APIS = (ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
                ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.TXN_OFFSET_COMMIT)  # fmt: skip
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
 
 
 def refusal(authorizer: Any, ctx: Any, api_key: ApiKey, request: Any) -> int | None:
@@ -68,12 +69,15 @@ def refusal(authorizer: Any, ctx: Any, api_key: ApiKey, request: Any) -> int | N
         for resource in request.resources:
             if resource.resource_type == TOPIC_RESOURCE:
                 ok = authorizer.authorize(ctx, operation, a.TOPIC, resource.resource_name)
+                refusal = TOPIC_AUTHORIZATION_FAILED
+            elif resource.resource_type == GROUP_RESOURCE:
+                ok = authorizer.authorize(ctx, operation, a.GROUP, resource.resource_name)
+                refusal = GROUP_AUTHORIZATION_FAILED
             else:
                 ok = authorizer.authorize_cluster(ctx, operation)
+                refusal = CLUSTER_AUTHORIZATION_FAILED
             if not ok:
-                word = TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC_RESOURCE else (
-                    CLUSTER_AUTHORIZATION_FAILED)  # fmt: skip
-                return word
+                return refusal
         return None
     if api_key in (ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS):
         ids = list(getattr(request, "transactional_ids", None) or [])

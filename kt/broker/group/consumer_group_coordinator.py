@@ -38,6 +38,7 @@ from kt.broker.group.consumer_group import (
     ResolvedRegex,
 )
 from kt.broker.group.current_assignment import reconcile
+from kt.broker.group.group_config import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import (
     GROUP_METADATA_TOPIC,
@@ -119,8 +120,6 @@ class HeartbeatResult:
 class ConsumerGroupSettings:
     """The broker's group.consumer.* settings."""
 
-    session_timeout_ms: int = 45000
-    heartbeat_interval_ms: int = 5000
     max_size: int = 2147483647
     assignors: tuple[str, ...] = (assignors.UNIFORM, assignors.RANGE)
     regex_refresh_interval_ms: int = 600000
@@ -141,12 +140,14 @@ class ConsumerGroupCoordinator:
         manager: GroupMetadataManager,
         topics: TopicsView,
         settings: ConsumerGroupSettings,
+        group_configs: GroupConfigs,
         *,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.manager = manager
         self.topics = topics
         self.settings = settings
+        self.group_configs = group_configs  # each group's overrides of the two timings
         self.clock = clock
         self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
         self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
@@ -302,7 +303,7 @@ class ConsumerGroupCoordinator:
                            and request.owned is not None)  # fmt: skip
         result = HeartbeatResult(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            heartbeat_interval_ms=self.group_configs.value(group_id, HEARTBEAT_INTERVAL),
         )  # fmt: skip
         if full or reconciled.assigned != member.assigned:
             result.assignment = reconciled.assigned
@@ -583,7 +584,7 @@ class ConsumerGroupCoordinator:
             self._session_timers,
             group_id,
             member_id,
-            self.settings.session_timeout_ms,
+            self.group_configs.value(group_id, SESSION_TIMEOUT),
             None,
             "the member session expired.",
         )

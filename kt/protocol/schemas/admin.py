@@ -439,4 +439,22 @@ SCHEMAS = (
           F('entity_name', 'EntityName', 'string', (0, None), nullable=(0, None), default=''),
         ),
       }),
+    M('ListConfigResourcesRequest', 74, 'request', (0, 1), (0, None),
+      fields=(
+        F('resource_types', 'ResourceTypes', '[]int8', (1, None), default=()),
+      ),
+      structs={
+      }),
+    M('ListConfigResourcesResponse', 74, 'response', (0, 1), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('config_resources', 'ConfigResources', '[]ConfigResource', (0, None), default=()),
+      ),
+      structs={
+        'ConfigResource': (
+          F('resource_name', 'ResourceName', 'string', (0, None), default=''),
+          F('resource_type', 'ResourceType', 'int8', (1, None), default=16),
+        ),
+      }),
 )

@@ -1,14 +1,16 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers (the
-store's side in kt.broker.admin.configs)."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and groups
+(the store's side in kt.broker.admin.configs), and ListConfigResources."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.admin.configs import DEFAULT_CONFIG, apply_ops
-from kt.errors import KafkaError, store_error
+from kt.broker.api.handlers import authz
+from kt.errors import CLUSTER_AUTHORIZATION_FAILED, KafkaError, store_error
 from kt.metadata.store import MetadataStoreError
 from kt.protocol import messages as m
+from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.broker_services import BrokerServices
@@ -101,3 +103,33 @@ def _alter_one(broker: BrokerServices, res: Any, change: Any, validate_only: boo
         resource_type=res.resource_type,
         resource_name=res.resource_name,
     )
+
+
+# ConfigResource.Type ids ListConfigResources lists (KIP-1142); v0 lists client metrics
+# resources only (it was ListClientMetricsResources), of which kt has none.
+TOPIC_TYPE, BROKER_TYPE, CLIENT_METRICS_TYPE, GROUP_TYPE = 2, 4, 16, 32
+
+
+async def list_config_resources(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    """The config resources of each type asked for (all when none is): every topic, every
+    live broker, and the groups that have group configs."""
+    R = m.ListConfigResourcesResponse
+    if not authz.cluster_allowed(broker, ctx, a.DESCRIBE_CONFIGS):
+        return R(error_code=CLUSTER_AUTHORIZATION_FAILED, config_resources=[])
+    if header.api_version == 0:
+        return R(error_code=0, config_resources=[])
+    wanted = set(request.resource_types) or {TOPIC_TYPE, BROKER_TYPE, CLIENT_METRICS_TYPE,
+                                             GROUP_TYPE}  # fmt: skip
+    unknown = wanted - {TOPIC_TYPE, BROKER_TYPE, CLIENT_METRICS_TYPE, GROUP_TYPE}
+    if unknown:
+        return R(error_code=KafkaError("UNSUPPORTED_VERSION").code, config_resources=[])
+    found: list[tuple[str, int]] = []
+    if TOPIC_TYPE in wanted:
+        found += [(t, TOPIC_TYPE) for t in broker.metadata_cache.all_topics()]
+    if BROKER_TYPE in wanted:
+        found += [(str(b), BROKER_TYPE) for b in sorted(broker.metadata_cache.brokers)]
+    if GROUP_TYPE in wanted:
+        found += [(g, GROUP_TYPE) for g in sorted(broker.consumer_groups.group_configs.overrides)]
+    return R(error_code=0, config_resources=[
+        R.ConfigResource(resource_name=name, resource_type=kind) for name, kind in found
+    ])  # fmt: skip
