@@ -59,6 +59,10 @@ class MetadataCache:
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     _topic_names: dict[uuid.UUID, str] = field(default_factory=dict, init=False, repr=False)
     _changed: asyncio.Event | None = field(default=None, init=False, repr=False)
+    # Bumped whenever a topic or partition is added, changed or removed: who derives
+    # something from the topics (a consumer group's subscribed partitions) recomputes it
+    # only when this moved.
+    topics_version: int = field(default=0, init=False)
 
     def notify_changed(self) -> None:
         """Wake everyone in `wait_changed` (the controller finished an update)."""
@@ -83,6 +87,7 @@ class MetadataCache:
             self.notify_changed()
 
     def update_partition(self, state: PartitionState, topic_id: uuid.UUID | None = None) -> None:
+        self.topics_version += 1
         self.partitions.setdefault(state.topic, {})[state.partition] = state
         if topic_id is not None and self.topic_ids.get(state.topic) != topic_id:
             self._topic_names.pop(self.topic_ids.get(state.topic), None)  # type: ignore[arg-type]
@@ -90,6 +95,7 @@ class MetadataCache:
             self._topic_names[topic_id] = state.topic
 
     def remove_topic(self, topic: str) -> None:
+        self.topics_version += 1
         self.partitions.pop(topic, None)
         topic_id = self.topic_ids.pop(topic, None)
         if topic_id is not None:

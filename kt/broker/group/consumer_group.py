@@ -114,7 +114,9 @@ class ConsumerGroup:
         self.target: dict[str, Assignment] = {}
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self.regexes: dict[str, ResolvedRegex] = {}
-        self.metadata_refresh_deadline = 0
+        # The metadata cache's topics_version the subscribed topics were last read at
+        # (Kafka's metadata refresh deadline: kt refreshes when the topics change).
+        self.metadata_refresh_deadline = -1
 
     def __repr__(self) -> str:
         return (

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from kt.broker.coordinator_errors import APPEND_ERRORS
 from kt.broker.group import assignors
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.consumer_group import (
@@ -55,22 +56,10 @@ INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC))
 _NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P[=>]")
 
 
-# What an append error becomes in the answer (GroupCoordinatorService's mapping).
-_WRITE_ERRORS = {
-    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
-    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
-    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-    "INVALID_FETCH_SIZE": "UNKNOWN_SERVER_ERROR",
-}
-
-
 class TopicsView(Protocol):
     """What the coordinator reads of the cluster's topics (the metadata cache)."""
+
+    topics_version: int  # moves whenever a topic or partition changes
 
     def all_topics(self) -> list[str]: ...
 
@@ -239,22 +228,7 @@ class ConsumerGroupCoordinator:
         else:
             member = self._static_member(group, member_id, request, records)
 
-        updated = replace(
-            member,
-            instance_id=request.instance_id if request.instance_id is not None
-            else member.instance_id,
-            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms
-            if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
-            server_assignor=request.server_assignor if request.server_assignor is not None
-            else member.server_assignor,
-            subscribed_topic_names=tuple(request.subscribed_topic_names)
-            if request.subscribed_topic_names is not None else member.subscribed_topic_names,
-            subscribed_topic_regex=_new_regex(request.subscribed_topic_regex,
-                                              member.subscribed_topic_regex),
-            client_id=request.client_id,
-            client_host=request.client_host,
-        )  # fmt: skip
+        updated = _with_request(member, request)
         bump = False
         if updated != member:
             records.append(cr.member_subscription(group_id, updated))
@@ -267,9 +241,14 @@ class ConsumerGroupCoordinator:
             members.pop(previous_static, None)
         members[member_id] = updated
         now = self.clock()
-        bump |= self._refresh_regexes(group, members.values(), now, records)
-        metadata_hash = self._metadata_hash(group, members.values())
         group_epoch = group.group_epoch
+        metadata_hash = group.metadata_hash
+        version = self.topics.topics_version
+        if bump or joining or group.metadata_refresh_deadline != version:
+            # Kafka refreshes on an interval; kt when a topic or a subscription changed.
+            bump |= self._refresh_regexes(group, members.values(), now, records)
+            metadata_hash = self._metadata_hash(group, members.values())
+            group.metadata_refresh_deadline = version
         if bump or metadata_hash != group.metadata_hash:
             group_epoch += 1
             records.append(cr.group_epoch(group_id, group_epoch, metadata_hash))
@@ -575,7 +554,7 @@ class ConsumerGroupCoordinator:
         if error != "NONE":
             log.warning("[GroupId %s] Writing %d records failed: %s",
                         group_id, len(records), error)  # fmt: skip
-        return _WRITE_ERRORS.get(error, error)
+        return APPEND_ERRORS.get(error, error)
 
     # -- timers --------------------------------------------------------------------------
 
@@ -732,6 +711,28 @@ def compile_regex(pattern: str) -> re.Pattern:
             "INVALID_REGULAR_EXPRESSION",
             f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}.",
         ) from None
+
+
+def _with_request(member: ConsumerGroupMember, request: HeartbeatRequest) -> ConsumerGroupMember:
+    """The member with what the heartbeat sets (a null field keeps the member's)."""
+
+    def given(value: Any, current: Any) -> Any:
+        return current if value is None else value
+
+    names = request.subscribed_topic_names
+    return replace(
+        member,
+        instance_id=given(request.instance_id, member.instance_id),
+        rack_id=given(request.rack_id, member.rack_id),
+        rebalance_timeout_ms=member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
+        else request.rebalance_timeout_ms,
+        server_assignor=given(request.server_assignor, member.server_assignor),
+        subscribed_topic_names=member.subscribed_topic_names if names is None else tuple(names),
+        subscribed_topic_regex=_new_regex(request.subscribed_topic_regex,
+                                          member.subscribed_topic_regex),
+        client_id=request.client_id,
+        client_host=request.client_host,
+    )  # fmt: skip
 
 
 def _new_regex(received: str | None, current: str | None) -> str | None:

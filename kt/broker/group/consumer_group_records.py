@@ -373,10 +373,15 @@ def _read_assignment(
     return assignment
 
 
-def _decode_group_epoch(r: SchemaReader, _sub: str) -> GroupEpoch:
+def _epoch_and_tag(r: SchemaReader) -> tuple[int, int]:
+    """An int32 epoch and the int64 of tag 0 (0 when absent)."""
     epoch = r.int32()
     tag = _read_tags(r).get(0)
-    return GroupEpoch(epoch, _I64.unpack(tag)[0] if tag else 0)
+    return epoch, _I64.unpack(tag)[0] if tag else 0
+
+
+def _decode_group_epoch(r: SchemaReader, _sub: str) -> GroupEpoch:
+    return GroupEpoch(*_epoch_and_tag(r))
 
 
 def _decode_member(r: SchemaReader, sub: str) -> ConsumerGroupMember:
@@ -392,9 +397,7 @@ def _decode_member(r: SchemaReader, sub: str) -> ConsumerGroupMember:
 
 
 def _decode_target_epoch(r: SchemaReader, _sub: str) -> TargetEpoch:
-    epoch = r.int32()
-    tag = _read_tags(r).get(0)
-    return TargetEpoch(epoch, _I64.unpack(tag)[0] if tag else 0)
+    return TargetEpoch(*_epoch_and_tag(r))
 
 
 def _decode_target_member(r: SchemaReader, _sub: str) -> Assignment:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kt.broker.coordinator_errors import APPEND_ERRORS
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.transaction import transaction_log as txn_log
@@ -35,18 +36,6 @@ from kt.storage.records import iter_batches
 log = logging.getLogger(__name__)
 
 S = TransactionState
-
-# appendTransactionToLog: append errors -> what the transaction APIs answer.
-_APPEND_ERRORS = {
-    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
-    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
-    "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-    "RECORD_LIST_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
-}
 
 
 def now_ms() -> int:
@@ -182,7 +171,7 @@ class TransactionStateManager:
         )
         code = results[tp].error_code
         error = (
-            "NONE" if not code else _APPEND_ERRORS.get(error_for(code).name, error_for(code).name)
+            "NONE" if not code else APPEND_ERRORS.get(error_for(code).name, error_for(code).name)
         )
         cache = self.caches.get(partition)
         metadata = cache.metadata.get(transactional_id) if cache is not None else None
