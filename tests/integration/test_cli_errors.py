@@ -257,6 +257,10 @@ CASES = [
     Case("acls-add-without-principal", ["acls", "--bootstrap-server", B, "--add", "--topic",
          "t"], ["You must specify one of: --allow-principal, --deny-principal when trying to "
          "add ACLs."], usage=True),
+    # -- features ------------------------------------------------------------------------
+    Case("features-unreachable", ["features", "--bootstrap-server", "127.0.0.1:1", "describe"],
+         ["Error connecting to 127.0.0.1:1: cannot connect to 127.0.0.1:1: Connection "
+          "refused"]),
     # -- transactions (kafka-transactions.sh's messages) -------------------------------
     Case("transactions-describe-unknown", ["transactions", "--bootstrap-server", B, "describe",
          "--transactional-id", "nobody"], ["Failed to describe transaction state of "
