@@ -38,11 +38,13 @@ def topics_allowed(broker: BrokerServices, ctx: Any, operation: int, topics: Any
     return {t for t in set(topics) if topic_allowed(broker, ctx, operation, t)}
 
 
-# The operations each resource type supports (Kafka's AclEntry.supportedOperations).
+# The operations each resource type supports (Kafka's AclEntry.supportedOperations; a
+# group's configs, KIP-848, add DESCRIBE_CONFIGS and ALTER_CONFIGS to a group's, as in
+# Kafka 4).
 SUPPORTED_OPERATIONS = {
     a.TOPIC: (a.READ, a.WRITE, a.CREATE, a.DESCRIBE, a.DELETE, a.ALTER, a.DESCRIBE_CONFIGS,
               a.ALTER_CONFIGS),
-    a.GROUP: (a.READ, a.DESCRIBE, a.DELETE),
+    a.GROUP: (a.READ, a.DESCRIBE, a.DELETE, a.DESCRIBE_CONFIGS, a.ALTER_CONFIGS),
     a.CLUSTER: (a.CREATE, a.CLUSTER_ACTION, a.DESCRIBE_CONFIGS, a.ALTER_CONFIGS,
                 a.IDEMPOTENT_WRITE, a.ALTER, a.DESCRIBE),
 }  # fmt: skip
