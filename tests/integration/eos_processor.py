@@ -5,12 +5,12 @@ transaction. Run by tests/integration/test_exactly_once.py, which kills it (and
 brokers) at random moments and starts it again.
 
 On an error inside a transaction it aborts and rewinds to the group's committed offsets;
-on a fatal error (fenced by a newer instance, as producer or as static group member) it
-exits 1. A watchdog ends it (exit 2) when one pass of its loop has taken longer than
-STUCK_S: librdkafka 2.16 was seen to hang in abort_transaction after a TxnOffsetCommit
-failed with _DESTROY_BROKER (its handle of the killed coordinator's broker, gone from the
-metadata, destroyed under it), and an application supervisor restarts such an instance;
-the test does. It runs until it is stopped.
+on a fatal error (fenced by a newer instance, as producer or as static group member, in a
+transaction or in the consumer's poll) it exits 1. A watchdog ends it (exit 2) when one
+pass of its loop has taken longer than STUCK_S: librdkafka 2.16 was seen to hang in
+abort_transaction after a TxnOffsetCommit failed with _DESTROY_BROKER (its handle of the
+killed coordinator's broker, gone from the metadata, destroyed under it), and an
+application supervisor restarts such an instance; the test does. It runs until it is stopped.
 """
 
 from __future__ import annotations
@@ -61,7 +61,14 @@ def main() -> int:
     threading.Thread(target=watchdog, args=(last_pass,), daemon=True).start()
     while True:
         last_pass[0] = time.monotonic()
-        messages = [m for m in consumer.consume(o.batch, 1.0) if m.error() is None]
+        batch = consumer.consume(o.batch, 1.0)
+        for failed in (m.error() for m in batch if m.error() is not None):
+            if failed.fatal() or failed.code() == KafkaError.FENCED_INSTANCE_ID:
+                # The consumer is dead (fenced as a static member): it only ever returns
+                # this error again, so stop, as an application must.
+                print(f"consumer failed: {failed}", file=sys.stderr, flush=True)
+                return 1
+        messages = [m for m in batch if m.error() is None]
         if not messages:
             continue
         try:
