@@ -150,3 +150,67 @@ def test_a_commit_from_the_previous_generation_is_illegal_while_the_next_complet
         logs.shutdown()
 
     asyncio.run(scenario())
+
+
+async def static_join(c: GroupCoordinator, member_id: str = ""):
+    return await c.join_group("g", member_id, "instance-1", True, "c", "/h", 5000, 10000,
+                              "consumer", PROTOCOLS)  # fmt: skip
+
+
+async def stable_static_member(c: GroupCoordinator) -> str:
+    joined = await static_join(c)
+    await c.sync_group("g", joined.generation_id, joined.member_id, "instance-1", None, None,
+                       {joined.member_id: b"all"})  # fmt: skip
+    return joined.member_id
+
+
+def test_a_replaced_static_member_is_answered_once_its_id_is_written(tmp_path):
+    """A static member restarting into a Stable group takes its place under a new id; the
+    answer waits for the group's write, so a coordinator loading the partition after it
+    knows the new id (not the old one, which would fence the running instance)."""
+
+    async def scenario() -> None:
+        c, logs = coordinator_on(tmp_path)
+        await wait_loaded(c)
+        old_id = await stable_static_member(c)
+        writes: list[str] = []
+        store = c.manager.store_group
+
+        async def recorded_store(group, assignment):  # type: ignore[no-untyped-def]
+            writes.append(next(iter(group.members)))
+            return await store(group, assignment)
+
+        c.manager.store_group = recorded_store  # type: ignore[method-assign]
+        rejoined = await static_join(c)
+        assert rejoined.error == "NONE" and rejoined.member_id != old_id
+        assert writes == [rejoined.member_id]  # written before the answer came
+        c.shutdown()
+        reloaded = GroupCoordinator(GroupMetadataManager(c.manager.replica_manager, lambda: 1))
+        reloaded.on_election(0, 1)
+        await wait_loaded(reloaded)
+        group = reloaded.manager.get_group("g")
+        assert group.static_members == {"instance-1": rejoined.member_id}
+        reloaded.shutdown()
+        logs.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_replacement_not_written_puts_the_old_static_member_back(tmp_path):
+    async def scenario() -> None:
+        c, logs = coordinator_on(tmp_path)
+        await wait_loaded(c)
+        old_id = await stable_static_member(c)
+
+        async def failing_store(group, assignment):  # type: ignore[no-untyped-def]
+            return "NOT_COORDINATOR"
+
+        c.manager.store_group = failing_store  # type: ignore[method-assign]
+        rejoined = await static_join(c)
+        assert rejoined.error == "NOT_COORDINATOR"
+        group = c.manager.get_group("g")
+        assert group.static_members == {"instance-1": old_id} and list(group.members) == [old_id]
+        c.shutdown()
+        logs.shutdown()
+
+    asyncio.run(scenario())

@@ -173,17 +173,41 @@ class GroupCoordinator:
         # A restarted static member takes its old place (and assignment) under a new id.
         member = group.replace_static_member(instance_id, old_id, new_id)
         unchanged = member.matches(protocols)
+        before = (member.rebalance_timeout_ms, member.session_timeout_ms, member.protocols)
         self._update_member(member, args, protocols, waiter)
         if group.is_(STABLE) and unchanged:
-            member.complete_join(JoinResult(
-                "NONE", new_id, group.generation_id, group.protocol_type, group.protocol_name,
-                group.leader_id or "", [], skip_assignment=group.is_leader(new_id),
-            ))  # fmt: skip
             self.schedule_session_expiry(group, member)
-            assignment = {m.member_id: m.assignment for m in group.members.values()}
-            self._spawn(self.manager.store_group(group, assignment))
+            self._spawn(self._persist_replacement(group, member, instance_id, old_id, before))
         elif group.is_(STABLE) or group.is_(COMPLETING):
             self._prepare_rebalance(group, f"static member {instance_id} rejoined")
+
+    async def _persist_replacement(
+        self, group: GroupMetadata, member: MemberMetadata, instance_id: str, old_id: str,
+        before: tuple[int, int, list[tuple[str, bytes]]],
+    ) -> None:  # fmt: skip
+        """A static member replaced in a Stable group is answered once the group's new
+        member id is written: a coordinator that took over would otherwise hold the old id
+        and fence the running instance. A failed write puts the old member back and
+        answers the error (GroupCoordinator.updateStaticMemberAndRebalance)."""
+        new_id = member.member_id
+        assignment = {m.member_id: m.assignment for m in group.members.values()}
+        error = await self.manager.store_group(group, assignment)
+        if error != "NONE":
+            log.warning("Failed to persist the new member id %s of static member %s in group "
+                        "%s: %s", new_id, instance_id, group.group_id, error)  # fmt: skip
+            waiter = member.join_waiter
+            member.join_waiter = None
+            member.rebalance_timeout_ms, member.session_timeout_ms, member.protocols = before
+            if group.members.get(new_id) is member:
+                group.replace_static_member(instance_id, new_id, old_id)
+                self.schedule_session_expiry(group, member)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(JoinResult(error, new_id))
+            return
+        member.complete_join(JoinResult(
+            "NONE", new_id, group.generation_id, group.protocol_type, group.protocol_name,
+            group.leader_id or "", [], skip_assignment=group.is_leader(new_id),
+        ))  # fmt: skip
 
     def _current_member_join(
         self,
