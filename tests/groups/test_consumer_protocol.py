@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.client.client import KafkaClient
 from kt.client.groups import GroupAdmin
+from kt.errors import KafkaError as Errors
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
@@ -364,3 +365,61 @@ def test_a_group_config_sets_the_heartbeat_interval_of_its_group(broker) -> None
     assert (result.error_code, result.error_message) == (0, None)
     wait_until(lambda: join(group) == 1500, what="the group's own heartbeat interval")
     assert join(f"other-{group}") == 300
+
+
+def heartbeat(bootstrap: str, **fields: object):  # type: ignore[no-untyped-def]
+    """One ConsumerGroupHeartbeat, raw (topic partitions as (topic id, [partitions]))."""
+    H = m.ConsumerGroupHeartbeatRequest
+    owned = fields.pop("owned", None)
+    request = H(**fields)
+    if owned is not None:
+        request.topic_partitions = [H.TopicPartitions(topic_id=t, partitions=ps) for t, ps in owned]
+    with KafkaClient(bootstrap) as client:
+        return client.any_connection().send(ApiKey.CONSUMER_GROUP_HEARTBEAT, request)
+
+
+def test_a_regex_python_matches_differently_is_refused(broker) -> None:
+    """RE2/J (Kafka's regex engine) has no lookaround and no backreferences, so such a
+    pattern (which Python's `re` would take) is INVALID_REGULAR_EXPRESSION, as is one that
+    does not compile."""
+    n = next(_names)
+    group = f"bad-regex-{n}"
+    with KafkaClient(broker.bootstrap) as client:
+        GroupAdmin(client, 30000).find_coordinator(group)
+    for pattern in ("(?!secret).*", r"(a)\1", "orders["):
+        response = heartbeat(broker.bootstrap, group_id=group, member_id="m", member_epoch=0,
+                             rebalance_timeout_ms=5000, subscribed_topic_regex=pattern,
+                             owned=[])  # fmt: skip
+        assert response.error_code == Errors("INVALID_REGULAR_EXPRESSION").code, pattern
+        assert response.error_message.startswith(f"SubscribedTopicRegex `{pattern}` is not")
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced(broker) -> None:
+    """A member asked to revoke a partition that keeps silent past its rebalance timeout
+    (shorter than its session timeout) is fenced, and the partition goes to the other."""
+    n = next(_names)
+    topic, group = f"slow-revoke-{n}", f"slow-revoke-group-{n}"
+    create_topic(broker.bootstrap, topic, 2)
+    with KafkaClient(broker.bootstrap) as client:
+        GroupAdmin(client, 30000).find_coordinator(group)
+    join = {"group_id": group, "member_epoch": 0, "subscribed_topic_names": [topic],
+            "owned": []}  # fmt: skip
+    first = heartbeat(broker.bootstrap, member_id="slow", rebalance_timeout_ms=500, **join)
+    (owned,) = first.assignment.topic_partitions
+    assert sorted(owned.partitions) == [0, 1]
+    second = heartbeat(broker.bootstrap, member_id="quick", rebalance_timeout_ms=5000, **join)
+    assert second.error_code == 0 and not second.assignment.topic_partitions  # not yet free
+    asked = heartbeat(
+        broker.bootstrap,
+        group_id=group,
+        member_id="slow",
+        member_epoch=first.member_epoch,
+        owned=[(owned.topic_id, [0, 1])],
+    )
+    assert len(asked.assignment.topic_partitions[0].partitions) == 1  # one to give up
+    # "slow" says nothing more: fenced after 500 ms, well before its 6 s session timeout.
+    wait_until(lambda: set(group_epochs(broker.bootstrap, group)[2]) == {"quick"}, timeout_s=5,
+               what="the silent member fenced")  # fmt: skip
+    took = heartbeat(broker.bootstrap, group_id=group, member_id="quick",
+                     member_epoch=second.member_epoch, owned=[])  # fmt: skip
+    assert sorted(took.assignment.topic_partitions[0].partitions) == [0, 1]
