@@ -18,7 +18,6 @@ import ast
 import itertools
 import operator
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from kt.protocol import messages as m
 from kt.testing import KtCluster
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTROLLED = "tests/test_config_keys.py::test_controlled_shutdown_keys"
+CONTROLLED = "tests/broker/test_controlled_shutdown_keys.py::test_controlled_shutdown_keys"
 SSL_FACTORY = "tests/security/test_ssl_factory.py"
 TLS = "tests/integration/test_tls.py"
 SASL = "tests/integration/test_sasl.py"
@@ -574,37 +573,3 @@ def _kt_sources() -> str:
         for p in (ROOT / "kt").rglob("*.py")
         if str(p.relative_to(ROOT)) not in NAMING_ONLY
     )
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("enabled", [True, False])
-def test_controlled_shutdown_keys(
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
-    enabled: bool,
-) -> None:
-    """controlled.shutdown.enable, .max.retries and .retry.backoff.ms: a stopping broker
-    asks the controller max.retries times, retry.backoff.ms apart (here the controller cannot be
-    reached, so every attempt fails), then stops anyway; disabled, it does not ask."""
-    from kt.errors import KafkaError
-
-    overrides = {"controlled.shutdown.enable": str(enabled).lower(),
-                 "controlled.shutdown.max.retries": "2",
-                 "controlled.shutdown.retry.backoff.ms": "300"}  # fmt: skip
-    attempts: list[float] = []
-
-    async def unreachable(self: KafkaServer, controller_id: int) -> None:
-        attempts.append(time.monotonic())
-        raise KafkaError("NETWORK_EXCEPTION", "the controller does not answer")
-
-    monkeypatch.setattr(KafkaServer, "_ask_controller_to_shut_down", unreachable)
-    with KtCluster(2, base_dir=tmp_path, overrides=overrides) as cluster:
-        cluster.stop_broker(1)
-        if not enabled:
-            assert attempts == []
-            return
-        # Kafka's defaults are 3 attempts, 5 s apart: neither can pass for the values set.
-        assert len(attempts) == 2
-        assert 0.3 <= attempts[1] - attempts[0] < 5.0
-        assert "all the controlled shutdown attempts failed" in caplog.text

@@ -41,7 +41,7 @@ class BackgroundTask:
 
 
 def broker_tasks(
-    cfg: Any, lm: Any, replica_manager: Any, group_coordinator: Any, txn_coordinator: Any
+    cfg: Any, lm: Any, replica_manager: Any, group_service: Any, txn_coordinator: Any
 ) -> list[BackgroundTask]:
     """The jobs a broker schedules (KafkaServer's and LogManager's KafkaScheduler tasks,
     under Kafka's names), not started."""
@@ -61,7 +61,7 @@ def broker_tasks(
             "delete-expired-group-metadata",
             cfg["offsets.retention.check.interval.ms"] / 1000,
             functools.partial(
-                group_coordinator.start_offsets_cleanup, cfg["offsets.retention.minutes"] * 60_000
+                group_service.start_offsets_cleanup, cfg["offsets.retention.minutes"] * 60_000
             ),
         ),
         BackgroundTask(

@@ -13,6 +13,7 @@ from kt.broker.group.consumer_group_coordinator import (
 )
 from kt.broker.group.group_config import GroupConfigs
 from kt.broker.group.group_coordinator import GroupCoordinator
+from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.inter_broker_connections import InterBrokerConnections
 from kt.broker.transaction import marker_writer
@@ -34,8 +35,7 @@ if TYPE_CHECKING:
 def create_group_coordinator(
     cfg: KafkaConfig, cache: MetadataCache, replica_manager: ReplicaManager
 ) -> GroupCoordinator:
-    """The group coordinator with the broker's group.* and offsets.* settings; it loads and
-    unloads groups as the broker gains and loses __consumer_offsets leadership."""
+    """The classic group coordinator with the broker's group.* and offsets.* settings."""
 
     def partition_count() -> int:
         known = cache.topic_partitions(GROUP_METADATA_TOPIC)
@@ -54,7 +54,6 @@ def create_group_coordinator(
         initial_rebalance_delay_ms=cfg["group.initial.rebalance.delay.ms"],
         max_group_size=cfg["group.max.size"],
     )
-    replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
     return coordinator
 
 
@@ -76,8 +75,17 @@ def create_consumer_group_coordinator(
     coordinator = ConsumerGroupCoordinator(
         group_coordinator.manager, cache, consumer_group_settings(cfg), GroupConfigs(cfg)
     )
-    group_coordinator.load_listeners.append(coordinator)
     return coordinator
+
+
+def create_group_coordinator_service(
+    replica_manager: ReplicaManager, classic: GroupCoordinator, consumer: ConsumerGroupCoordinator
+) -> GroupCoordinatorService:
+    """Both group coordinators over the groups cache: it loads and drops the groups as the
+    broker gains and loses __consumer_offsets leadership."""
+    service = GroupCoordinatorService(classic.manager, classic, consumer)
+    replica_manager.leadership_listeners.append(service.on_leadership_change)
+    return service
 
 
 class TxnMarkerSender:

@@ -36,6 +36,7 @@ from kt.broker.controller.kafka_controller import KafkaController
 from kt.broker.coordinators import (
     create_consumer_group_coordinator,
     create_group_coordinator,
+    create_group_coordinator_service,
     create_transaction_coordinator,
 )
 from kt.broker.dynamic_config import DynamicConfigManager
@@ -198,6 +199,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         )
         self.consumer_groups = create_consumer_group_coordinator(
             cfg, self.metadata_cache, self.group_coordinator
+        )
+        self.group_service = create_group_coordinator_service(
+            self.replica_manager, self.group_coordinator, self.consumer_groups
         )
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(
@@ -475,7 +479,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
 
     def _start_background_tasks(self) -> None:
         self._tasks = broker_tasks(
-            self.config, self.log_manager, self.replica_manager, self.group_coordinator,
+            self.config, self.log_manager, self.replica_manager, self.group_service,
             self.txn_coordinator,
         )  # fmt: skip
         for task in self._tasks:
@@ -533,7 +537,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         if self.kafka_exporter_series is not None:
             self.kafka_exporter_series.close()
         if self.apis is not None:
-            self.group_coordinator.shutdown()
+            self.group_service.shutdown()
             self.txn_coordinator.shutdown()
         store_away = self.zk is not None and not self.store_reachable
         if store_away:  # closing the session first fails the calls blocked on it at once

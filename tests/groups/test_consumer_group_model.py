@@ -13,7 +13,6 @@ from kt.broker.group import assignors
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.assignors import MemberSubscription
 from kt.broker.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from kt.broker.group.consumer_group_coordinator import validate_offset_commit
 from kt.broker.group.current_assignment import reconcile
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
@@ -134,18 +133,16 @@ def test_a_commit_of_an_older_epoch_is_taken_for_partitions_held_since_then() ->
         "m", member_epoch=7, assigned={T1: frozenset({0, 1})},
         assignment_epochs={(T1, 0): 4, (T1, 1): 7},
     ))  # fmt: skip
-    errors = validate_offset_commit(group, "m", 5, 9, [(T1, 0), (T1, 1), (T1, 2)])
+    errors = group.validate_offset_commit("m", 5, 9, [(T1, 0), (T1, 1), (T1, 2)])
     assert errors == {(T1, 0): "NONE", (T1, 1): "STALE_MEMBER_EPOCH",
                       (T1, 2): "STALE_MEMBER_EPOCH"}  # fmt: skip
-    assert set(validate_offset_commit(group, "m", 8, 9, [(T1, 0)]).values()) == {
+    assert set(group.validate_offset_commit("m", 8, 9, [(T1, 0)]).values()) == {
         "STALE_MEMBER_EPOCH"
     }
-    assert set(validate_offset_commit(group, "m", 7, 8, [(T1, 0)]).values()) == {
+    assert set(group.validate_offset_commit("m", 7, 8, [(T1, 0)]).values()) == {
         "UNSUPPORTED_VERSION"
     }
-    assert set(validate_offset_commit(group, "x", 7, 9, [(T1, 0)]).values()) == {
-        "UNKNOWN_MEMBER_ID"
-    }
+    assert set(group.validate_offset_commit("x", 7, 9, [(T1, 0)]).values()) == {"UNKNOWN_MEMBER_ID"}
 
 
 # -- records --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import time
 
 from kt.broker.group import group_admin
 from kt.broker.group.group_coordinator import GroupCoordinator
+from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GroupMetadataManager
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.metadata_cache import PartitionState
@@ -26,7 +27,8 @@ def coordinator_on(tmp_path) -> tuple[GroupCoordinator, LogManager]:
     manager = GroupMetadataManager(replicas, lambda: 1)
     coordinator = GroupCoordinator(manager, min_session_timeout_ms=10,
                                    initial_rebalance_delay_ms=0)  # fmt: skip
-    replicas.leadership_listeners.append(coordinator.on_leadership_change)
+    service = GroupCoordinatorService(manager, coordinator)
+    replicas.leadership_listeners.append(service.on_leadership_change)
     state = PartitionState("__consumer_offsets", 0, 0, 0, [0], [0])
     replicas.become_leader_or_follower(0, 1, [state], {})
     return coordinator, logs
@@ -85,7 +87,7 @@ def test_join_sync_rebalance_and_reload(tmp_path):
         c.shutdown()
 
         reloaded = GroupCoordinator(GroupMetadataManager(c.manager.replica_manager, lambda: 1))
-        reloaded.on_election(0, 1)
+        GroupCoordinatorService(reloaded.manager, reloaded).on_election(0, 1)
         assert reloaded.heartbeat("g", first.member_id, None, 1) == "NONE"  # still loading
         await wait_loaded(reloaded)
         fetched = group_admin.fetch_offsets(reloaded, "solo", [("t", 0), ("t", 1)])
@@ -186,7 +188,7 @@ def test_a_replaced_static_member_is_answered_once_its_id_is_written(tmp_path):
         assert writes == [rejoined.member_id]  # written before the answer came
         c.shutdown()
         reloaded = GroupCoordinator(GroupMetadataManager(c.manager.replica_manager, lambda: 1))
-        reloaded.on_election(0, 1)
+        GroupCoordinatorService(reloaded.manager, reloaded).on_election(0, 1)
         await wait_loaded(reloaded)
         group = reloaded.manager.get_group("g")
         assert group.static_members == {"instance-1": rejoined.member_id}

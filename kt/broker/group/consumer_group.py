@@ -15,6 +15,7 @@ over the group holds is what the previous coordinator held.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
@@ -163,6 +164,49 @@ class ConsumerGroup:
             if resolved is not None:
                 topics |= resolved.topics
         return topics
+
+    # -- OffsetCommit, OffsetFetch ------------------------------------------------------
+
+    def validate_offset_commit(
+        self,
+        member_id: str,
+        member_epoch: int,
+        api_version: int,
+        partitions: Iterable[tuple[uuid.UUID, int]],
+        transactional: bool = False,
+    ) -> dict[tuple[uuid.UUID, int], str]:
+        """ConsumerGroup.validateOffsetCommit: an error name per partition. A member may
+        commit with an epoch older than its current one for the partitions it has held
+        since that epoch (KIP-1251's assignment epochs), so a commit sent just before the
+        member moved to its next epoch is not refused."""
+        partitions = list(partitions)
+        if member_epoch < 0 and not self.members:
+            return dict.fromkeys(partitions, "NONE")
+        member = self.members.get(member_id)
+        if member is None:
+            error = "UNKNOWN_MEMBER_ID"
+        elif not transactional and api_version < 9:
+            error = "UNSUPPORTED_VERSION"
+        elif member_epoch > member.member_epoch:
+            error = "STALE_MEMBER_EPOCH"
+        elif member_epoch == member.member_epoch:
+            error = "NONE"
+        else:
+            return {
+                (t, p): "NONE" if 0 <= member.assignment_epoch(t, p) <= member_epoch
+                else "STALE_MEMBER_EPOCH"
+                for t, p in partitions
+            }  # fmt: skip
+        return dict.fromkeys(partitions, error)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> str:
+        """ConsumerGroup.validateOffsetFetch: the error name."""
+        if member_id is None and member_epoch < 0:
+            return "NONE"
+        member = self.members.get(member_id or "")
+        if member is None:
+            return "UNKNOWN_MEMBER_ID"
+        return "NONE" if member_epoch == member.member_epoch else "STALE_MEMBER_EPOCH"
 
     # -- replay: the only way the state changes ------------------------------------------
 

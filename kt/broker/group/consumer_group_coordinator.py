@@ -19,12 +19,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 import uuid
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from kt.broker.coordinator_errors import APPEND_ERRORS
 from kt.broker.group import assignors
@@ -36,73 +34,25 @@ from kt.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-    ResolvedRegex,
 )
 from kt.broker.group.current_assignment import reconcile
 from kt.broker.group.group_config import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import (
-    GROUP_METADATA_TOPIC,
     GroupMetadataManager,
     now_ms,
 )
-from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
+from kt.broker.group.heartbeat_request import (
+    GroupError,
+    HeartbeatRequest,
+    HeartbeatResult,
+    validate,
+    with_request,
+)
+from kt.broker.group.member_timers import MemberTimers
+from kt.broker.group.subscribed_topics import TopicsView, refresh_regexes, subscription_hash
 
 log = logging.getLogger(__name__)
-
-INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC))
-# RE2/J (Kafka's regex engine) has no lookaround and no backreferences; Python's `re`
-# has both, so a pattern using them would match differently: refused, as RE2/J does.
-_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P[=>]")
-
-
-class TopicsView(Protocol):
-    """What the coordinator reads of the cluster's topics (the metadata cache)."""
-
-    topics_version: int  # moves whenever a topic or partition changes
-
-    def all_topics(self) -> list[str]: ...
-
-    def topic_partitions(self, topic: str) -> dict[int, Any]: ...
-
-    def topic_id(self, topic: str) -> uuid.UUID: ...
-
-    def topic_for_id(self, topic_id: uuid.UUID) -> str | None: ...
-
-
-class GroupError(Exception):
-    """An error answer: a Kafka error name and its message."""
-
-    def __init__(self, error: str, message: str | None = None) -> None:
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
-@dataclass
-class HeartbeatRequest:
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None
-    rack_id: str | None
-    rebalance_timeout_ms: int
-    subscribed_topic_names: list[str] | None
-    subscribed_topic_regex: str | None
-    server_assignor: str | None
-    owned: list[tuple[uuid.UUID, list[int]]] | None
-    client_id: str
-    client_host: str
-
-
-@dataclass
-class HeartbeatResult:
-    error: str = "NONE"
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +61,6 @@ class ConsumerGroupSettings:
 
     max_size: int = 2147483647
     assignors: tuple[str, ...] = (assignors.UNIFORM, assignors.RANGE)
-    regex_refresh_interval_ms: int = 600000
 
 
 def new_member_id() -> str:
@@ -138,15 +87,15 @@ class ConsumerGroupCoordinator:
         self.settings = settings
         self.group_configs = group_configs  # each group's overrides of the two timings
         self.clock = clock
-        self._session_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._rebalance_timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self.session_timers = MemberTimers()
+        self.rebalance_timers = MemberTimers()
         self._tasks: set[asyncio.Task] = set()
 
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         try:
-            self._validate(request)
+            validate(request, self.settings.assignors)
             status = self.manager.group_status(request.group_id)
             if status != "NONE":
                 raise GroupError(status)
@@ -161,50 +110,6 @@ class ConsumerGroupCoordinator:
         if error != "NONE":
             return HeartbeatResult(error, None, result.member_id, result.member_epoch)
         return result
-
-    def _validate(self, request: HeartbeatRequest) -> None:
-        """throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        for value, what in ((request.group_id, "GroupId"), (request.instance_id, "InstanceId"),
-                            (request.rack_id, "RackId")):  # fmt: skip
-            if value is not None and not value.strip():
-                raise GroupError("INVALID_REQUEST", f"{what} can't be empty.")
-        epoch = request.member_epoch
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not request.member_id.strip():
-                raise GroupError("INVALID_REQUEST", "MemberId can't be empty.")
-        elif epoch == 0:
-            if request.rebalance_timeout_ms == -1:
-                raise GroupError(
-                    "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."
-                )
-            if request.owned is None or request.owned:
-                raise GroupError(
-                    "INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining."
-                )
-            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-                raise GroupError(
-                    "INVALID_REQUEST",
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
-                )
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not request.member_id.strip():
-                raise GroupError("INVALID_REQUEST", "MemberId can't be empty.")
-            if request.instance_id is None:
-                raise GroupError("INVALID_REQUEST", "InstanceId can't be null.")
-        else:
-            raise GroupError("INVALID_REQUEST", "MemberEpoch is invalid.")
-        if (
-            request.server_assignor is not None
-            and request.server_assignor not in self.settings.assignors
-        ):
-            raise GroupError(
-                "UNSUPPORTED_ASSIGNOR",
-                f"ServerAssignor {request.server_assignor} is not supported. "
-                f"Supported assignors: {', '.join(self.settings.assignors)}.",
-            )
-        pattern = request.subscribed_topic_regex
-        if pattern:
-            compile_regex(pattern)
 
     def _heartbeat(self, request: HeartbeatRequest) -> tuple[HeartbeatResult, list]:
         records: list[cr.CoordinatorRecord] = []
@@ -228,7 +133,7 @@ class ConsumerGroupCoordinator:
         else:
             member = self._static_member(group, member_id, request, records)
 
-        updated = _with_request(member, request)
+        updated = with_request(member, request)
         bump = False
         if updated != member:
             records.append(cr.member_subscription(group_id, updated))
@@ -246,8 +151,8 @@ class ConsumerGroupCoordinator:
         version = self.topics.topics_version
         if bump or joining or group.metadata_refresh_deadline != version:
             # Kafka refreshes on an interval; kt when a topic or a subscription changed.
-            bump |= self._refresh_regexes(group, members.values(), now, records)
-            metadata_hash = self._metadata_hash(group, members.values())
+            bump |= refresh_regexes(self.topics, group, members.values(), now, records)
+            metadata_hash = subscription_hash(self.topics, group, members.values())
             group.metadata_refresh_deadline = version
         if bump or metadata_hash != group.metadata_hash:
             group_epoch += 1
@@ -273,7 +178,7 @@ class ConsumerGroupCoordinator:
                 if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group_id, reconciled)
                 else:
-                    self._cancel(self._rebalance_timers, group_id, member_id)
+                    self.rebalance_timers.cancel((group_id, member_id))
         self._apply(group_id, records)
         self._schedule_session_timeout(group_id, member_id)
 
@@ -413,7 +318,7 @@ class ConsumerGroupCoordinator:
         """consumerGroupFenceMember: remove the member and bump the group epoch."""
         records = cr.member_removal(group.group_id, member.member_id)
         remaining = [m for m in group.members.values() if m.member_id != member.member_id]
-        metadata_hash = self._metadata_hash(group, remaining)
+        metadata_hash = subscription_hash(self.topics, group, remaining)
         epoch = group.group_epoch + 1
         records.append(cr.group_epoch(group.group_id, epoch, metadata_hash))
         if not remaining:  # the assignment epoch catches up (KAFKA-20442)
@@ -480,53 +385,6 @@ class ConsumerGroupCoordinator:
                  "assignor.", group.group_id, epoch, name)  # fmt: skip
         return targets
 
-    def _metadata_hash(self, group: ConsumerGroup, members: Iterable[ConsumerGroupMember]) -> int:
-        """A digest of the subscribed topics' ids and partition counts: a change bumps the
-        group epoch (Kafka 4.1's MetadataHash; its value is kt's own, and a Kafka
-        coordinator loading the group computes its own and bumps once)."""
-        names: set[str] = set()
-        for member in members:
-            names |= group.member_topics(member)
-        digest = 0
-        for name in sorted(names):
-            count = len(self.topics.topic_partitions(name))
-            if count:
-                text = f"{name}:{self.topics.topic_id(name)}:{count};"
-                digest = zlib.crc32(text.encode(), digest)
-        return digest
-
-    def _refresh_regexes(
-        self,
-        group: ConsumerGroup,
-        members: Iterable[ConsumerGroupMember],
-        now: int,
-        records: list[cr.CoordinatorRecord],
-    ) -> bool:
-        """Resolve each regex the members use against the topics (new ones at once, known
-        ones when the refresh interval passed or a topic came or went); drop the unused.
-        Replays the records into the group now, since the assignment reads them. True if
-        a resolution changed."""
-        wanted = {m.subscribed_topic_regex for m in members if m.subscribed_topic_regex}
-        changed = False
-        new: list[cr.CoordinatorRecord] = []
-        topics = None
-        for pattern in sorted(wanted):
-            old = group.regexes.get(pattern)
-            if topics is None:
-                topics = [t for t in self.topics.all_topics() if t not in INTERNAL_TOPICS]
-            compiled = compile_regex(pattern)
-            matched = frozenset(t for t in topics if compiled.fullmatch(t))
-            if old is None or old.topics != matched:
-                new.append(cr.regex(group.group_id, pattern, ResolvedRegex(matched, 0, now)))
-                changed = True
-        for pattern in list(group.regexes):
-            if pattern not in wanted:
-                new.append(cr.regex(group.group_id, pattern, None))
-        for record in new:
-            cr.replay(group, record)
-        records.extend(new)
-        return changed
-
     # -- state and the log ---------------------------------------------------------------
 
     def _apply(self, group_id: str, records: list[cr.CoordinatorRecord]) -> None:
@@ -559,43 +417,21 @@ class ConsumerGroupCoordinator:
     # -- timers --------------------------------------------------------------------------
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self._schedule(
-            self._session_timers,
-            group_id,
-            member_id,
-            self.group_configs.value(group_id, SESSION_TIMEOUT),
-            None,
-            "the member session expired.",
-        )
+        self.session_timers.schedule((group_id, member_id),
+                                     self.group_configs.value(group_id, SESSION_TIMEOUT),
+                                     self._fence_later, group_id, member_id, None,
+                                     "the member session expired.")  # fmt: skip
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
-        self._schedule(self._rebalance_timers, group_id, member.member_id,
-                       member.rebalance_timeout_ms, member.member_epoch,
-                       f"it failed to transition from epoch {member.member_epoch} within "
-                       f"{member.rebalance_timeout_ms}ms.")  # fmt: skip
-
-    def _schedule(self, timers: dict, group_id: str, member_id: str, delay_ms: int,
-                  epoch: int | None, why: str) -> None:  # fmt: skip
-        self._cancel(timers, group_id, member_id)
-        loop = asyncio.get_running_loop()
-        timers[(group_id, member_id)] = loop.call_later(
-            max(delay_ms, 0) / 1000, self._timer_fired, timers, group_id, member_id, epoch, why
-        )
-
-    def _timer_fired(self, timers: dict, group_id: str, member_id: str, epoch: int | None,
-                     why: str) -> None:  # fmt: skip
-        timers.pop((group_id, member_id), None)
-        self._fence_later(group_id, member_id, epoch, why)
-
-    @staticmethod
-    def _cancel(timers: dict, group_id: str, member_id: str) -> None:
-        handle = timers.pop((group_id, member_id), None)
-        if handle is not None:
-            handle.cancel()
+        epoch, timeout = member.member_epoch, member.rebalance_timeout_ms
+        self.rebalance_timers.schedule((group_id, member.member_id), timeout,
+                                       self._fence_later, group_id, member.member_id, epoch,
+                                       f"it failed to transition from epoch {epoch} within "
+                                       f"{timeout}ms.")  # fmt: skip
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._cancel(self._session_timers, group_id, member_id)
-        self._cancel(self._rebalance_timers, group_id, member_id)
+        self.session_timers.cancel((group_id, member_id))
+        self.rebalance_timers.cancel((group_id, member_id))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -620,10 +456,8 @@ class ConsumerGroupCoordinator:
                     self._cancel_timers(holder.group_id, member_id)
 
     def shutdown(self) -> None:
-        for timers in (self._session_timers, self._rebalance_timers):
-            for handle in timers.values():
-                handle.cancel()
-            timers.clear()
+        self.session_timers.cancel_all()
+        self.rebalance_timers.cancel_all()
         for task in self._tasks:
             task.cancel()
 
@@ -648,99 +482,6 @@ class ConsumerGroupCoordinator:
     def assignor_of(self, group: ConsumerGroup) -> str:
         """The server assignor the group's target assignment is computed with."""
         return _preferred_assignor(group.members.values()) or self.settings.assignors[0]
-
-
-# -- OffsetCommit / OffsetFetch ------------------------------------------------------------
-
-
-def validate_offset_commit(
-    group: ConsumerGroup,
-    member_id: str,
-    member_epoch: int,
-    api_version: int,
-    partitions: Iterable[tuple[uuid.UUID, int]],
-    transactional: bool = False,
-) -> dict[tuple[uuid.UUID, int], str]:
-    """ConsumerGroup.validateOffsetCommit: an error name per partition. A member may
-    commit with an epoch older than its current one for the partitions it has held since
-    that epoch (KIP-1251's assignment epochs), so a commit sent just before the member
-    moved to its next epoch is not refused."""
-    partitions = list(partitions)
-    if member_epoch < 0 and not group.members:
-        return dict.fromkeys(partitions, "NONE")
-    member = group.members.get(member_id)
-    if member is None:
-        error = "UNKNOWN_MEMBER_ID"
-    elif not transactional and api_version < 9:
-        error = "UNSUPPORTED_VERSION"
-    elif member_epoch > member.member_epoch:
-        error = "STALE_MEMBER_EPOCH"
-    elif member_epoch == member.member_epoch:
-        error = "NONE"
-    else:
-        return {
-            (t, p): "NONE" if 0 <= member.assignment_epoch(t, p) <= member_epoch
-            else "STALE_MEMBER_EPOCH"
-            for t, p in partitions
-        }  # fmt: skip
-    return dict.fromkeys(partitions, error)
-
-
-def validate_offset_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> str:
-    """ConsumerGroup.validateOffsetFetch: the error name."""
-    if member_id is None and member_epoch < 0:
-        return "NONE"
-    member = group.members.get(member_id or "")
-    if member is None:
-        return "UNKNOWN_MEMBER_ID"
-    return "NONE" if member_epoch == member.member_epoch else "STALE_MEMBER_EPOCH"
-
-
-def compile_regex(pattern: str) -> re.Pattern:
-    """The subscription regex, or INVALID_REGULAR_EXPRESSION (GroupError)."""
-    if _NOT_RE2.search(pattern):
-        raise GroupError(
-            "INVALID_REGULAR_EXPRESSION",
-            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: "
-            "lookaround and backreferences are not supported (RE2/J syntax).",
-        )
-    try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise GroupError(
-            "INVALID_REGULAR_EXPRESSION",
-            f"SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}.",
-        ) from None
-
-
-def _with_request(member: ConsumerGroupMember, request: HeartbeatRequest) -> ConsumerGroupMember:
-    """The member with what the heartbeat sets (a null field keeps the member's)."""
-
-    def given(value: Any, current: Any) -> Any:
-        return current if value is None else value
-
-    names = request.subscribed_topic_names
-    return replace(
-        member,
-        instance_id=given(request.instance_id, member.instance_id),
-        rack_id=given(request.rack_id, member.rack_id),
-        rebalance_timeout_ms=member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
-        else request.rebalance_timeout_ms,
-        server_assignor=given(request.server_assignor, member.server_assignor),
-        subscribed_topic_names=member.subscribed_topic_names if names is None else tuple(names),
-        subscribed_topic_regex=_new_regex(request.subscribed_topic_regex,
-                                          member.subscribed_topic_regex),
-        client_id=request.client_id,
-        client_host=request.client_host,
-    )  # fmt: skip
-
-
-def _new_regex(received: str | None, current: str | None) -> str | None:
-    """A heartbeat's SubscribedTopicRegex: null keeps the member's, empty clears it
-    (librdkafka sends an empty one when it subscribes by name)."""
-    if received is None:
-        return current
-    return received or None
 
 
 def _preferred_assignor(members: Iterable[ConsumerGroupMember]) -> str | None:

@@ -14,11 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kt.broker.group.consumer_group import ConsumerGroup
-from kt.broker.group.consumer_group_coordinator import (
-    ConsumerGroupCoordinator,
-    validate_offset_commit,
-    validate_offset_fetch,
-)
+from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
 from kt.broker.group.offsets_records import OffsetAndMetadata
@@ -104,8 +100,8 @@ def _consumer_group_commit(
 ) -> dict[TopicPartitionKey, str]:
     """validate_offset_commit for partitions named by topic name."""
     ids = {tp: (topic_id(tp[0]), tp[1]) for tp in offsets}
-    errors = validate_offset_commit(group, member_id, member_epoch, api_version, ids.values(),
-                                    transactional)  # fmt: skip
+    errors = group.validate_offset_commit(member_id, member_epoch, api_version, ids.values(),
+                                          transactional)  # fmt: skip
     return {tp: errors[ids[tp]] for tp in offsets}
 
 
@@ -213,7 +209,7 @@ def fetch_offsets(
         return OffsetFetchResult(error)
     group = coordinator.manager.get_group(group_id)
     if group is not None and group.consumer is not None:
-        error = validate_offset_fetch(group.consumer, member_id, member_epoch)
+        error = group.consumer.validate_offset_fetch(member_id, member_epoch)
         if error != "NONE":
             return OffsetFetchResult(error)
     if group is None or group.is_(GroupState.DEAD):

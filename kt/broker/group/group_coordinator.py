@@ -19,7 +19,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.group_metadata import (
     GroupMetadata,
     GroupState,
@@ -28,7 +27,6 @@ from kt.broker.group.group_metadata import (
     SyncResult,
 )
 from kt.broker.group.group_metadata_manager import (
-    GROUP_METADATA_TOPIC,
     GroupMetadataManager,
     now_ms,
 )
@@ -70,8 +68,6 @@ class GroupCoordinator:
         self.max_group_size = max_group_size
         self.clock = clock
         self._tasks: set[asyncio.Task] = set()
-        # The consumer group coordinator: told of the groups each load and unload brings.
-        self.load_listeners: list[Any] = []
 
     # -- helpers --------------------------------------------------------------------
 
@@ -113,7 +109,8 @@ class GroupCoordinator:
         if group is not None and group.consumer is not None:
             if group.consumer.members:  # Kafka's group.consumer.migration.policy=disabled
                 return JoinResult("GROUP_ID_NOT_FOUND", member_id)
-            self._drop_empty_consumer_group(group)
+            tombstones = self.manager.drop_consumer_group(group)
+            self._spawn(self.manager.append(group_id, tombstones))
         if group is None:
             if not unknown:
                 return JoinResult("UNKNOWN_MEMBER_ID", member_id)
@@ -148,14 +145,6 @@ class GroupCoordinator:
         if group.is_(PREPARING):
             self._try_complete_join(group)
         return await waiter
-
-    def _drop_empty_consumer_group(self, group: GroupMetadata) -> None:
-        """An empty consumer group gives way to a classic one (its records deleted, its
-        offsets kept): getOrMaybeCreateClassicGroup."""
-        assert group.consumer is not None
-        entries = [(r.key(), None) for r in cr.group_removal(group.consumer)]
-        group.consumer = None
-        self._spawn(self.manager.append(group.group_id, entries))
 
     def _static_new_member_join(
         self,
@@ -578,40 +567,18 @@ class GroupCoordinator:
         self._remove_member_and_update_group(group, member)
         return "NONE"
 
-    # -- leadership of __consumer_offsets partitions ------------------------------------
+    # -- the groups of a __consumer_offsets partition, loaded and dropped ---------------
 
-    def on_leadership_change(self, leaders: list[Any], resigned: list[Any]) -> None:
-        """ReplicaManager callback: load the groups of `__consumer_offsets` partitions this
-        broker now leads, drop those of partitions it no longer leads."""
-        for partition in leaders:
-            if partition.tp.topic == GROUP_METADATA_TOPIC:
-                self.on_election(partition.tp.partition, partition.leader_epoch)
-        for tp in resigned:
-            if tp.topic == GROUP_METADATA_TOPIC:
-                self.on_resignation(tp.partition)
-
-    def start_offsets_cleanup(self, retention_ms: int) -> None:
-        """The periodic offsets-retention pass (run from a broker background task)."""
-        self._spawn(self.manager.cleanup_expired_offsets(retention_ms))
-
-    def on_election(self, partition: int, epoch: int) -> None:
-        if self.manager.begin_loading(partition, epoch):
-            self._spawn(self._load(partition, epoch))
-
-    async def _load(self, partition: int, epoch: int) -> None:
-        groups = await self.manager.load(partition, epoch)
+    def on_loaded(self, groups: list[GroupMetadata]) -> None:
+        """A partition's groups were loaded: their members' session timers start."""
         for group in groups:
             for member in group.members.values():
                 self.schedule_session_expiry(group, member)
-        for listener in self.load_listeners:
-            listener.on_loaded(groups)
 
-    def on_resignation(self, partition: int) -> None:
-        groups = self.manager.unload(partition)
+    def on_unloaded(self, groups: list[GroupMetadata]) -> None:
+        """Leadership of their partition went elsewhere: the waiting members are told."""
         for group in groups:
             self._fail_group(group, "NOT_COORDINATOR")
-        for listener in self.load_listeners:
-            listener.on_unloaded(groups)
 
     def _fail_group(self, group: GroupMetadata, error: str) -> None:
         for timer in (group.join_timer, group.sync_timer, *group.pending_expiry.values()):
@@ -625,9 +592,6 @@ class GroupCoordinator:
         group.state = DEAD
 
     def shutdown(self) -> None:
-        for listener in self.load_listeners:
-            listener.shutdown()
-        for group in list(self.manager.groups.values()):
-            self._fail_group(group, "NOT_COORDINATOR")
+        self.on_unloaded(list(self.manager.groups.values()))
         for task in self._tasks:
             task.cancel()

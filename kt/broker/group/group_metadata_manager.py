@@ -233,10 +233,17 @@ class GroupMetadataManager:
         entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
         group.remove_offsets(list(group.offsets))
         if group.consumer is not None:
-            entries += [(r.key(), None) for r in cr.group_removal(group.consumer)]
-            group.consumer = None
+            entries += self.drop_consumer_group(group)
         entries.append((rec.group_metadata_key(group.group_id), None))
         return await self.append(group.group_id, entries)
+
+    def drop_consumer_group(self, group: GroupMetadata) -> list[tuple[bytes, None]]:
+        """An empty consumer group gives way to a classic one (getOrMaybeCreateClassicGroup):
+        it leaves the cache at once, its offsets stay; the tombstones to append."""
+        assert group.consumer is not None
+        entries = [(r.key(), None) for r in cr.group_removal(group.consumer)]
+        group.consumer = None
+        return entries
 
     async def cleanup_expired_offsets(self, retention_ms: int) -> int:
         """Drop offsets past retention; Empty groups left without offsets die. Returns
