@@ -161,7 +161,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.max.session.timeout.ms", "int", 1800000, None),
     ("group.max.size", "int", 2147483647, at_least(1)),
     # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic
-    # and consumer groups; share and streams may be listed and are not served yet.
+    # and consumer groups; share and streams, which it does not serve yet, are refused.
     ("group.coordinator.rebalance.protocols", "list", "classic,consumer",
      one_of("consumer", "classic", "share", "streams")),
     ("group.consumer.session.timeout.ms", "int", 45000, at_least(1)),
@@ -381,10 +381,17 @@ class KafkaConfig(ListenerSecurity):
 
     def _validate_consumer_groups(self) -> None:
         """GroupCoordinatorConfig's checks of the consumer group settings, its messages."""
+        protocols = self.list_of("group.coordinator.rebalance.protocols")
         require(
-            "classic" in self.list_of("group.coordinator.rebalance.protocols"),
-            "group.coordinator.rebalance.protocols must contain classic",
+            "classic" in protocols, "group.coordinator.rebalance.protocols must contain classic"
         )
+        for protocol, feature in (("share", "share groups (KIP-932)"),
+                                  ("streams", "streams groups (KIP-1071)")):  # fmt: skip
+            if protocol in protocols:  # listed, it would be expected to work
+                raise InvalidConfigError(
+                    f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
+                    f"support {feature} yet; list classic,consumer"
+                )
         prefix = "group.consumer."
         for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
             low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"

@@ -254,14 +254,15 @@ def test_kafka_4_keys_are_known_and_its_defaults_taken() -> None:
 
 
 def test_the_group_protocols_must_include_classic() -> None:
-    """Kafka 4.1's default lists streams, which kt does not serve yet: taken (ApiVersions
-    leaves StreamsGroupHeartbeat out). A list without classic is refused."""
-    config = KafkaConfig({"group.coordinator.rebalance.protocols": "classic,consumer,streams"})
-    assert config.list_of("group.coordinator.rebalance.protocols") == [
-        "classic",
-        "consumer",
-        "streams",
-    ]
+    """Kafka 4.1's default also lists streams, which kt does not serve yet: refused out
+    loud rather than taken and left unserved. A list without classic is refused as by
+    Kafka."""
+    with pytest.raises(InvalidConfigError) as refused:
+        KafkaConfig({"group.coordinator.rebalance.protocols": "classic,consumer,streams"})
+    assert str(refused.value) == (
+        "group.coordinator.rebalance.protocols=classic,consumer,streams: kt does not support "
+        "streams groups (KIP-1071) yet; list classic,consumer"
+    )
     with pytest.raises(InvalidConfigError) as refused:
         KafkaConfig({"group.coordinator.rebalance.protocols": "consumer"})
     assert str(refused.value) == (

@@ -224,3 +224,20 @@ def test_uniform_gives_a_fresh_group_contiguous_runs_as_kafka() -> None:
         "b": {T1: frozenset({3, 4})},
         "c": {T1: frozenset({5, 6})},
     }
+
+
+def test_group_configs_of_groups_kt_does_not_serve_are_refused() -> None:
+    """share.* and streams.* group configs would be expected to act: refused, while the
+    consumer group's are taken within the broker's bounds."""
+    from kt.broker.group import group_config
+    from kt.config import InvalidConfigError, KafkaConfig
+
+    config = KafkaConfig({})
+    group_config.validate({"consumer.session.timeout.ms": "50000"}, config)
+    for name, feature in (
+        ("share.record.lock.duration.ms", "share groups (KIP-932)"),
+        ("streams.num.standby.replicas", "streams groups (KIP-1071)"),
+    ):
+        with pytest.raises(InvalidConfigError) as refused:
+            group_config.validate({name: "1"}, config)
+        assert str(refused.value) == f"{name}: kt does not support {feature} yet"

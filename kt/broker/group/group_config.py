@@ -3,11 +3,13 @@ with IncrementalAlterConfigs on the GROUP resource (type 32) and read with
 DescribeConfigs (Kafka's GroupConfig).
 
 Each key has Kafka 4.4's default and the broker key that supplies it (its synonym). kt
-honours the consumer group keys it serves (consumer.session.timeout.ms and
-consumer.heartbeat.interval.ms: the session timer and the interval a heartbeat answer
-names); the share and streams groups' keys are kept and described, for the groups kt
-does not serve yet. Overrides live in /config/groups/<group> with a change notification,
-as topic configs do, so every broker learns them.
+honours consumer.session.timeout.ms and consumer.heartbeat.interval.ms (the session timer
+and the interval a heartbeat answer names); consumer.assignment.interval.ms is taken and
+changes nothing, kt computing an assignment in the heartbeat that needs it (as an
+interval of 0 would). The share and streams groups' keys are described with their
+defaults and refused, those groups not being served yet. Overrides live in
+/config/groups/<group> with a change notification, as topic configs do, so every broker
+learns them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ GROUP_KEYS = {k.name: k for k in (
              "group.streams.rack.aware.assignment.tags"),
     GroupKey("streams.session.timeout.ms", "int", "45000", "group.streams.session.timeout.ms"),
 )}  # fmt: skip
+# The keys of the groups kt does not serve yet: described with their defaults, refused.
+_NOT_SERVED = {"share": "share groups (KIP-932)", "streams": "streams groups (KIP-1071)",
+               "errors": "share groups' dead-letter queues"}  # fmt: skip
 _BOUND_DEFAULTS = {
     "group.consumer.min.assignment.interval.ms": "0",
     "group.consumer.max.assignment.interval.ms": "15000",
@@ -89,6 +94,9 @@ def validate(overrides: Mapping[str, str], config: KafkaConfig) -> None:
         key = GROUP_KEYS.get(name)
         if key is None:
             raise InvalidConfigError(f"Unknown group config name: {name}")
+        feature = _NOT_SERVED.get(name.split(".")[0])
+        if feature is not None:  # kept, it would be expected to act
+            raise InvalidConfigError(f"{name}: kt does not support {feature} yet")
         try:
             value = PARSERS[key.kind](text)
         except ValueError as e:
