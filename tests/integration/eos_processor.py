@@ -44,12 +44,18 @@ def main() -> int:
     args.add_argument("--batch", type=int, default=50)
     args.add_argument("--pause-ms", type=int, default=0, help="a pause in each transaction")
     o = args.parse_args()
+    dead: list[KafkaError] = []
+
+    def on_error(error: KafkaError) -> None:
+        if error.fatal() or error.code() == KafkaError.FENCED_INSTANCE_ID:
+            dead.append(error)
+
     consumer = Consumer({
         "bootstrap.servers": o.bootstrap_server, "group.id": o.group,
         "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "isolation.level": "read_committed", "session.timeout.ms": 6000,
         # Static membership (KIP-345): a restarted instance takes its place at once.
-        "group.instance.id": o.transactional_id,
+        "group.instance.id": o.transactional_id, "error_cb": on_error,
     })  # fmt: skip
     producer = Producer({
         "bootstrap.servers": o.bootstrap_server, "transactional.id": o.transactional_id,
@@ -62,12 +68,10 @@ def main() -> int:
     while True:
         last_pass[0] = time.monotonic()
         batch = consumer.consume(o.batch, 1.0)
-        for failed in (m.error() for m in batch if m.error() is not None):
-            if failed.fatal() or failed.code() == KafkaError.FENCED_INSTANCE_ID:
-                # The consumer is dead (fenced as a static member): it only ever returns
-                # this error again, so stop, as an application must.
-                print(f"consumer failed: {failed}", file=sys.stderr, flush=True)
-                return 1
+        if dead:  # the consumer was fenced: it only ever fails again, so stop, as an
+            # application must (librdkafka reports it through error_cb, not consume())
+            print(f"consumer failed: {dead[0]}", file=sys.stderr, flush=True)
+            return 1
         messages = [m for m in batch if m.error() is None]
         if not messages:
             continue
