@@ -365,6 +365,36 @@ class ReferenceKafka:
                 self.kill()
                 raise TimeoutError(f"Kafka did not start in {timeout_s} s: {self.log_tail()}")
             time.sleep(0.05)
+        while not self._knows_itself():
+            if time.monotonic() > deadline:
+                self.kill()
+                raise TimeoutError(
+                    f"Kafka did not list itself in Metadata in {timeout_s} s: {self.log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def _knows_itself(self) -> bool:
+        """Whether Metadata names this broker and a controller. A ZooKeeper-mode broker
+        logs "started" before its controller's first UpdateMetadata reaches it; until then
+        it answers Metadata with no brokers and controller -1, and librdkafka's admin
+        client then waits for its next periodic metadata refresh (5 minutes) before it
+        sends a CreateTopics. A listener other than PLAINTEXT is not checked."""
+        if not self.properties()["listeners"].startswith("PLAINTEXT://"):
+            return True
+        from kt.client.client import KafkaClient
+        from kt.errors import KafkaError
+
+        try:
+            client = KafkaClient(self.bootstrap, client_id="kt-reference-probe", timeout_s=5)
+        except KafkaError:
+            return False
+        try:
+            client.metadata([])
+            return client.controller_id >= 0 and self.broker_id in client.brokers
+        except KafkaError:
+            return False
+        finally:
+            client.close()
 
     def _logged_since(self, mark: int, text: str) -> bool:
         if not self.server_log.exists():
