@@ -20,6 +20,7 @@ from kt.config_def import (
     checked_value,
     metadata_version,
     one_of,
+    one_of_ignoring_case,
 )
 from kt.config_unread import UNREAD, UNREAD_KEYS, refuse_unread
 from kt.endpoints import DEFAULT_PROTOCOL_MAP, SECURITY_PROTOCOLS, Endpoint, Listeners, require
@@ -171,6 +172,8 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.consumer.min.heartbeat.interval.ms", "int", 5000, at_least(1)),
     ("group.consumer.max.heartbeat.interval.ms", "int", 15000, at_least(1)),
     ("group.consumer.max.size", "int", 2147483647, at_least(1)),
+    ("group.consumer.migration.policy", "string", "bidirectional",
+     one_of_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled")),
     ("group.consumer.assignors", "list",
      "org.apache.kafka.coordinator.group.assignor.UniformAssignor,"
      "org.apache.kafka.coordinator.group.assignor.RangeAssignor",

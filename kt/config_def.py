@@ -109,6 +109,18 @@ def one_of(*allowed: str) -> Callable[[Any], None]:
     return check
 
 
+def one_of_ignoring_case(*allowed: str) -> Callable[[Any], None]:
+    """ConfigDef.CaseInsensitiveValidString."""
+
+    def check(value: Any) -> None:
+        if str(value).lower() not in {a.lower() for a in allowed}:
+            raise InvalidValue(
+                value, f"String must be one of (case insensitive): {', '.join(allowed)}"
+            )
+
+    return check
+
+
 # MetadataVersion's versions (inter.broker.protocol.version, log.message.format.version).
 METADATA_VERSIONS = (  # noqa: SIM905 (one line per row of Kafka's list)
     "0.8.0 0.8.1 0.8.2 0.9.0 0.10.0-IV0 0.10.0-IV1 0.10.1-IV0 0.10.1-IV1 0.10.1-IV2 0.10.2-IV0 "

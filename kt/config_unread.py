@@ -46,11 +46,6 @@ _ZK_TLS = Accepted("ZooKeeper TLS's: read only with zookeeper.ssl.client.enable=
 _NEW_GROUPS = Accepted("Kafka 4's group coordinator's threads and append linger (kt's coordinator "
                        "runs on the event loop and appends at once), and share groups' "
                        "(KIP-932), which kt does not serve yet")  # fmt: skip
-_MIGRATION = Accepted(
-    "kt does not yet convert a group between the classic and consumer "
-    "protocols: it behaves as Kafka with `disabled` (a consumer-protocol "
-    "member of a classic group with members gets GROUP_ID_NOT_FOUND)"
-)
 _KERBEROS = Accepted("GSSAPI (Kerberos)'s, which kt refuses in sasl.enabled.mechanisms")
 _OIDC = Accepted("the OIDC token validator's (sasl.oauthbearer.jwks.endpoint.url), which kt "
                  "refuses: its OAUTHBEARER takes unsecured JWS tokens")  # fmt: skip
@@ -306,8 +301,7 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("controller.quorum.request.timeout.ms", "int", 2000),
         ("controller.quorum.retry.backoff.ms", "int", 20),
     )),
-    # -- Kafka 4's groups: migration between protocols, share groups
-    ("group.consumer.migration.policy", "string", "disabled", None, _MIGRATION),
+    # -- Kafka 4's groups: share groups
     *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
         ("group.share.session.timeout.ms", "int", 45000),
         ("group.share.min.session.timeout.ms", "int", 45000),

@@ -439,6 +439,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "6000", lambda c: GroupConfigs(c).value("g", "consumer.heartbeat.interval.ms"), 6000
     ),
     "group.consumer.max.size": Built("7", lambda c: consumer_group_settings(c).max_size, 7),
+    "group.consumer.migration.policy": ShownBy(
+        "tests/groups/test_group_migration.py::"
+        "test_with_migration_disabled_a_group_keeps_its_protocol"
+    ),
     "group.consumer.assignors": Built(
         "range", lambda c: consumer_group_settings(c).assignors, ("range",)
     ),

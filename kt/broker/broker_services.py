@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kt.broker.admin.scram_credentials import ScramCredentialAdmin
     from kt.broker.authorizer import AclAuthorizer
     from kt.broker.controller.kafka_controller import KafkaController
+    from kt.broker.group.classic_protocol_members import ClassicProtocolMembers
     from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
     from kt.broker.group.group_coordinator import GroupCoordinator
     from kt.broker.metadata_cache import MetadataCache
@@ -48,6 +49,7 @@ class BrokerServices:
     controller: KafkaController  # this broker's own (active or not)
     group_coordinator: GroupCoordinator  # classic groups, and the groups' offsets
     consumer_groups: ConsumerGroupCoordinator  # Kafka 4's consumer groups (KIP-848)
+    classic_members: ClassicProtocolMembers  # classic members of consumer groups (migration)
     txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
     admin_manager: AdminManager  # topics and partitions

@@ -63,6 +63,8 @@ def consumer_group_settings(cfg: KafkaConfig) -> ConsumerGroupSettings:
     return ConsumerGroupSettings(
         max_size=cfg["group.consumer.max.size"],
         assignors=tuple(dict.fromkeys(names)),
+        migration_policy=cfg["group.consumer.migration.policy"].lower(),
+        classic_max_size=cfg["group.max.size"],
     )
 
 
@@ -73,7 +75,11 @@ def create_consumer_group_coordinator(
     groups cache and `__consumer_offsets` partitions, the broker's group.consumer.*
     settings."""
     coordinator = ConsumerGroupCoordinator(
-        group_coordinator.manager, cache, consumer_group_settings(cfg), GroupConfigs(cfg)
+        group_coordinator.manager,
+        cache,
+        consumer_group_settings(cfg),
+        GroupConfigs(cfg),
+        group_coordinator,
     )
     return coordinator
 

@@ -40,6 +40,7 @@ from kt.broker.coordinators import (
     create_transaction_coordinator,
 )
 from kt.broker.dynamic_config import DynamicConfigManager
+from kt.broker.group.classic_protocol_members import ClassicProtocolMembers
 from kt.broker.meta_properties import check_meta_properties
 from kt.broker.metadata_cache import MetadataCache
 from kt.broker.metrics.broker_metrics import register_broker_metrics, register_controller_metrics
@@ -200,6 +201,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.consumer_groups = create_consumer_group_coordinator(
             cfg, self.metadata_cache, self.group_coordinator
         )
+        self.classic_members = ClassicProtocolMembers(self.consumer_groups)
         self.group_service = create_group_coordinator_service(
             self.replica_manager, self.group_coordinator, self.consumer_groups
         )
@@ -319,6 +321,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             controller=self.controller,
             group_coordinator=self.group_coordinator,
             consumer_groups=self.consumer_groups,
+            classic_members=self.classic_members,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,

@@ -4,8 +4,9 @@ order and under its camelCase names, tagged fields only where they hold other th
 default, topic ids as Kafka's Uuid.toString (URL-safe base64).
 
 The schemas are the group-coordinator message files' (Kafka 4.4), as field lists:
-(name, type) with types int8 int32 int64 string string? uuid, `[]` + a type, a nested
-field list for a struct array, and a trailing tagged-fields map {tag: (name, type)}.
+(name, type) with types int8 int32 int64 string string? uuid bytes, `[]` + a type, a
+nested field list for a struct array, ("struct?", fields) for a nullable struct, and a
+trailing tagged-fields map {tag: (name, type)}.
 """
 
 from __future__ import annotations
@@ -38,10 +39,9 @@ VALUES: dict[int, list] = {
         ("clientHost", "string"), ("subscribedTopicNames", "[]string"),
         ("subscribedTopicRegex", "string?"), ("rebalanceTimeoutMs", "int32"),
         ("serverAssignor", "string?"),
-        {0: ("classicMemberMetadata", [("sessionTimeoutMs", "int32"),
-                                       ("supportedProtocols", [("name", "string"),
-                                                               ("metadata", "bytes"), {}]),
-                                       {}])}],
+        {0: ("classicMemberMetadata", ("struct?", [
+            ("sessionTimeoutMs", "int32"),
+            ("supportedProtocols", [("name", "string"), ("metadata", "bytes"), {}]), {}]))}],
     6: [("assignmentEpoch", "int32"), {0: ("assignmentTimestamp", "int64")}],
     7: [("topicPartitions", [("topicId", "uuid"), ("partitions", "[]int32"), {}]), {}],
     8: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
@@ -81,6 +81,8 @@ def _struct(r: SchemaReader, fields: list) -> dict:
 
 
 def _read(r: SchemaReader, kind: Any) -> Any:
+    if isinstance(kind, tuple):  # ("struct?", fields): a nullable struct
+        return _struct(r, kind[1]) if r.uvarint() else None
     if isinstance(kind, list):
         return r.array(lambda: _struct(r, kind))
     if kind.startswith("[]"):

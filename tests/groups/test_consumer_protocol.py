@@ -16,11 +16,7 @@ from confluent_kafka import (
     Consumer,
     ConsumerGroupState,
     ConsumerGroupType,
-    KafkaError,
-    KafkaException,
-    TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.client.client import KafkaClient
 from kt.client.groups import GroupAdmin
@@ -29,7 +25,8 @@ from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
 from tests._environment import unavailable
-from tests.groups._clients import produce, wait_until
+from tests.groups._clients import create_topic, produce, wait_until
+from tests.groups._consumer_members import Member, describe, no_overlap
 from tests.groups.conftest import start_broker
 
 pytestmark = pytest.mark.slow
@@ -49,96 +46,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
     yield broker
     if broker.alive:
         broker.stop()
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-
-
-class Member:
-    """A confluent-kafka consumer of the consumer protocol on its own thread: it commits
-    after each batch and in its revocation callback (commits precede revocation), and
-    logs when it gains and loses each partition."""
-
-    def __init__(self, bootstrap: str, group: str, topics: list[str], log: list,
-                 instance_id: str | None = None, assignor: str | None = None) -> None:  # fmt: skip
-        self.name = f"m{next(_names)}"
-        config = {
-            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 500,
-        }  # fmt: skip
-        if instance_id is not None:
-            config["group.instance.id"] = instance_id
-        if assignor is not None:
-            config["group.remote.assignor"] = assignor
-        self.consumer = Consumer(config)
-        self.topics = topics
-        self.log = log  # (time, member, "+" or "-", topic, partition), shared by a test
-        self.owned: set[tuple[str, int]] = set()
-        self.records: list[tuple[str, int, int]] = []
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self.owned.add((tp.topic, tp.partition))
-            self.log.append((time.monotonic(), self.name, "+", tp.topic, tp.partition))
-
-    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._commit()
-        for tp in partitions:
-            self.log.append((time.monotonic(), self.name, "-", tp.topic, tp.partition))
-            self.owned.discard((tp.topic, tp.partition))
-
-    def _commit(self) -> None:
-        try:
-            self.consumer.commit(asynchronous=False)
-        except KafkaException as e:
-            if e.args[0].code() != KafkaError._NO_OFFSET:
-                raise
-
-    def _run(self) -> None:
-        try:
-            self.consumer.subscribe(self.topics, on_assign=self._assigned,
-                                    on_revoke=self._revoked, on_lost=self._revoked)  # fmt: skip
-            while not self._stop.is_set():
-                batch = self.consumer.consume(100, timeout=0.1)
-                good = [msg for msg in batch if msg.error() is None]
-                self.records += [(msg.topic(), msg.partition(), msg.offset()) for msg in good]
-                if good:
-                    self._commit()
-            self.consumer.close()
-        except BaseException as e:
-            self.error = e
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(60)
-        assert not self._thread.is_alive(), f"{self.name} did not close"
-        if self.error is not None:
-            raise self.error
-
-
-def no_overlap(log: list) -> None:
-    """No partition was held by two members at one instant: each owner gave it up (its
-    revocation callback) before the next one got it (its assignment callback)."""
-    owner: dict[tuple[str, int], str] = {}
-    for _, member, sign, topic, partition in sorted(log):
-        tp = (topic, partition)
-        if sign == "+":
-            assert tp not in owner, f"{tp} given to {member} while {owner.get(tp)} holds it"
-            owner[tp] = member
-        else:
-            assert owner.pop(tp, None) == member
-
-
-def describe(bootstrap: str, group: str):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    return admin.describe_consumer_groups([group])[group].result(30)
 
 
 def test_members_join_and_leave_with_every_record_read_once(broker) -> None:
@@ -449,31 +356,11 @@ def read_and_commit(consumer: Consumer, topic: str, count: int) -> list[int]:
 
 def test_an_empty_group_changes_protocol_and_keeps_its_offsets(broker) -> None:
     """A group's members switch between the classic and the consumer protocol while it is
-    empty: the group gives way to one of the other kind and its committed offsets stay. A
-    consumer-protocol member of a group whose classic members are there is told the group
-    is not a consumer group (Kafka's migration policy `disabled`)."""
+    empty: the group gives way to one of the other kind and its committed offsets stay."""
     n = next(_names)
     topic, group = f"switch-{n}", f"switch-group-{n}"
     create_topic(broker.bootstrap, topic, 1)
     produce(broker.bootstrap, topic, 30, partitions=1)
-    classic = classic_consumer(broker.bootstrap, group)
-    classic.subscribe([topic])
-    wait_until(lambda: classic.poll(0.1) is not None and bool(classic.assignment()),
-               what="a classic member with its partition")  # fmt: skip
-    refused = heartbeat(
-        broker.bootstrap,
-        group_id=group,
-        member_id="new",
-        member_epoch=0,
-        rebalance_timeout_ms=5000,
-        subscribed_topic_names=[topic],
-        owned=[],
-    )
-    assert (refused.error_code, refused.error_message) == (
-        Errors("GROUP_ID_NOT_FOUND").code,
-        f"Group {group} is not a consumer group",
-    )
-    classic.close()
     assert read_and_commit(classic_consumer(broker.bootstrap, group), topic, 10) == \
         list(range(10))  # fmt: skip
     consumer_protocol = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group,

@@ -45,6 +45,21 @@ class ConsumerGroupState:
 
 
 @dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member using the classic protocol inside a consumer group joined with
+    (the MemberMetadata record's ClassicMemberMetadata): its session timeout and its
+    JoinGroup protocols, (name, metadata) in the member's order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The name its JoinGroup and SyncGroup answers carry: its first protocol's."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True)
 class ConsumerGroupMember:
     """One member: its subscription (the MemberMetadata record) and its current
     assignment with its epochs (the CurrentMemberAssignment record)."""
@@ -66,6 +81,13 @@ class ConsumerGroupMember:
     # The member epoch each assigned partition came with (KIP-1251's assignment epochs):
     # a commit of an older member epoch is taken for a partition held since then.
     assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
+    # Set for a member of an upgraded group that still uses the classic protocol
+    # (JoinGroup, SyncGroup, Heartbeat): KIP-848's online migration.
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -165,6 +187,39 @@ class ConsumerGroup:
                 topics |= resolved.topics
         return topics
 
+    # -- members of the classic protocol (online migration) ------------------------------
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """ConsumerGroup.supportsClassicProtocols: a classic member may join when its
+        protocol type is `consumer` and it supports a protocol every classic member of the
+        group supports."""
+        if protocol_type != "consumer":
+            return False
+        supported = [{name for name, _ in m.classic.protocols}
+                     for m in self.members.values() if m.classic is not None]  # fmt: skip
+        return any(all(name in s for s in supported) for name in names)
+
+    def all_members_use_classic_protocol_except(self, leaving: Iterable[str]) -> bool:
+        """Whether every member but `leaving` uses the classic protocol, and at least one of
+        `leaving` does not (allMembersUseClassicProtocolExcept: the group is downgraded
+        once its last consumer-protocol member goes)."""
+        leaving = set(leaving)
+        stay = [m for m in self.members.values() if m.member_id not in leaving]
+        gone = [m for m in self.members.values() if m.member_id in leaving]
+        return all(m.classic is not None for m in stay) and any(m.classic is None for m in gone)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a partition of the member's target is still held by another member."""
+        for topic_id, partitions in self.target_of(member.member_id).items():
+            held = member.assigned.get(topic_id, frozenset())
+            for p in partitions - held:
+                if self.current_partition_epoch(topic_id, p) != -1:
+                    return True
+        return False
+
     # -- OffsetCommit, OffsetFetch ------------------------------------------------------
 
     def validate_offset_commit(
@@ -183,18 +238,20 @@ class ConsumerGroup:
         if member_epoch < 0 and not self.members:
             return dict.fromkeys(partitions, "NONE")
         member = self.members.get(member_id)
+        # A classic member (online migration) commits with its generation: its errors are
+        # the classic protocol's.
+        stale = "ILLEGAL_GENERATION" if member and member.classic else "STALE_MEMBER_EPOCH"
         if member is None:
             error = "UNKNOWN_MEMBER_ID"
-        elif not transactional and api_version < 9:
+        elif not transactional and member.classic is None and api_version < 9:
             error = "UNSUPPORTED_VERSION"
         elif member_epoch > member.member_epoch:
-            error = "STALE_MEMBER_EPOCH"
+            error = stale
         elif member_epoch == member.member_epoch:
             error = "NONE"
         else:
             return {
-                (t, p): "NONE" if 0 <= member.assignment_epoch(t, p) <= member_epoch
-                else "STALE_MEMBER_EPOCH"
+                (t, p): "NONE" if 0 <= member.assignment_epoch(t, p) <= member_epoch else stale
                 for t, p in partitions
             }  # fmt: skip
         return dict.fromkeys(partitions, error)
@@ -206,7 +263,9 @@ class ConsumerGroup:
         member = self.members.get(member_id or "")
         if member is None:
             return "UNKNOWN_MEMBER_ID"
-        return "NONE" if member_epoch == member.member_epoch else "STALE_MEMBER_EPOCH"
+        if member_epoch == member.member_epoch:
+            return "NONE"
+        return "ILLEGAL_GENERATION" if member.classic else "STALE_MEMBER_EPOCH"
 
     # -- replay: the only way the state changes ------------------------------------------
 

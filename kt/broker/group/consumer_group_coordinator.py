@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kt.broker.coordinator_errors import APPEND_ERRORS
-from kt.broker.group import assignors
+from kt.broker.group import assignors, group_migration
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -37,6 +37,7 @@ from kt.broker.group.consumer_group import (
 )
 from kt.broker.group.current_assignment import reconcile
 from kt.broker.group.group_config import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
+from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import (
     GroupMetadataManager,
@@ -50,6 +51,7 @@ from kt.broker.group.heartbeat_request import (
     with_request,
 )
 from kt.broker.group.member_timers import MemberTimers
+from kt.broker.group.offsets_records import group_metadata_value
 from kt.broker.group.subscribed_topics import TopicsView, refresh_regexes, subscription_hash
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,8 @@ class ConsumerGroupSettings:
 
     max_size: int = 2147483647
     assignors: tuple[str, ...] = (assignors.UNIFORM, assignors.RANGE)
+    migration_policy: str = group_migration.BIDIRECTIONAL  # group.consumer.migration.policy
+    classic_max_size: int = 2147483647  # group.max.size, for a downgrade
 
 
 def new_member_id() -> str:
@@ -79,6 +83,7 @@ class ConsumerGroupCoordinator:
         topics: TopicsView,
         settings: ConsumerGroupSettings,
         group_configs: GroupConfigs,
+        classic: GroupCoordinator,
         *,
         clock: Callable[[], int] = now_ms,
     ) -> None:
@@ -86,9 +91,14 @@ class ConsumerGroupCoordinator:
         self.topics = topics
         self.settings = settings
         self.group_configs = group_configs  # each group's overrides of the two timings
+        self.classic = classic  # takes over a group downgraded to the classic protocol
         self.clock = clock
         self.session_timers = MemberTimers()
         self.rebalance_timers = MemberTimers()
+        # A classic member of a consumer group must rejoin (join) and then sync within its
+        # rebalance timeout once told to.
+        self.join_timers = MemberTimers()
+        self.sync_timers = MemberTimers()
         self._tasks: set[asyncio.Task] = set()
 
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------
@@ -106,7 +116,7 @@ class ConsumerGroupCoordinator:
         except GroupError as e:
             return HeartbeatResult(e.error, e.message, request.member_id or None,
                                    request.member_epoch)  # fmt: skip
-        error = await self._write(request.group_id, records)
+        error = await self.write(request.group_id, records)
         if error != "NONE":
             return HeartbeatResult(error, None, result.member_id, result.member_epoch)
         return result
@@ -115,71 +125,20 @@ class ConsumerGroupCoordinator:
         records: list[cr.CoordinatorRecord] = []
         group_id = request.group_id
         joining = request.member_epoch == 0
-        group = self._consumer_group(group_id, joining, records)
+        group = self.consumer_group(group_id, joining, records)
         member_id = request.member_id or new_member_id()
-        if (
-            joining
-            and member_id not in group.members
-            and group.static_member(request.instance_id) is None
-            and len(group.members) >= self.settings.max_size
-        ):
-            raise GroupError(
-                "GROUP_MAX_SIZE_REACHED",
-                "The consumer group has reached its "
-                f"maximum capacity of {self.settings.max_size} members.",
-            )
+        if joining:
+            self.check_size(group, member_id, request.instance_id)
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request)
         else:
             member = self._static_member(group, member_id, request, records)
-
         updated = with_request(member, request)
-        bump = False
-        if updated != member:
-            records.append(cr.member_subscription(group_id, updated))
-            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
-                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)  # fmt: skip
-
-        members = dict(group.members)
-        previous_static = group.static_members.get(updated.instance_id or "")
-        if previous_static is not None and previous_static != member_id:
-            members.pop(previous_static, None)
-        members[member_id] = updated
-        now = self.clock()
-        group_epoch = group.group_epoch
-        metadata_hash = group.metadata_hash
-        version = self.topics.topics_version
-        if bump or joining or group.metadata_refresh_deadline != version:
-            # Kafka refreshes on an interval; kt when a topic or a subscription changed.
-            bump |= refresh_regexes(self.topics, group, members.values(), now, records)
-            metadata_hash = subscription_hash(self.topics, group, members.values())
-            group.metadata_refresh_deadline = version
-        if bump or metadata_hash != group.metadata_hash:
-            group_epoch += 1
-            records.append(cr.group_epoch(group_id, group_epoch, metadata_hash))
-            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
-
-        if group_epoch > group.assignment_epoch:
-            target_epoch = group_epoch
-            targets = self._target_assignment(group, members, records, group_epoch, now)
-            target = targets.get(member_id, {})
-        else:
-            target_epoch = group.assignment_epoch
-            # A static member replacing its predecessor has the predecessor's target (the
-            # records moving it are not replayed yet): ConsumerGroup.targetAssignment.
-            target = group.target_of(previous_static or member_id)
-
-        reconciled = updated
-        if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target,
-                                   group.current_partition_epoch, request.owned)  # fmt: skip
-            if reconciled != updated:
-                records.append(cr.current_assignment(group_id, reconciled))
-                if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_rebalance_timeout(group_id, reconciled)
-                else:
-                    self.rebalance_timers.cancel((group_id, member_id))
-        self._apply(group_id, records)
+        group_epoch, members = self.update_subscription(group, member, updated, records, joining)
+        reconciled = self.assign_and_reconcile(group, updated, members, group_epoch,
+                                               request.owned, records)  # fmt: skip
+        self.apply(group_id, records)
+        self.start_upgraded_sessions(group, records)
         self._schedule_session_timeout(group_id, member_id)
 
         full = joining or (request.rebalance_timeout_ms != -1
@@ -193,25 +152,155 @@ class ConsumerGroupCoordinator:
             result.assignment = reconciled.assigned
         return result, records
 
-    def _consumer_group(
+    def start_upgraded_sessions(
+        self, group: ConsumerGroup, records: list[cr.CoordinatorRecord]
+    ) -> None:
+        """After an online upgrade, each classic member's session runs on in the consumer
+        group, with its own session timeout."""
+        if any(r.type == cr.CLASSIC_GROUP_METADATA for r in records):
+            for member in group.classic_members():
+                self.schedule_member_session(group.group_id, member)
+
+    def check_size(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> None:
+        """throwIfConsumerGroupIsFull, for a member that is not in the group yet."""
+        if (
+            member_id not in group.members
+            and group.static_member(instance_id) is None
+            and len(group.members) >= self.settings.max_size
+        ):
+            raise GroupError(
+                "GROUP_MAX_SIZE_REACHED",
+                "The consumer group has reached its "
+                f"maximum capacity of {self.settings.max_size} members.",
+            )
+
+    def update_subscription(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        records: list[cr.CoordinatorRecord],
+        refresh: bool,
+    ) -> tuple[int, dict[str, ConsumerGroupMember]]:
+        """Step 1 of a heartbeat (or a classic member's JoinGroup): the member's record if
+        it changed, the group epoch bumped when a subscription or the subscribed topics
+        changed. Returns the group epoch and the members as they will be."""
+        group_id, member_id = group.group_id, updated.member_id
+        bump = False
+        if updated != member:
+            records.append(cr.member_subscription(group_id, updated))
+            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)  # fmt: skip
+        members = dict(group.members)
+        previous_static = group.static_members.get(updated.instance_id or "")
+        if previous_static is not None and previous_static != member_id:
+            members.pop(previous_static, None)
+        members[member_id] = updated
+        group_epoch = group.group_epoch
+        metadata_hash = group.metadata_hash
+        version = self.topics.topics_version
+        if bump or refresh or group.metadata_refresh_deadline != version:
+            # Kafka refreshes on an interval; kt when a topic or a subscription changed.
+            bump |= refresh_regexes(self.topics, group, members.values(), self.clock(), records)
+            metadata_hash = subscription_hash(self.topics, group, members.values())
+            group.metadata_refresh_deadline = version
+        if bump or metadata_hash != group.metadata_hash:
+            group_epoch += 1
+            records.append(cr.group_epoch(group_id, group_epoch, metadata_hash))
+            log.info("[GroupId %s] Bumped group epoch to %d.", group_id, group_epoch)
+        return group_epoch, members
+
+    def assign_and_reconcile(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerGroupMember,
+        members: dict[str, ConsumerGroupMember],
+        group_epoch: int,
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+        records: list[cr.CoordinatorRecord],
+    ) -> ConsumerGroupMember:
+        """Steps 2 and 3: the target assignment recomputed when the group epoch is ahead of
+        it, then the member moved one step towards its target."""
+        member_id = updated.member_id
+        if group_epoch > group.assignment_epoch:
+            target_epoch = group_epoch
+            targets = self._target_assignment(group, members, records, group_epoch, self.clock())
+            target = targets.get(member_id, {})
+        else:
+            target_epoch = group.assignment_epoch
+            target = self._current_target(group, updated)
+        return self._reconcile(group, updated, target_epoch, target, owned, records)
+
+    def _current_target(self, group: ConsumerGroup, member: ConsumerGroupMember) -> Assignment:
+        """ConsumerGroup.targetAssignment(memberId, instanceId): a static member replacing
+        its predecessor has the predecessor's target (the records moving it are not
+        replayed yet)."""
+        previous_static = group.static_members.get(member.instance_id or "")
+        return group.target_of(previous_static or member.member_id)
+
+    def reconcile_to_current(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerGroupMember,
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+        records: list[cr.CoordinatorRecord],
+    ) -> ConsumerGroupMember:
+        """The member reconciled towards the current target assignment (no new one)."""
+        target = self._current_target(group, updated)
+        return self._reconcile(group, updated, group.assignment_epoch, target, owned, records)
+
+    def _reconcile(
+        self,
+        group: ConsumerGroup,
+        updated: ConsumerGroupMember,
+        target_epoch: int,
+        target: Assignment,
+        owned: list[tuple[uuid.UUID, list[int]]] | None,
+        records: list[cr.CoordinatorRecord],
+    ) -> ConsumerGroupMember:
+        """maybeReconcile: the member's next assignment, and its record if it moved. Only a
+        consumer-protocol member has a rebalance timeout to revoke within (a classic member
+        has its join and sync timeouts)."""
+        if updated.is_reconciled_to(target_epoch):
+            return updated
+        reconciled = reconcile(updated, target_epoch, target, group.current_partition_epoch, owned)
+        if reconciled != updated:
+            records.append(cr.current_assignment(group.group_id, reconciled))
+            if reconciled.classic is None:
+                key = (group.group_id, reconciled.member_id)
+                if reconciled.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, reconciled)
+                else:
+                    self.rebalance_timers.cancel(key)
+        return reconciled
+
+    def consumer_group(
         self, group_id: str, create: bool, records: list[cr.CoordinatorRecord]
     ) -> ConsumerGroup:
         """getOrMaybeCreateConsumerGroup: an empty classic group gives way (its metadata
-        deleted, its offsets kept); a classic group with members is not a consumer group."""
+        deleted, its offsets kept); a classic group with members becomes a consumer group
+        when the migration policy allows (an online upgrade: the conversion's records go
+        into `records`, and the group returned is built apart until they are applied)."""
         holder = self.manager.get_group(group_id)
         if holder is not None and holder.consumer is not None:
             return holder.consumer
         if not create:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Consumer group {group_id} not found.")
-        if (
-            holder is not None
-            and not holder.is_(GroupState.EMPTY)
-            and not holder.is_(GroupState.DEAD)
-        ):
-            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group")
-        if holder is not None and holder.protocol_type is not None:
-            records.append(cr.classic_group_removal(group_id))
-        return ConsumerGroup(group_id)
+        if holder is None or holder.is_(GroupState.DEAD):
+            return ConsumerGroup(group_id)
+        if holder.is_(GroupState.EMPTY):
+            if holder.protocol_type is not None:
+                records.append(cr.classic_group_removal(group_id))
+                log.info("[GroupId %s] Converted the empty classic group to a consumer group.",
+                         group_id)  # fmt: skip
+            return ConsumerGroup(group_id)
+        group_migration.validate_online_upgrade(holder, self.settings.migration_policy,
+                                                self.settings.max_size)  # fmt: skip
+        group = group_migration.consumer_group_from_classic(holder, self.topics)
+        records.append(cr.classic_group_removal(group_id))
+        records.extend(group_migration.consumer_group_records(group))
+        log.info("[GroupId %s] Converted the classic group to a consumer group.", group_id)
+        return group
 
     def _dynamic_member(
         self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest
@@ -224,7 +313,7 @@ class ConsumerGroupCoordinator:
                 return ConsumerGroupMember(member_id)
             # A member that lost its epoch (fenced, or its answer lost) rejoins under the
             # id it keeps (KIP-1082): from scratch, owning nothing.
-            return _from_scratch(member, member_id)
+            return from_scratch(member, member_id)
         if member is None:
             raise GroupError(
                 "UNKNOWN_MEMBER_ID",
@@ -256,16 +345,8 @@ class ConsumerGroupCoordinator:
                                  f"Static member {member_id} with instance id {instance_id} "
                                  "cannot join the group because the instance id is owned by "
                                  f"{existing.member_id} member.")  # fmt: skip
-            new = _from_scratch(existing, member_id)
-            records.extend(cr.member_removal(group.group_id, existing.member_id))
-            records.append(cr.member_subscription(group.group_id, new))
-            records.append(cr.target_member(group.group_id, member_id,
-                                            group.target_of(existing.member_id)))  # fmt: skip
-            records.append(cr.current_assignment(group.group_id, new))
-            self._cancel_timers(group.group_id, existing.member_id)
-            log.info("[GroupId %s] Static member with instance id %s re-joins the consumer "
-                     "group. Created a new member %s to replace the existing member %s.",
-                     group.group_id, instance_id, member_id, existing.member_id)  # fmt: skip
+            new = from_scratch(existing, member_id)
+            self.replace_static_member(group, existing, new, records)
             return new
         if existing is None:
             raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
@@ -276,10 +357,29 @@ class ConsumerGroupCoordinator:
         _check_epoch(existing, request.member_epoch, request.owned)
         return existing
 
+    def replace_static_member(
+        self,
+        group: ConsumerGroup,
+        existing: ConsumerGroupMember,
+        new: ConsumerGroupMember,
+        records: list[cr.CoordinatorRecord],
+    ) -> None:
+        """replaceMember: `new` takes `existing`'s place and target assignment."""
+        group_id = group.group_id
+        records.extend(cr.member_removal(group_id, existing.member_id))
+        records.append(cr.member_subscription(group_id, new))
+        records.append(cr.target_member(group_id, new.member_id,
+                                        group.target_of(existing.member_id)))  # fmt: skip
+        records.append(cr.current_assignment(group_id, new))
+        self._cancel_timers(group_id, existing.member_id)
+        log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group. "
+                 "Created a new member %s to replace the existing member %s.", group_id,
+                 new.instance_id, new.member_id, existing.member_id)  # fmt: skip
+
     # -- leaving and fencing -------------------------------------------------------------
 
     def _leave(self, request: HeartbeatRequest) -> tuple[HeartbeatResult, list]:
-        group = self._consumer_group(request.group_id, False, [])
+        group = self.consumer_group(request.group_id, False, [])
         result = HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
         if request.instance_id is None:
             member = group.members.get(request.member_id)
@@ -303,7 +403,7 @@ class ConsumerGroupCoordinator:
             leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                               pending_revocation={})  # fmt: skip
             records = [cr.current_assignment(group.group_id, leaving)]
-            self._apply(group.group_id, records)
+            self.apply(group.group_id, records)
             log.info(
                 "[GroupId %s] Static Member %s with instance id %s temporarily left the "
                 "consumer group.",
@@ -315,19 +415,64 @@ class ConsumerGroupCoordinator:
         return result, self._fence(group, member)
 
     def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
-        """consumerGroupFenceMember: remove the member and bump the group epoch."""
-        records = cr.member_removal(group.group_id, member.member_id)
-        remaining = [m for m in group.members.values() if m.member_id != member.member_id]
+        return self.fence(group, [member])
+
+    def fence(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> list:
+        """consumerGroupFenceMembers: remove the members and bump the group epoch; or,
+        when only members of the classic protocol would remain, downgrade the group to a
+        classic one that rebalances (KIP-848's online downgrade)."""
+        if not leaving:
+            return []
+        group_id = group.group_id
+        gone = {m.member_id for m in leaving}
+        if group_migration.can_downgrade_after_leaving(
+            group, gone, self.settings.migration_policy, self.settings.classic_max_size
+        ):
+            return self.downgrade(group, gone, None,
+                                  f"Downgrade group {group_id} from consumer to classic for "
+                                  "member leaving.")  # fmt: skip
+        records = [r for member_id in gone for r in cr.member_removal(group_id, member_id)]
+        remaining = [m for m in group.members.values() if m.member_id not in gone]
         metadata_hash = subscription_hash(self.topics, group, remaining)
         epoch = group.group_epoch + 1
-        records.append(cr.group_epoch(group.group_id, epoch, metadata_hash))
+        records.append(cr.group_epoch(group_id, epoch, metadata_hash))
         if not remaining:  # the assignment epoch catches up (KAFKA-20442)
-            records.append(cr.target_epoch(group.group_id, epoch, 0))
-        self._cancel_timers(group.group_id, member.member_id)
-        self._apply(group.group_id, records)
+            records.append(cr.target_epoch(group_id, epoch, 0))
+        for member_id in gone:
+            self._cancel_timers(group_id, member_id)
+        self.apply(group_id, records)
         return records
 
-    def _fence_later(self, group_id: str, member_id: str, epoch: int | None, why: str) -> None:
+    def downgrade(
+        self,
+        group: ConsumerGroup,
+        leaving: set[str],
+        joining: ConsumerGroupMember | None,
+        rebalance_reason: str | None,
+    ) -> list:
+        """convertToClassicGroup: the consumer group's records deleted and the classic
+        group's metadata written in their place; the classic coordinator takes the group
+        over (and rebalances it unless `rebalance_reason` is None). The state is set here,
+        not replayed from the records."""
+        group_id = group.group_id
+        holder = self.manager.get_group(group_id)
+        assert holder is not None and holder.consumer is group
+        replaced = group.static_member(joining.instance_id) if joining is not None else None
+        records = group_migration.classic_group_tombstones(
+            group, replaced.member_id if replaced else None, joining.member_id if joining else None
+        )
+        for member_id in group.members:
+            self._cancel_timers(group_id, member_id)
+        holder.consumer = None
+        assignments = group_migration.fill_classic_group(holder, group, leaving, joining,
+                                                         self.topics, self.clock())  # fmt: skip
+        value = group_metadata_value(holder.to_record(assignments))
+        records.append(cr.CoordinatorRecord(cr.CLASSIC_GROUP_METADATA, group_id, None, value))
+        self.classic.adopt(holder, rebalance_reason)
+        log.info("[GroupId %s] Converted the consumer group to a classic group.", group_id)
+        return records
+
+    def fence_later(self, group_id: str, member_id: str, epoch: int | None, why: str) -> None:
         """A timer fired: fence the member if it is still there (in `epoch`, when given)."""
         holder = self.manager.get_group(group_id)
         group = holder.consumer if holder is not None else None
@@ -341,7 +486,7 @@ class ConsumerGroupCoordinator:
         log.info("[GroupId %s] Member %s fenced from the group because %s",
                  group_id, member_id, why)  # fmt: skip
         records = self._fence(group, member)
-        self._spawn(self._write(group_id, records))
+        self._spawn(self.write(group_id, records))
 
     # -- assignment ----------------------------------------------------------------------
 
@@ -387,7 +532,7 @@ class ConsumerGroupCoordinator:
 
     # -- state and the log ---------------------------------------------------------------
 
-    def _apply(self, group_id: str, records: list[cr.CoordinatorRecord]) -> None:
+    def apply(self, group_id: str, records: list[cr.CoordinatorRecord]) -> None:
         """Replay `records` into the group (creating it, or dropping it on its tombstone)."""
         holder = self.manager.get_group(group_id)
         for record in records:
@@ -404,7 +549,7 @@ class ConsumerGroupCoordinator:
         ):
             self.manager.remove_group(holder)
 
-    async def _write(self, group_id: str, records: list[cr.CoordinatorRecord]) -> str:
+    async def write(self, group_id: str, records: list[cr.CoordinatorRecord]) -> str:
         if not records:
             return "NONE"
         entries = [(r.key(), r.value_bytes()) for r in records]
@@ -416,22 +561,33 @@ class ConsumerGroupCoordinator:
 
     # -- timers --------------------------------------------------------------------------
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.session_timers.schedule((group_id, member_id),
-                                     self.group_configs.value(group_id, SESSION_TIMEOUT),
-                                     self._fence_later, group_id, member_id, None,
+    def _schedule_session_timeout(
+        self, group_id: str, member_id: str, timeout_ms: int | None = None
+    ) -> None:
+        """The member's next session deadline: a classic member's own session timeout
+        (`timeout_ms`), the group's for a consumer-protocol member."""
+        if timeout_ms is None:
+            timeout_ms = self.group_configs.value(group_id, SESSION_TIMEOUT)
+        self.session_timers.schedule((group_id, member_id), timeout_ms,
+                                     self.fence_later, group_id, member_id, None,
                                      "the member session expired.")  # fmt: skip
+
+    def schedule_member_session(self, group_id: str, member: ConsumerGroupMember) -> None:
+        classic = member.classic
+        timeout = classic.session_timeout_ms if classic is not None else None
+        self._schedule_session_timeout(group_id, member.member_id, timeout)
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
         epoch, timeout = member.member_epoch, member.rebalance_timeout_ms
         self.rebalance_timers.schedule((group_id, member.member_id), timeout,
-                                       self._fence_later, group_id, member.member_id, epoch,
+                                       self.fence_later, group_id, member.member_id, epoch,
                                        f"it failed to transition from epoch {epoch} within "
                                        f"{timeout}ms.")  # fmt: skip
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.session_timers.cancel((group_id, member_id))
-        self.rebalance_timers.cancel((group_id, member_id))
+        for timers in (self.session_timers, self.rebalance_timers, self.join_timers,
+                       self.sync_timers):  # fmt: skip
+            timers.cancel((group_id, member_id))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -445,8 +601,8 @@ class ConsumerGroupCoordinator:
             if group is None:
                 continue
             for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
-                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                self.schedule_member_session(group.group_id, member)
+                if member.classic is None and member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member)
 
     def on_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
@@ -456,8 +612,9 @@ class ConsumerGroupCoordinator:
                     self._cancel_timers(holder.group_id, member_id)
 
     def shutdown(self) -> None:
-        self.session_timers.cancel_all()
-        self.rebalance_timers.cancel_all()
+        for timers in (self.session_timers, self.rebalance_timers, self.join_timers,
+                       self.sync_timers):  # fmt: skip
+            timers.cancel_all()
         for task in self._tasks:
             task.cancel()
 
@@ -495,7 +652,7 @@ def _preferred_assignor(members: Iterable[ConsumerGroupMember]) -> str | None:
     return max(sorted(counts), key=lambda name: counts[name])
 
 
-def _from_scratch(member: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+def from_scratch(member: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
     """`member`'s subscription under `member_id`, in epoch 0, owning nothing."""
     return replace(
         member,

@@ -11,7 +11,8 @@ Kafka's group-coordinator message files define them:
   5  ConsumerGroupMemberMetadata     key group, member value InstanceId string?,
       RackId string?, ClientId, ClientHost, SubscribedTopicNames [string],
       SubscribedTopicRegex string?, RebalanceTimeoutMs int32, ServerAssignor string?,
-      tag 0 ClassicMemberMetadata (null for consumer-protocol members)
+      tag 0 ClassicMemberMetadata (null for consumer-protocol members): SessionTimeoutMs
+      int32, SupportedProtocols [Name string, Metadata bytes]
   6  ConsumerGroupTargetAssignmentMetadata  key group  value AssignmentEpoch int32,
                                                         tag 0 AssignmentTimestamp int64
   7  ConsumerGroupTargetAssignmentMember    key group, member
@@ -33,21 +34,26 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from kt.broker.group.consumer_group import (
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
     ResolvedRegex,
 )
+from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.protocol.schema_reader import SchemaReader
-from kt.protocol.types import compact_length, write_compact_string, write_uuid, write_uvarint
+from kt.protocol.types import (
+    compact_length,
+    write_compact_bytes_prefix,
+    write_compact_string,
+    write_uuid,
+    write_uvarint,
+)
 
-CLASSIC_GROUP_METADATA = 2  # only its tombstone: a classic group giving way
-if TYPE_CHECKING:
-    from kt.broker.group.group_metadata import GroupMetadata
+CLASSIC_GROUP_METADATA = 2  # a classic group giving way (tombstone) or coming back
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -99,7 +105,8 @@ class CurrentAssignment:
 class CoordinatorRecord:
     """One record: its type, group, member id or regex (`sub`), and its value (None: a
     tombstone). Values: GroupEpoch, ConsumerGroupMember (its subscription part),
-    TargetEpoch, an Assignment, CurrentAssignment, ResolvedRegex."""
+    TargetEpoch, an Assignment, CurrentAssignment, ResolvedRegex; a classic group's
+    metadata (type 2) as its encoded bytes (offsets_records.group_metadata_value)."""
 
     type: int
     group_id: str
@@ -113,8 +120,8 @@ class CoordinatorRecord:
         return b"".join(parts)
 
     def value_bytes(self) -> bytes | None:
-        if self.value is None:
-            return None
+        if self.value is None or isinstance(self.value, bytes):
+            return self.value  # a tombstone, or a classic group's metadata written apart
         return _VALUE_VERSION + _ENCODERS[self.type](self.value)
 
 
@@ -180,7 +187,14 @@ def apply(holder: GroupMetadata, record: CoordinatorRecord) -> None:
     """Replay one record into the group `holder` (its `.consumer`, created by the first
     record that is not a tombstone, dropped by the group's tombstone)."""
     if record.type == CLASSIC_GROUP_METADATA:
-        holder.protocol_type = None
+        if record.value is not None:
+            return  # a downgrade's: the coordinator sets the classic state itself
+        # The classic group gives way: its members' pending answers say to rejoin (an
+        # upgrade, convertToConsumerGroup), its state is a consumer group's from here.
+        holder.drop_members("REBALANCE_IN_PROGRESS")
+        holder.state = GroupState.EMPTY
+        holder.generation_id = 0
+        holder.protocol_type = holder.protocol_name = None
         return
     if holder.consumer is None:
         if record.value is None:
@@ -210,6 +224,7 @@ def replay(group: ConsumerGroup, record: CoordinatorRecord) -> None:
             value.subscribed_topic_names, value.subscribed_topic_regex,
             value.rebalance_timeout_ms, value.server_assignor, old.member_epoch,
             old.previous_member_epoch, old.state, old.assigned, old.pending_revocation,
+            old.assignment_epochs, value.classic,
         ))  # fmt: skip
     elif record.type == TARGET_ASSIGNMENT_MEMBER:
         if value is None:
@@ -290,8 +305,16 @@ def _encode_member(m: ConsumerGroupMember) -> bytes:
         _compact_array([write_compact_string(t) for t in m.subscribed_topic_names]),
         write_compact_string(m.subscribed_topic_regex), _I32.pack(m.rebalance_timeout_ms),
         write_compact_string(m.server_assignor),
-        _CLASSIC_MEMBER_METADATA_NULL,
+        _CLASSIC_MEMBER_METADATA_NULL if m.classic is None
+        else _tags([(0, b"\x01" + _encode_classic(m.classic))]),
     ))  # fmt: skip
+
+
+def _encode_classic(c: ClassicMemberMetadata) -> bytes:
+    """SessionTimeoutMs int32, SupportedProtocols [Name string, Metadata bytes]."""
+    protocols = [write_compact_string(name) + write_compact_bytes_prefix(data) + data + _NO_TAGS
+                 for name, data in c.protocols]  # fmt: skip
+    return _I32.pack(c.session_timeout_ms) + _compact_array(protocols) + _NO_TAGS
 
 
 def _encode_target_epoch(v: TargetEpoch) -> bytes:
@@ -392,8 +415,20 @@ def _decode_member(r: SchemaReader, sub: str) -> ConsumerGroupMember:
         subscribed_topic_regex=r.nullable_string(), rebalance_timeout_ms=r.int32(),
         server_assignor=r.nullable_string(),
     )  # fmt: skip
-    _read_tags(r)
-    return member
+    tag = _read_tags(r).get(0)
+    if tag is None or tag[:1] == b"\x00":
+        return member
+    c = SchemaReader(bytes(tag), flexible=True)
+    c.uvarint()  # present
+    session_timeout_ms = c.int32()
+
+    def protocol() -> tuple[str, bytes]:
+        name, data = c.string(), c.bytes_()
+        _read_tags(c)
+        return name, data
+
+    protocols = tuple(c.array(protocol) or ())
+    return replace(member, classic=ClassicMemberMetadata(session_timeout_ms, protocols))
 
 
 def _decode_target_epoch(r: SchemaReader, _sub: str) -> TargetEpoch:

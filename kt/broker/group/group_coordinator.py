@@ -567,6 +567,14 @@ class GroupCoordinator:
         self._remove_member_and_update_group(group, member)
         return "NONE"
 
+    def adopt(self, group: GroupMetadata, rebalance_reason: str | None) -> None:
+        """A consumer group became this classic group (KIP-848's online downgrade): its
+        members' session timers start, and it rebalances unless `rebalance_reason` is None."""
+        for member in group.members.values():
+            self.schedule_session_expiry(group, member)
+        if rebalance_reason is not None:
+            self._prepare_rebalance(group, rebalance_reason)
+
     # -- the groups of a __consumer_offsets partition, loaded and dropped ---------------
 
     def on_loaded(self, groups: list[GroupMetadata]) -> None:
@@ -581,14 +589,7 @@ class GroupCoordinator:
             self._fail_group(group, "NOT_COORDINATOR")
 
     def _fail_group(self, group: GroupMetadata, error: str) -> None:
-        for timer in (group.join_timer, group.sync_timer, *group.pending_expiry.values()):
-            if timer is not None:
-                timer.cancel()
-        for member in group.members.values():
-            member.cancel_expiry()
-            member.complete_join(JoinResult(error, member.member_id))
-            member.complete_sync(SyncResult(error))
-        group.members.clear()
+        group.drop_members(error)
         group.state = DEAD
 
     def shutdown(self) -> None:

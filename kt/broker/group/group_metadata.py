@@ -240,6 +240,25 @@ class GroupMetadata:
         self.cancel_pending_expiry(member_id)
         return member
 
+    def drop_members(self, error: str) -> None:
+        """Every member goes, its pending JoinGroup and SyncGroup answered with `error`, the
+        group's and members' timers stopped (the group is unloaded, or became a consumer
+        group). The state is the caller's to set."""
+        for timer in (self.join_timer, self.sync_timer, *self.pending_expiry.values()):
+            if timer is not None:
+                timer.cancel()
+        self.join_timer = self.sync_timer = None
+        for member in self.members.values():
+            member.cancel_expiry()
+            member.complete_join(JoinResult(error, member.member_id))
+            member.complete_sync(SyncResult(error))
+        self.members.clear()
+        self.static_members.clear()
+        self.pending_members.clear()
+        self.pending_sync_members.clear()
+        self.pending_expiry.clear()
+        self.leader_id = None
+
     def cancel_pending_expiry(self, member_id: str) -> None:
         handle = self.pending_expiry.pop(member_id, None)
         if handle is not None:

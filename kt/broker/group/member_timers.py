@@ -22,6 +22,12 @@ class MemberTimers:
             max(delay_ms, 0) / 1000, self._fire, key, callback, args
         )
 
+    def schedule_if_absent(
+        self, key: Key, delay_ms: int, callback: Callable[..., None], *args: Any
+    ) -> None:
+        if key not in self._handles:
+            self.schedule(key, delay_ms, callback, *args)
+
     def _fire(self, key: Key, callback: Callable[..., None], args: tuple) -> None:
         self._handles.pop(key, None)
         callback(*args)

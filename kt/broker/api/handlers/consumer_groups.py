@@ -20,7 +20,7 @@ from kt.security import acls as a
 if TYPE_CHECKING:
     from kt.broker.broker_services import BrokerServices
 
-CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1's MemberType: 0 classic, 1 consumer
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # ConsumerGroupDescribe v1's MemberType
 
 
 def _code(name: str) -> int:
@@ -135,7 +135,7 @@ def _member(R: Any, member: ConsumerGroupMember, target: Assignment,
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=assignment(member.assigned),
         target_assignment=assignment(target),
-        member_type=CONSUMER_MEMBER_TYPE,
+        member_type=CLASSIC_MEMBER_TYPE if member.classic is not None else CONSUMER_MEMBER_TYPE,
     )
 
 

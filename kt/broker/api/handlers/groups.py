@@ -131,6 +131,15 @@ def _create_internal_topic(broker: BrokerServices, topic: str) -> None:
 # -- membership ------------------------------------------------------------------------
 
 
+def membership(broker: BrokerServices, group_id: str) -> Any:
+    """Who answers a classic group API for `group_id`: the classic group coordinator, or,
+    for a consumer group with members, its classic-protocol side (KIP-848's migration).
+    Both have join_group, sync_group, heartbeat and leave_group."""
+    if broker.classic_members.serves(group_id):
+        return broker.classic_members
+    return broker.group_coordinator
+
+
 async def join_group(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.JoinGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, generation_id=-1,
@@ -138,7 +147,7 @@ async def join_group(broker: BrokerServices, header: Any, request: Any, ctx: Any
     version = header.api_version
     session_timeout = request.session_timeout_ms
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else session_timeout
-    result = await broker.group_coordinator.join_group(
+    result = await membership(broker, request.group_id).join_group(
         request.group_id,
         request.member_id,
         request.group_instance_id if version >= 5 else None,
@@ -173,7 +182,7 @@ async def sync_group(broker: BrokerServices, header: Any, request: Any, ctx: Any
     if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.SyncGroupResponse(error_code=GROUP_AUTHORIZATION_FAILED, assignment=b"")
     version = header.api_version
-    result = await broker.group_coordinator.sync_group(
+    result = await membership(broker, request.group_id).sync_group(
         request.group_id,
         request.generation_id,
         request.member_id,
@@ -194,7 +203,7 @@ async def sync_group(broker: BrokerServices, header: Any, request: Any, ctx: Any
 async def heartbeat(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return m.HeartbeatResponse(error_code=GROUP_AUTHORIZATION_FAILED)
-    error = broker.group_coordinator.heartbeat(
+    error = membership(broker, request.group_id).heartbeat(
         request.group_id,
         request.member_id,
         request.group_instance_id if header.api_version >= 3 else None,
@@ -211,11 +220,17 @@ async def leave_group(broker: BrokerServices, header: Any, request: Any, ctx: An
         leaving = [(x.member_id, x.group_instance_id) for x in request.members]
     else:
         leaving = [(request.member_id, None)]
-    error, member_errors = broker.group_coordinator.leave_group(request.group_id, leaving)
+    side = membership(broker, request.group_id)
+    if side is broker.classic_members:
+        error, member_errors = await side.leave_group(request.group_id, leaving)
+    else:
+        error, member_errors = side.leave_group(request.group_id, leaving)
     if version < 3:
         if error == "NONE" and member_errors:
             error = member_errors[0]
         return m.LeaveGroupResponse(throttle_time_ms=0, error_code=code(error))
+    if error != "NONE":
+        return m.LeaveGroupResponse(throttle_time_ms=0, error_code=code(error), members=[])
     Member = m.LeaveGroupResponse.MemberResponse
     return m.LeaveGroupResponse(
         throttle_time_ms=0,

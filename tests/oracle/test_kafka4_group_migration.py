@@ -1,0 +1,134 @@
+"""KIP-848's online migration on Kafka 4.4 (KRaft, one process) and on kt: the same steps
+on both (a classic member alone; a consumer-protocol member joins, and the group becomes
+a consumer group with a classic member inside; the consumer-protocol member leaves, and
+the group is classic again), with the same group type, member kinds and split at each
+step; and Kafka 4.4's DumpLogSegments reads kt's records of the migration (the classic
+member's ClassicMemberMetadata among them) exactly as `kt dump-log` prints them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kt.broker.group.group_metadata_manager import partition_for
+from kt.client.client import KafkaClient
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool, unavailable_reason
+from tests._environment import unavailable
+from tests.groups._clients import wait_until
+
+HEARTBEATS = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
+GROUP = "migrating"
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's MemberType
+
+
+@pytest.fixture
+def kafka4(tmp_path):
+    reason = unavailable_reason(KAFKA4_VERSION)
+    if reason is not None:
+        unavailable(reason)
+    kafka = ReferenceKafka(tmp_path / "kafka4", broker_id=0, version=KAFKA4_VERSION,
+                           overrides=HEARTBEATS)  # fmt: skip
+    with kafka.start():
+        yield kafka
+
+
+def group_view(bootstrap: str) -> tuple:
+    """(group type, state, sorted (member kind, partition count)) as ListGroups and
+    ConsumerGroupDescribe (or DescribeGroups for a classic group) give them."""
+    with KafkaClient(bootstrap) as client:
+        conn = client.any_connection()
+        listed = conn.send(ApiKey.LIST_GROUPS, m.ListGroupsRequest(types_filter=[]))
+        kind = {g.group_id: g.group_type for g in listed.groups}.get(GROUP)
+        if kind != "consumer":
+            return kind, None, None
+        (group,) = conn.send(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                             m.ConsumerGroupDescribeRequest(group_ids=[GROUP])).groups  # fmt: skip
+        members = sorted(
+            (x.member_type, sum(len(t.partitions) for t in x.assignment.topic_partitions))
+            for x in group.members
+        )
+        return kind, group.group_state, members
+
+
+def member(bootstrap: str, protocol: str) -> Consumer:
+    config = {"bootstrap.servers": bootstrap, "group.id": GROUP, "group.protocol": protocol,
+              "auto.offset.reset": "earliest", "enable.auto.commit": False}  # fmt: skip
+    if protocol == "classic":
+        config |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 300}
+    consumer = Consumer(config)
+    consumer.subscribe(["orders"])
+    return consumer
+
+
+def scenario(bootstrap: str) -> list[tuple]:
+    """The group's view after each step, once every member holds its share."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("orders", 6, 1)])["orders"].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(60):
+        producer.produce("orders", b"%d" % i, partition=i % 6)
+    assert producer.flush(30) == 0
+    views = []
+    classic = member(bootstrap, "classic")
+    consumer = None
+    try:
+
+        def holding(*members: Consumer, split: list[int]) -> bool:
+            for x in members:
+                msg = x.poll(0.05)
+                if msg is not None and msg.error() is None:
+                    x.commit(msg, asynchronous=False)
+            return sorted(len(x.assignment()) for x in members) == split
+
+        wait_until(lambda: holding(classic, split=[6]), timeout_s=60, what="classic alone")
+        views.append(group_view(bootstrap))
+        consumer = member(bootstrap, "consumer")
+        wait_until(lambda: holding(classic, consumer, split=[3, 3])
+                   and group_view(bootstrap)[1] == "Stable", timeout_s=60,
+                   what="a consumer group of a classic and a consumer member, 3+3")  # fmt: skip
+        views.append(group_view(bootstrap))
+        consumer.close()
+        consumer = None
+        wait_until(lambda: holding(classic, split=[6]) and group_view(bootstrap)[0] == "classic",
+                   timeout_s=60, what="the classic member alone in a classic group")  # fmt: skip
+        views.append(group_view(bootstrap))
+    finally:
+        classic.close()
+        if consumer is not None:
+            consumer.close()
+    return views
+
+
+def test_the_same_migration_on_kafka4_and_kt(kafka4, broker_factory) -> None:
+    theirs = scenario(kafka4.bootstrap)
+    assert theirs == [
+        ("classic", None, None),
+        ("consumer", "Stable", [(CLASSIC_MEMBER, 3), (CONSUMER_MEMBER, 3)]),
+        ("classic", None, None),
+    ]
+    assert scenario(broker_factory(**HEARTBEATS).bootstrap) == theirs
+
+
+def test_kafka4_dump_log_reads_kts_migration_records(broker_factory) -> None:
+    kt4 = broker_factory(**HEARTBEATS)
+    scenario(kt4.bootstrap)
+    partition = partition_for(GROUP, 50)
+    segment = next((kt4.log_dir / f"__consumer_offsets-{partition}").glob("*.log"))
+    args = ("--files", str(segment), "--offsets-decoder", "--print-data-log")
+    theirs = run_tool("kafka-dump-log", *args, version=KAFKA4_VERSION)
+    assert theirs.returncode == 0, theirs.stderr
+    ours = subprocess.run([sys.executable, "-m", "kt", "dump-log", *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert ours.returncode == 0, ours.stderr
+    assert '"classicMemberMetadata":{"sessionTimeoutMs":6000' in theirs.stdout
+    assert "Unknown record type" not in theirs.stdout
+    assert ours.stdout == theirs.stdout
