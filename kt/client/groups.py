@@ -42,6 +42,9 @@ class MemberDescription:
     # A consumer group's member (KIP-848): its epoch and its target assignment.
     member_epoch: int | None = None
     target: list[tuple[str, int]] | None = None
+    # Whether it uses the consumer protocol (True) or the classic one inside a consumer
+    # group (False, KIP-848's migration); None when not told (MemberDescription.upgraded).
+    upgraded: bool | None = None
 
 
 @dataclass
@@ -222,10 +225,12 @@ class GroupAdmin:
         def partitions(assignment: Any) -> list[tuple[str, int]]:
             return [(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions]
 
+        kinds = {0: False, 1: True}  # ConsumerGroupDescribe v1's MemberType
         members = [
             MemberDescription(x.member_id, x.instance_id, x.client_id, x.client_host,
                               partitions(x.assignment), x.member_epoch,
-                              partitions(x.target_assignment))
+                              partitions(x.target_assignment),
+                              kinds.get(getattr(x, "member_type", -1)))
             for x in g.members
         ]  # fmt: skip
         return GroupDescription(group_id, g.group_state, "consumer", g.assignor_name,

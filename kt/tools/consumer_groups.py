@@ -248,17 +248,25 @@ def _consumer_group_members(out: TextIO, d: GroupDescription, verbose: bool) -> 
     current = max([20] + [len(c) for c, _ in texts])
     target = max([20] + [len(t) for _, t in texts])
     epochs = [15, current, 15, target]
+    # A group in migration (members of both protocols) shows which members are upgraded.
+    kinds = {x.upgraded for _, x in rows}
+    migrating = True in kinds and False in kinds
+    if migrating:
+        epochs.append(0)
     line = "\n" + _row(widths, header) + " "
     if verbose:
-        line += _row(epochs, ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
-                              "TARGET-ASSIGNMENT"])  # fmt: skip
+        titles = ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        line += _row(epochs, titles + ["UPGRADED"] * migrating)
     out.write(line + "\n")
     for (row, x), (current_text, target_text) in zip(rows, texts, strict=True):
         line = _row(widths, row) + " "
         if verbose:
             epoch = MISSING if x.member_epoch is None else str(x.member_epoch)
             target_epoch = MISSING if d.assignment_epoch is None else str(d.assignment_epoch)
-            line += _row(epochs, [epoch, current_text, target_epoch, target_text])
+            values = [epoch, current_text, target_epoch, target_text]
+            if migrating:
+                values.append(MISSING if x.upgraded is None else str(x.upgraded).lower())
+            line += _row(epochs, values)
         out.write(line + "\n")
 
 

@@ -177,3 +177,15 @@ def test_with_migration_disabled_a_group_keeps_its_protocol(broker, tmp_path) ->
             assert joined.error_code == Errors("INCONSISTENT_GROUP_PROTOCOL").code
     finally:
         disabled.stop()
+
+
+def test_a_leave_group_refused_as_a_whole_answers_its_error(broker) -> None:
+    """LeaveGroup v3+ refused for the whole group (here an empty group id; a consumer
+    group's write failing, or NOT_COORDINATOR, alike) answers its error with no member
+    list, as Kafka does (kt failed in the handler and closed the connection)."""
+    member = m.LeaveGroupRequest.MemberIdentity(member_id="m1", group_instance_id=None)
+    with KafkaClient(broker.bootstrap) as client:
+        answer = client.any_connection().send(
+            ApiKey.LEAVE_GROUP, m.LeaveGroupRequest(group_id="", members=[member])
+        )
+    assert (answer.error_code, answer.members) == (Errors("INVALID_GROUP_ID").code, [])

@@ -7,6 +7,7 @@ member's ClassicMemberMetadata among them) exactly as `kt dump-log` prints them.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -28,6 +29,8 @@ HEARTBEATS = {
 }
 GROUP = "migrating"
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's MemberType
+# A consumer-protocol member's id (a Uuid's base64), a classic member's (client id, uuid).
+MEMBER_ID = re.compile(r"rdkafka-[0-9a-f-]{36}|[A-Za-z0-9+/_-]{22}")
 
 
 @pytest.fixture
@@ -69,7 +72,21 @@ def member(bootstrap: str, protocol: str) -> Consumer:
     return consumer
 
 
-def scenario(bootstrap: str) -> list[tuple]:
+def members_table(bootstrap: str) -> list[str]:
+    """Kafka 4.4's kafka-consumer-groups --members --verbose (kt's prints the same),
+    member ids and the address masked, lines sorted (the members' order is their ids')."""
+    args = ("--describe", "--group", GROUP, "--members", "--verbose")
+    theirs = run_tool("kafka-consumer-groups", "--bootstrap-server", bootstrap, *args,
+                      version=KAFKA4_VERSION)  # fmt: skip
+    assert theirs.returncode == 0, theirs.stderr
+    command = [sys.executable, "-m", "kt", "consumer-groups", "--bootstrap-server", bootstrap]
+    ours = subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
+    assert (ours.returncode, ours.stdout) == (0, theirs.stdout), ours.stderr
+    text = MEMBER_ID.sub("<member>", theirs.stdout.replace(bootstrap, "<coordinator>"))
+    return sorted(line.rstrip() for line in text.splitlines())
+
+
+def scenario(bootstrap: str) -> list:
     """The group's view after each step, once every member holds its share."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("orders", 6, 1)])["orders"].result(30)
@@ -96,6 +113,7 @@ def scenario(bootstrap: str) -> list[tuple]:
                    and group_view(bootstrap)[1] == "Stable", timeout_s=60,
                    what="a consumer group of a classic and a consumer member, 3+3")  # fmt: skip
         views.append(group_view(bootstrap))
+        views.append(members_table(bootstrap))
         consumer.close()
         consumer = None
         wait_until(lambda: holding(classic, split=[6]) and group_view(bootstrap)[0] == "classic",
@@ -110,12 +128,16 @@ def scenario(bootstrap: str) -> list[tuple]:
 
 def test_the_same_migration_on_kafka4_and_kt(kafka4, broker_factory) -> None:
     theirs = scenario(kafka4.bootstrap)
-    assert theirs == [
+    assert theirs[:2] + theirs[3:] == [
         ("classic", None, None),
         ("consumer", "Stable", [(CLASSIC_MEMBER, 3), (CONSUMER_MEMBER, 3)]),
         ("classic", None, None),
     ]
-    assert scenario(broker_factory(**HEARTBEATS).bootstrap) == theirs
+    table = theirs[2]
+    assert any("UPGRADED" in line for line in table), table
+    assert sorted(line.split()[-1] for line in table if "<member>" in line) == ["false", "true"]
+    ours = scenario(broker_factory(**HEARTBEATS).bootstrap)
+    assert ours == theirs
 
 
 def test_kafka4_dump_log_reads_kts_migration_records(broker_factory) -> None:

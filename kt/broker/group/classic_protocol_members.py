@@ -50,9 +50,16 @@ class ClassicProtocolMembers:
 
     def serves(self, group_id: str) -> bool:
         """Whether `group_id` is a consumer group with members (an empty one gives way to a
-        classic group that joins it)."""
-        holder = self.coordinator.manager.get_group(group_id)
-        return holder is not None and holder.consumer is not None and bool(holder.consumer.members)
+        classic group that joins it) that this broker coordinates now (the classic
+        coordinator answers NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS)."""
+        manager = self.coordinator.manager
+        holder = manager.get_group(group_id)
+        return (
+            holder is not None
+            and holder.consumer is not None
+            and bool(holder.consumer.members)
+            and manager.group_status(group_id) == "NONE"
+        )
 
     # -- JoinGroup ------------------------------------------------------------------------
 

@@ -70,7 +70,8 @@ class ConsumerGroupMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
+    # "" when none (ConsumerGroupMember.Builder's default, written as such in its record)
+    subscribed_topic_regex: str | None = ""
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
     member_epoch: int = 0
@@ -172,7 +173,7 @@ class ConsumerGroup:
         """Every topic some member subscribes to by name, or through a regex."""
         names = {t for m in self.members.values() for t in m.subscribed_topic_names}
         for m in self.members.values():
-            if m.subscribed_topic_regex is not None:
+            if m.subscribed_topic_regex:
                 resolved = self.regexes.get(m.subscribed_topic_regex)
                 if resolved is not None:
                     names |= resolved.topics
@@ -181,7 +182,7 @@ class ConsumerGroup:
     def member_topics(self, member: ConsumerGroupMember) -> set[str]:
         """The topics `member` subscribes to, its regex resolved."""
         topics = set(member.subscribed_topic_names)
-        if member.subscribed_topic_regex is not None:
+        if member.subscribed_topic_regex:
             resolved = self.regexes.get(member.subscribed_topic_regex)
             if resolved is not None:
                 topics |= resolved.topics

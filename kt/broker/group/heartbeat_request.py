@@ -137,7 +137,5 @@ def with_request(member: ConsumerGroupMember, request: HeartbeatRequest) -> Cons
 
 def new_regex(received: str | None, current: str | None) -> str | None:
     """A heartbeat's SubscribedTopicRegex: null keeps the member's, empty clears it
-    (librdkafka sends an empty one when it subscribes by name)."""
-    if received is None:
-        return current
-    return received or None
+    (librdkafka sends an empty one when it subscribes by name; "" is no regex)."""
+    return current if received is None else received
