@@ -11,6 +11,7 @@ from kt.protocol.schemas import (
     data_plane,
     group_coordinator,
     security,
+    share_groups,
     transactions,
 )
 
@@ -21,7 +22,8 @@ SCHEMAS = tuple(
         + transactions.SCHEMAS
         + admin.SCHEMAS
         + security.SCHEMAS
-        + controller.SCHEMAS,
+        + controller.SCHEMAS
+        + share_groups.SCHEMAS,
         key=lambda m: (m.api_key, m.kind != "request"),
     )
 )

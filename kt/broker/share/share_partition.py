@@ -1,0 +1,340 @@
+"""One topic partition as a share group reads it (KIP-932; Kafka's SharePartition).
+
+The records between the share-partition start offset (SPSO) and its end offset (SPEO)
+are in flight, each in one state:
+
+  AVAILABLE     may be delivered (again)
+  ACQUIRED      delivered to one member, locked for record.lock.duration.ms
+  ACKNOWLEDGED  accepted by its member (terminal)
+  ARCHIVED      rejected, a gap, or past the delivery count limit (terminal)
+
+A fetch acquires available records for its member (each delivery counts); the member
+acknowledges them: ACCEPT, RELEASE (available again, unless it has been delivered
+delivery.count.limit times, then archived), REJECT; a lock that expires releases them
+alike, as does the member leaving. The SPSO moves past the terminal records at its
+front; records below it are done for the group.
+
+State is kept as runs of consecutive offsets in one state with one delivery count,
+member and lock (what Kafka persists as state batches): every operation works per run,
+never per record. Invariants: the runs are sorted and contiguous, the first begins at
+the SPSO and is not terminal; `end_offset` is the last in-flight offset (SPSO - 1 when
+none is in flight). Acknowledgements of one request are applied all or none.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from enum import IntEnum
+from typing import Any
+
+
+class RecordState(IntEnum):
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVING = 3
+    ARCHIVED = 4
+
+
+TERMINAL = frozenset((RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+
+
+class AcknowledgeType(IntEnum):
+    """ShareFetch's and ShareAcknowledge's AcknowledgeTypes; 0 marks a gap (no record)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+
+
+@dataclass(frozen=True)
+class SharePartitionConfig:
+    """The group's settings (group.share.* and the group configs share.*)."""
+
+    max_in_flight_records: int = 2000  # group.share.partition.max.record.locks
+    max_delivery_count: int = 5  # group.share.delivery.count.limit
+    record_lock_duration_ms: int = 30000  # group.share.record.lock.duration.ms
+
+
+@dataclass(frozen=True)
+class Run:
+    """Offsets first..last, all in `state`, delivered `delivery_count` times; an acquired
+    run names its member and the lock (a number) its acquisition took."""
+
+    first: int
+    last: int
+    state: RecordState
+    delivery_count: int
+    member_id: str = ""
+    lock: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def same_kind(self, other: Run) -> bool:
+        return (self.state, self.delivery_count, self.member_id, self.lock) == (
+            other.state, other.delivery_count, other.member_id, other.lock)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AcquiredRecords:
+    """ShareFetch's AcquiredRecords: offsets first..last, delivered delivery_count times."""
+
+    first: int
+    last: int
+    delivery_count: int
+
+
+class ShareAcknowledgeError(Exception):
+    """An acknowledgement refused: a Kafka error name and its message."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+_NOT_IN_CACHE = "Batch record not found. The request batch offsets are not found in the cache."
+_FIRST_PAST = "Batch record not found. The first offset in request is past acquired records."
+_LAST_PAST = "Batch record not found. The last offset in request is past acquired records."
+_NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the acquired state."
+_NOT_OWNER = "Member is not the owner of batch record"
+
+Schedule = Callable[[int, Callable[[], None]], Any]  # (delay ms, callback) -> a handle
+
+
+class SharePartition:
+    """The in-flight records of one share partition (see the module's docstring).
+
+    `schedule` starts the acquisition locks' timers (the event loop's call_later in the
+    broker); a handle it returns may have `cancel()`."""
+
+    def __init__(self, start_offset: int, config: SharePartitionConfig,
+                 schedule: Schedule) -> None:  # fmt: skip
+        self.start_offset = start_offset
+        self.end_offset = start_offset - 1
+        self.config = config
+        self.schedule = schedule
+        self.runs: list[Run] = []
+        self._locks = itertools.count(1)
+        self._timers: dict[int, Any] = {}
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def in_flight_records(self) -> int:
+        return self.end_offset - self.start_offset + 1 if self.runs else 0
+
+    def next_fetch_offset(self) -> int:
+        """The first available in-flight offset, else the first offset past them."""
+        for run in self.runs:
+            if run.state == RecordState.AVAILABLE:
+                return run.first
+        return self.end_offset + 1
+
+    def state_of(self, offset: int) -> Run | None:
+        """The run holding `offset`, None outside the in-flight records."""
+        for run in self.runs:
+            if run.first <= offset <= run.last:
+                return run
+        return None
+
+    # -- acquiring -------------------------------------------------------------------------
+
+    def acquire(
+        self,
+        member_id: str,
+        log_batches: Sequence[tuple[int, int]],
+        max_records: int,
+        record_limit: bool = False,
+    ) -> list[AcquiredRecords]:
+        """Acquire for `member_id` what the fetched log batches ((base offset, last
+        offset), in order) hold that is available: in-flight records first, then new ones
+        past the SPEO, at most `max_records` and no more in flight than the limit (whole
+        log batches unless `record_limit`, ShareAcquireMode record_limit). Each acquired
+        record's delivery count grows by one; its lock starts."""
+        if max_records <= 0 or not log_batches or log_batches[-1][1] < self.start_offset:
+            return []
+        fetch_first = max(log_batches[0][0], self.start_offset)
+        fetch_last = log_batches[-1][1]
+        budget = min(max_records, self.config.max_in_flight_records - self.in_flight_records())
+        may_add = budget > 0
+        if not may_add:  # at the limit: only records already in flight may go out again
+            budget = min(max_records, self.end_offset - fetch_first + 1)
+        if budget <= 0:
+            return []
+        lock = next(self._locks)
+        acquired: list[AcquiredRecords] = []
+        out: list[Run] = []
+        for run in self.runs:
+            if (run.state != RecordState.AVAILABLE or run.last < fetch_first
+                    or run.first > fetch_last or budget <= 0):  # fmt: skip
+                out.append(run)
+                continue
+            first = max(run.first, fetch_first)
+            last = min(run.last, fetch_last)
+            if record_limit:
+                last = min(last, first + budget - 1)
+            taken = Run(first, last, RecordState.ACQUIRED, run.delivery_count + 1, member_id, lock)
+            out += _around(run, taken)
+            acquired.append(AcquiredRecords(first, last, taken.delivery_count))
+            budget -= taken.size
+        new_first = max(self.end_offset + 1, fetch_first)
+        if may_add and budget > 0 and new_first <= fetch_last:
+            new_last = min(fetch_last, new_first + budget - 1)
+            if not record_limit:  # to the end of the log batch holding it
+                new_last = next((last for base, last in log_batches if base <= new_last <= last),
+                                new_last)  # fmt: skip
+                new_last = min(new_last, fetch_last)
+            if not out:
+                self.start_offset = new_first  # nothing in flight: the SPSO follows the log
+            elif new_first > self.end_offset + 1:  # offsets the log no longer has
+                out.append(Run(self.end_offset + 1, new_first - 1, RecordState.ARCHIVED, 0))
+            out.append(Run(new_first, new_last, RecordState.ACQUIRED, 1, member_id, lock))
+            acquired.append(AcquiredRecords(new_first, new_last, 1))
+            self.end_offset = new_last
+        if not acquired:
+            return []
+        self.runs = _merged(out)
+        self._timers[lock] = self.schedule(self.config.record_lock_duration_ms,
+                                           lambda: self._lock_expired(lock))  # fmt: skip
+        return acquired
+
+    def _lock_expired(self, lock: int) -> None:
+        """The acquisition's records not yet acknowledged are released."""
+        self._timers.pop(lock, None)
+        self.runs = _merged(self._released(run) if run.lock == lock else run for run in self.runs)
+        self._advance_start()
+
+    def _released(self, run: Run) -> Run:
+        """An acquired run given back: available, or archived once delivered the limit."""
+        if run.state != RecordState.ACQUIRED:
+            return run
+        if run.delivery_count >= self.config.max_delivery_count:
+            return replace(run, state=RecordState.ARCHIVED, member_id="", lock=0)
+        return replace(run, state=RecordState.AVAILABLE, member_id="", lock=0)
+
+    def release_acquired(self, member_id: str) -> None:
+        """The member left (or its share session ended): what it holds is released."""
+        self.runs = _merged(
+            self._released(run) if run.member_id == member_id else run for run in self.runs
+        )
+        self._advance_start()
+        self._drop_unused_timers()
+
+    # -- acknowledging ---------------------------------------------------------------------
+
+    def acknowledge(
+        self, member_id: str, batches: Iterable[tuple[int, int, Sequence[int]]]
+    ) -> None:
+        """Apply (first offset, last offset, acknowledge types) batches, all or none:
+        ShareAcknowledgeError (INVALID_REQUEST, INVALID_RECORD_STATE with Kafka's
+        messages) leaves the state as it was. Types: one for the batch, or one per
+        offset."""
+        runs = list(self.runs)
+        for first, last, types in batches:
+            if (
+                not types
+                or (len(types) != 1 and len(types) != last - first + 1)
+                or any(t not in AcknowledgeType._value2member_map_ for t in types)
+            ):
+                shown = [int(t) for t in types]  # Java's List.toString
+                raise ShareAcknowledgeError("INVALID_REQUEST", f"Invalid acknowledge type: {shown}")
+            if last < self.start_offset:
+                continue  # already past the SPSO: archived for the group
+            if first < self.start_offset:
+                types = types if len(types) == 1 else types[self.start_offset - first :]
+                first = self.start_offset
+            self._check_found(first, last)
+            for start, stop, ack in _ranges(first, last, types):
+                runs = self._acknowledged(runs, member_id, start, stop, AcknowledgeType(ack))
+        self.runs = _merged(runs)
+        self._advance_start()
+        self._drop_unused_timers()
+
+    def _check_found(self, first: int, last: int) -> None:
+        """fetchSubMapForAcknowledgementBatch's checks, with Kafka's messages."""
+        if not self.runs or first < self.runs[0].first:
+            raise ShareAcknowledgeError("INVALID_RECORD_STATE", _NOT_IN_CACHE)
+        if first > self.end_offset:
+            raise ShareAcknowledgeError("INVALID_REQUEST", _FIRST_PAST)
+        if last > self.end_offset:
+            raise ShareAcknowledgeError("INVALID_REQUEST", _LAST_PAST)
+
+    def _acknowledged(
+        self, runs: list[Run], member_id: str, first: int, last: int, ack: AcknowledgeType
+    ) -> list[Run]:
+        out: list[Run] = []
+        for run in runs:
+            if run.last < first or run.first > last:
+                out.append(run)
+                continue
+            if run.state != RecordState.ACQUIRED:
+                raise ShareAcknowledgeError("INVALID_RECORD_STATE", _NOT_ACQUIRED)
+            if run.member_id != member_id:
+                raise ShareAcknowledgeError("INVALID_RECORD_STATE", _NOT_OWNER)
+            piece = replace(run, first=max(run.first, first), last=min(run.last, last))
+            if ack == AcknowledgeType.ACCEPT:
+                done = replace(piece, state=RecordState.ACKNOWLEDGED, member_id="", lock=0)
+            elif ack == AcknowledgeType.RELEASE:
+                done = self._released(piece)
+            else:  # REJECT, GAP
+                done = replace(piece, state=RecordState.ARCHIVED, member_id="", lock=0)
+            out += _around(run, done)
+        return out
+
+    # -- the start offset ------------------------------------------------------------------
+
+    def _advance_start(self) -> None:
+        """The SPSO moves past the terminal records at the front."""
+        while self.runs and self.runs[0].state in TERMINAL:
+            self.start_offset = self.runs.pop(0).last + 1
+        if not self.runs:
+            self.end_offset = max(self.end_offset, self.start_offset - 1)
+            self.start_offset = self.end_offset + 1
+
+    def _drop_unused_timers(self) -> None:
+        held = {run.lock for run in self.runs if run.state == RecordState.ACQUIRED}
+        for lock in [k for k in self._timers if k not in held]:
+            handle = self._timers.pop(lock)
+            cancel = getattr(handle, "cancel", None)
+            if cancel is not None:
+                cancel()
+
+
+def _around(run: Run, piece: Run) -> list[Run]:
+    """`run` with the offsets of `piece` (inside it) replaced by `piece`."""
+    out = []
+    if piece.first > run.first:
+        out.append(replace(run, last=piece.first - 1))
+    out.append(piece)
+    if piece.last < run.last:
+        out.append(replace(run, first=piece.last + 1))
+    return out
+
+
+def _merged(runs: Iterable[Run]) -> list[Run]:
+    """Neighbouring runs of one kind joined."""
+    out: list[Run] = []
+    for run in runs:
+        if out and out[-1].same_kind(run) and out[-1].last + 1 == run.first:
+            out[-1] = replace(out[-1], last=run.last)
+        else:
+            out.append(run)
+    return out
+
+
+def _ranges(first: int, last: int, types: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(first, last, type) ranges of equal acknowledge type."""
+    if len(types) == 1:
+        return [(first, last, types[0])]
+    out: list[tuple[int, int, int]] = []
+    for offset, ack in zip(range(first, last + 1), types, strict=True):
+        if out and out[-1][2] == ack and out[-1][1] + 1 == offset:
+            out[-1] = (out[-1][0], offset, ack)
+        else:
+            out.append((offset, offset, ack))
+    return out
