@@ -286,6 +286,9 @@ class ReferenceKafka:
             "transaction.state.log.min.isr": "1",
             "group.initial.rebalance.delay.ms": "0",
         }
+        if self.version != KAFKA_VERSION:  # Kafka 4's config/server.properties, too
+            props |= {"share.coordinator.state.topic.replication.factor": "1",
+                      "share.coordinator.state.topic.min.isr": "1"}  # fmt: skip
         if self.zookeeper_connect is None:
             props |= {
                 "process.roles": "broker,controller",

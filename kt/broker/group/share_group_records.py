@@ -1,0 +1,242 @@
+"""The share group records of `__consumer_offsets` (Kafka 4's CoordinatorRecordType 10-14),
+in the encoding of consumer_group_records.py (int16 type and fields in the key; int16
+version 0 and a flexible struct in the value; a null value is a tombstone):
+
+  10 ShareGroupMemberMetadata          key group, member  value RackId string?, ClientId,
+                                                                ClientHost,
+                                                                SubscribedTopicNames [string]
+  11 ShareGroupMetadata                key group          value Epoch int32,
+                                                                MetadataHash int64
+  12 ShareGroupTargetAssignmentMetadata key group         value AssignmentEpoch int32,
+                                                                tag 0 AssignmentTimestamp int64
+  13 ShareGroupTargetAssignmentMember  key group, member  value TopicPartitions
+                                                                [TopicId uuid, Partitions [int32]]
+  14 ShareGroupCurrentMemberAssignment key group, member  value MemberEpoch int32,
+      PreviousMemberEpoch int32, State int8, AssignedPartitions [TopicId, Partitions]
+
+`replay` applies one record to a share group, for writes and loads alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from kt.broker.group import consumer_group_records as cr
+from kt.broker.group.consumer_group_records import (
+    _I8,
+    _I32,
+    _I64,
+    _NO_TAGS,
+    _VALUE_VERSION,
+    _compact_array,
+    _epoch_and_tag,
+    _read_assignment,
+    _read_tags,
+    _string,
+    _tags,
+    _topic_partitions,
+)
+from kt.broker.group.share_group import Assignment, ShareGroup, ShareGroupMember
+from kt.protocol.schema_reader import SchemaReader
+from kt.protocol.types import write_compact_string
+
+MEMBER_METADATA = 10
+GROUP_METADATA = 11
+TARGET_ASSIGNMENT_METADATA = 12
+TARGET_ASSIGNMENT_MEMBER = 13
+CURRENT_MEMBER_ASSIGNMENT = 14
+RECORD_TYPES = frozenset(range(10, 15))
+_WITH_SUBKEY = frozenset((MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
+
+
+@dataclass(frozen=True)
+class CurrentAssignment:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: Assignment
+
+
+@dataclass(frozen=True)
+class ShareRecord:
+    """One record: type, group, member id (`sub`) and value (None: a tombstone). Values:
+    cr.GroupEpoch, ShareGroupMember (its subscription part), cr.TargetEpoch, an
+    Assignment, CurrentAssignment."""
+
+    type: int
+    group_id: str
+    sub: str | None
+    value: object
+
+    def key(self) -> bytes:
+        parts = [cr._I16.pack(self.type), _string(self.group_id)]
+        if self.type in _WITH_SUBKEY:
+            parts.append(_string(self.sub or ""))
+        return b"".join(parts)
+
+    def value_bytes(self) -> bytes | None:
+        if self.value is None:
+            return None
+        return _VALUE_VERSION + _ENCODERS[self.type](self.value)
+
+
+# -- builders -------------------------------------------------------------------------------
+
+
+def group_epoch(group_id: str, epoch: int, metadata_hash: int) -> ShareRecord:
+    return ShareRecord(GROUP_METADATA, group_id, None, cr.GroupEpoch(epoch, metadata_hash))
+
+
+def member_subscription(group_id: str, member: ShareGroupMember) -> ShareRecord:
+    return ShareRecord(MEMBER_METADATA, group_id, member.member_id, member)
+
+
+def target_member(group_id: str, member_id: str, assignment: Assignment) -> ShareRecord:
+    return ShareRecord(TARGET_ASSIGNMENT_MEMBER, group_id, member_id, assignment)
+
+
+def target_epoch(group_id: str, epoch: int, timestamp: int) -> ShareRecord:
+    return ShareRecord(TARGET_ASSIGNMENT_METADATA, group_id, None, cr.TargetEpoch(epoch, timestamp))
+
+
+def current_assignment(group_id: str, member: ShareGroupMember) -> ShareRecord:
+    value = CurrentAssignment(member.member_epoch, member.previous_member_epoch, member.state,
+                              member.assigned)  # fmt: skip
+    return ShareRecord(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id, value)
+
+
+def member_removal(group_id: str, member_id: str) -> list[ShareRecord]:
+    """removeMember's tombstones, in Kafka's order."""
+    kinds = (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
+    return [ShareRecord(t, group_id, member_id, None) for t in kinds]
+
+
+def group_removal(group: ShareGroup) -> list[ShareRecord]:
+    """The tombstones that delete an empty group."""
+    records = [r for m in group.members for r in member_removal(group.group_id, m)]
+    records.append(ShareRecord(TARGET_ASSIGNMENT_METADATA, group.group_id, None, None))
+    records.append(ShareRecord(GROUP_METADATA, group.group_id, None, None))
+    return records
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+def replay(group: ShareGroup, record: ShareRecord) -> None:
+    """Apply `record` to `group`; the group tombstone is the caller's to act on."""
+    value, sub = record.value, record.sub or ""
+    if record.type == GROUP_METADATA:
+        if isinstance(value, cr.GroupEpoch):
+            group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+    elif record.type == MEMBER_METADATA:
+        if value is None:
+            group.members.pop(sub, None)
+            return
+        assert isinstance(value, ShareGroupMember)
+        old = group.members.get(sub) or ShareGroupMember(sub)
+        group.members[sub] = replace(
+            old, rack_id=value.rack_id, client_id=value.client_id,
+            client_host=value.client_host, subscribed_topic_names=value.subscribed_topic_names,
+        )  # fmt: skip
+    elif record.type == TARGET_ASSIGNMENT_MEMBER:
+        if value is None:
+            group.target.pop(sub, None)
+        else:
+            group.target[sub] = value  # type: ignore[assignment]
+    elif record.type == TARGET_ASSIGNMENT_METADATA:
+        if isinstance(value, cr.TargetEpoch):
+            group.assignment_epoch, group.assignment_timestamp = value.epoch, value.timestamp
+    elif record.type == CURRENT_MEMBER_ASSIGNMENT:
+        old = group.members.get(sub) or ShareGroupMember(sub)
+        a = value if isinstance(value, CurrentAssignment) else CurrentAssignment(-1, -1, 0, {})
+        group.members[sub] = replace(old, member_epoch=a.member_epoch,
+                                     previous_member_epoch=a.previous_member_epoch,
+                                     state=a.state, assigned=a.assigned)  # fmt: skip
+
+
+# -- encoding and decoding ------------------------------------------------------------------
+
+
+def _encode_member(m: ShareGroupMember) -> bytes:
+    return b"".join((
+        write_compact_string(m.rack_id), write_compact_string(m.client_id),
+        write_compact_string(m.client_host),
+        _compact_array([write_compact_string(t) for t in m.subscribed_topic_names]), _NO_TAGS,
+    ))  # fmt: skip
+
+
+def _encode_group_epoch(v: cr.GroupEpoch) -> bytes:
+    return _I32.pack(v.epoch) + _I64.pack(v.metadata_hash) + _NO_TAGS
+
+
+def _encode_target_epoch(v: cr.TargetEpoch) -> bytes:
+    return _I32.pack(v.epoch) + _tags([(0, _I64.pack(v.timestamp))] if v.timestamp else [])
+
+
+def _encode_current(v: CurrentAssignment) -> bytes:
+    return b"".join((_I32.pack(v.member_epoch), _I32.pack(v.previous_member_epoch),
+                     _I8.pack(v.state), _topic_partitions(v.assigned), _NO_TAGS))  # fmt: skip
+
+
+_ENCODERS = {
+    MEMBER_METADATA: _encode_member,
+    GROUP_METADATA: _encode_group_epoch,
+    TARGET_ASSIGNMENT_METADATA: _encode_target_epoch,
+    TARGET_ASSIGNMENT_MEMBER: lambda a: _topic_partitions(a) + _NO_TAGS,
+    CURRENT_MEMBER_ASSIGNMENT: _encode_current,
+}
+
+
+def read_record(key: bytes, value: bytes | None) -> ShareRecord | None:
+    """The share group record of a `__consumer_offsets` key and value; None for another
+    type. Raises ValueError, IndexError or struct.error on bytes that do not parse."""
+    r = SchemaReader(key)
+    record_type = r.int16()
+    if record_type not in RECORD_TYPES:
+        return None
+    group_id = r.nullable_string() or ""
+    sub = r.nullable_string() or "" if record_type in _WITH_SUBKEY else None
+    if value is None:
+        return ShareRecord(record_type, group_id, sub, None)
+    v = SchemaReader(value, flexible=True)
+    version = v.int16()
+    if version != 0:
+        raise ValueError(f"Unknown version {version} of record type {record_type}")
+    return ShareRecord(record_type, group_id, sub, _DECODERS[record_type](v, sub or ""))
+
+
+def _decode_member(r: SchemaReader, sub: str) -> ShareGroupMember:
+    member = ShareGroupMember(
+        sub, rack_id=r.nullable_string(), client_id=r.nullable_string() or "",
+        client_host=r.nullable_string() or "",
+        subscribed_topic_names=tuple(r.array(lambda: r.nullable_string() or "") or ()),
+    )  # fmt: skip
+    _read_tags(r)
+    return member
+
+
+def _decode_group_epoch(r: SchemaReader, _sub: str) -> cr.GroupEpoch:
+    value = cr.GroupEpoch(r.int32(), r.int64())
+    _read_tags(r)
+    return value
+
+
+def _decode_target_member(r: SchemaReader, _sub: str) -> Assignment:
+    assignment = _read_assignment(r)
+    _read_tags(r)
+    return assignment
+
+
+def _decode_current(r: SchemaReader, _sub: str) -> CurrentAssignment:
+    value = CurrentAssignment(r.int32(), r.int32(), r.int8(), _read_assignment(r))
+    _read_tags(r)
+    return value
+
+
+_DECODERS = {
+    MEMBER_METADATA: _decode_member,
+    GROUP_METADATA: _decode_group_epoch,
+    TARGET_ASSIGNMENT_METADATA: lambda r, _sub: cr.TargetEpoch(*_epoch_and_tag(r)),
+    TARGET_ASSIGNMENT_MEMBER: _decode_target_member,
+    CURRENT_MEMBER_ASSIGNMENT: _decode_current,
+}
