@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from kt.broker.group import consumer_group_records as cr
+from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
 from kt.broker.group.share_group import ShareGroup, ShareGroupMember, ShareGroupState
 
@@ -68,3 +69,33 @@ def test_replaying_kafkas_records_rebuilds_the_group_and_its_end() -> None:
 def test_consumer_group_records_are_not_share_records() -> None:
     key = cr.group_epoch("g", 1, 0).key()
     assert sr.read_record(key, None) is None
+
+
+# -- the simple assignor ----------------------------------------------------------------------
+
+T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def test_more_members_than_partitions_share_each_partition_evenly() -> None:
+    subs = {m: frozenset({T1}) for m in "abcde"}
+    target = share_assignor.assign(subs, {T1: 2}, {})
+    holders = sorted(sum(1 for a in target.values() if p in a.get(T1, ())) for p in (0, 1))
+    assert holders == [3, 3]  # sharing 3 = ceil(5 / 2): each partition to three members
+    assert sorted(len(a.get(T1, ())) for a in target.values()) == [1, 1, 1, 1, 2]
+
+
+def test_members_keep_what_they_had_as_far_as_the_balance_allows() -> None:
+    subs = {m: frozenset({T1}) for m in "ab"}
+    first = share_assignor.assign(subs, {T1: 6}, {})
+    assert sorted(len(a[T1]) for a in first.values()) == [3, 3]
+    subs["c"] = frozenset({T1})
+    second = share_assignor.assign(subs, {T1: 6}, first)
+    assert all(second[m][T1] <= first[m][T1] for m in "ab")
+    assert sorted(len(a[T1]) for a in second.values()) == [2, 2, 2]
+
+
+def test_with_different_subscriptions_each_topic_goes_to_its_subscribers() -> None:
+    target = share_assignor.assign({"a": frozenset({T1}), "b": frozenset({T1, T2})},
+                                   {T1: 2, T2: 2}, {})  # fmt: skip
+    assert T2 not in target["a"] and target["b"][T2] == frozenset({0, 1})
+    assert target["a"][T1] | target["b"][T1] == frozenset({0, 1})

@@ -284,6 +284,8 @@ class ConsumerGroupCoordinator:
         holder = self.manager.get_group(group_id)
         if holder is not None and holder.consumer is not None:
             return holder.consumer
+        if holder is not None and holder.share is not None:
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group.")
         if not create:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Consumer group {group_id} not found.")
         if holder is None or holder.is_(GroupState.DEAD):

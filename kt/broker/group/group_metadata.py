@@ -32,6 +32,7 @@ from kt.broker.group.offsets_records import (
 
 if TYPE_CHECKING:
     from kt.broker.group.consumer_group import ConsumerGroup
+    from kt.broker.group.share_group import ShareGroup
 
 # A transaction's offset: (base offset of the batch that wrote it, the offset).
 PendingOffset = tuple[int, OffsetAndMetadata]
@@ -177,6 +178,8 @@ class GroupMetadata:
         # Set while the group is a consumer group of Kafka 4's protocol (KIP-848): its
         # members and assignments; the offsets above are the group's either way.
         self.consumer: ConsumerGroup | None = None
+        # Set while the group is a share group (KIP-932).
+        self.share: ShareGroup | None = None
 
     def __repr__(self) -> str:
         return (

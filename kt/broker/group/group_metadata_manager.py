@@ -22,6 +22,7 @@ from typing import Any
 
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group import offsets_records as rec
+from kt.broker.group import share_group_records as sr
 from kt.broker.group.group_metadata import GroupMetadata, GroupState, PendingOffset
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
 from kt.broker.replication.partition import TopicPartition
@@ -34,6 +35,7 @@ from kt.storage.records import iter_batches
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+GroupRecord = cr.CoordinatorRecord | sr.ShareRecord  # a consumer or share group's record
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 # storeGroup / storeOffsets: append errors -> what JoinGroup/SyncGroup/OffsetCommit answer.
@@ -284,7 +286,7 @@ class GroupMetadataManager:
     async def load(self, partition: int, epoch: int) -> list[GroupMetadata]:
         """Replay the partition; the loaded groups (None if leadership moved meanwhile)."""
         started = time.monotonic()
-        consumer: dict[str, list[cr.CoordinatorRecord]] = {}
+        consumer: dict[str, list[GroupRecord]] = {}
         try:
             offsets, metadata, pending = await self._replay(partition, epoch, consumer)
         except Exception:
@@ -315,9 +317,13 @@ class GroupMetadataManager:
             if group is None:
                 group = loaded[group_id] = GroupMetadata(group_id, GroupState.EMPTY, now)
             for record in records:
-                cr.apply(group, record)
+                if isinstance(record, sr.ShareRecord):
+                    sr.apply(group, record)
+                else:
+                    cr.apply(group, record)
             if (
                 group.consumer is None
+                and group.share is None
                 and not group.offsets
                 and group.protocol_type is None
                 and not group.pending_txn_offsets
@@ -332,12 +338,12 @@ class GroupMetadataManager:
         return list(loaded.values())
 
     async def _replay(
-        self, partition: int, epoch: int, consumer: dict[str, list[cr.CoordinatorRecord]]
+        self, partition: int, epoch: int, consumer: dict[str, list[GroupRecord]]
     ) -> tuple[dict, dict, dict]:
         """(offsets, group metadata, pending transactional offsets by producer id): the
         offsets of a transaction count once its COMMIT marker is read, and not at all
         after its ABORT marker; those of open transactions stay pending. The consumer
-        group records go to `consumer`, per group, in log order."""
+        and share group records go to `consumer`, per group, in log order."""
         offsets: dict[OffsetKey, PendingOffset] = {}
         metadata: dict[str, rec.GroupMetadataValue | None] = {}
         pending: dict[int, dict[OffsetKey, PendingOffset]] = {}
@@ -402,7 +408,7 @@ def _apply(
     if record.key is None:
         return
     try:
-        found = cr.read_record(record.key, record.value)
+        found = cr.read_record(record.key, record.value) or sr.read_record(record.key, record.value)
         if found is not None:
             consumer.setdefault(found.group_id, []).append(found)
             return

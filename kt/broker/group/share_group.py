@@ -50,9 +50,11 @@ class ShareGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
+        # As a consumer group, a new group starts at epoch 1 with an empty assignment of
+        # epoch 1 (Kafka 4.3's ModernGroup; its first member's join is epoch 2).
+        self.group_epoch = 1
         self.metadata_hash = 0
-        self.assignment_epoch = 0
+        self.assignment_epoch = 1
         self.assignment_timestamp = 0
         self.members: dict[str, ShareGroupMember] = {}
         self.target: dict[str, Assignment] = {}

@@ -36,6 +36,7 @@ from kt.broker.group.consumer_group_records import (
     _tags,
     _topic_partitions,
 )
+from kt.broker.group.group_metadata import GroupMetadata
 from kt.broker.group.share_group import Assignment, ShareGroup, ShareGroupMember
 from kt.protocol.schema_reader import SchemaReader
 from kt.protocol.types import write_compact_string
@@ -120,6 +121,19 @@ def group_removal(group: ShareGroup) -> list[ShareRecord]:
 
 
 # -- replay ---------------------------------------------------------------------------------
+
+
+def apply(holder: GroupMetadata, record: ShareRecord) -> None:
+    """Replay one record into `holder`'s share group (created by the first record that is
+    not a tombstone, dropped by the group's tombstone)."""
+    if holder.share is None:
+        if record.value is None:
+            return
+        holder.share = ShareGroup(holder.group_id)
+    if record.type == GROUP_METADATA and record.value is None:
+        holder.share = None
+        return
+    replay(holder.share, record)
 
 
 def replay(group: ShareGroup, record: ShareRecord) -> None:

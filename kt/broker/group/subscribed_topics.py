@@ -39,8 +39,13 @@ def subscription_hash(
     names: set[str] = set()
     for member in members:
         names |= group.member_topics(member)
+    return topics_digest(topics, names)
+
+
+def topics_digest(topics: TopicsView, names: Iterable[str]) -> int:
+    """The digest of these topics' ids and partition counts (absent topics left out)."""
     digest = 0
-    for name in sorted(names):
+    for name in sorted(set(names)):
         count = len(topics.topic_partitions(name))
         if count:
             text = f"{name}:{topics.topic_id(name)}:{count};"
