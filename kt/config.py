@@ -162,7 +162,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.max.session.timeout.ms", "int", 1800000, None),
     ("group.max.size", "int", 2147483647, at_least(1)),
     # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic
-    # and consumer groups; share and streams, which it does not serve yet, are refused.
+    # consumer and, listed, share groups; streams, which it does not serve yet, is refused.
     ("group.coordinator.rebalance.protocols", "list", "classic,consumer",
      one_of("consumer", "classic", "share", "streams")),
     ("group.consumer.session.timeout.ms", "int", 45000, at_least(1)),
@@ -179,6 +179,20 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
      "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
      one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
             "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
+    # Share groups (KIP-932; GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig
+    # of Kafka 4.4), served while group.coordinator.rebalance.protocols lists share.
+    ("group.share.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.share.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.share.max.size", "short", 200, between(1, 1000)),
+    ("group.share.delivery.count.limit", "int", 5, between(2, 10)),
+    ("group.share.record.lock.duration.ms", "int", 30000, between(1000, 3600000)),
+    ("group.share.partition.max.record.locks", "int", 2000, between(100, 10000)),
+    ("group.share.max.share.sessions", "int", 2000, at_least(1)),
+    ("share.coordinator.state.topic.num.partitions", "int", 50, at_least(1)),
+    ("share.coordinator.state.topic.replication.factor", "short", 3, at_least(1)),
+    ("share.coordinator.state.topic.min.isr", "short", 2, at_least(1)),
+    ("share.coordinator.state.topic.segment.bytes", "int", 104857600, at_least(1)),
+    ("share.coordinator.snapshot.update.records.per.snapshot", "int", 500, between(0, 500)),
     ("transaction.state.log.num.partitions", "int", 50, at_least(1)),
     ("transaction.state.log.replication.factor", "short", 3, at_least(1)),
     ("transaction.state.log.min.isr", "int", 2, at_least(1)),
@@ -388,13 +402,11 @@ class KafkaConfig(ListenerSecurity):
         require(
             "classic" in protocols, "group.coordinator.rebalance.protocols must contain classic"
         )
-        for protocol, feature in (("share", "share groups (KIP-932)"),
-                                  ("streams", "streams groups (KIP-1071)")):  # fmt: skip
-            if protocol in protocols:  # listed, it would be expected to work
-                raise InvalidConfigError(
-                    f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
-                    f"support {feature} yet; list classic,consumer"
-                )
+        if "streams" in protocols:  # listed, it would be expected to work
+            raise InvalidConfigError(
+                f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
+                "support streams groups (KIP-1071) yet; list classic, consumer and share"
+            )
         prefix = "group.consumer."
         for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
             low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"

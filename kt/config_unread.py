@@ -303,19 +303,13 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
     # -- Kafka 4's groups: share groups
     *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
-        ("group.share.session.timeout.ms", "int", 45000),
         ("group.share.min.session.timeout.ms", "int", 45000),
         ("group.share.max.session.timeout.ms", "int", 60000),
-        ("group.share.heartbeat.interval.ms", "int", 5000),
         ("group.share.min.heartbeat.interval.ms", "int", 5000),
         ("group.share.max.heartbeat.interval.ms", "int", 15000),
-        ("group.share.max.size", "short", 200),
-        ("group.share.delivery.count.limit", "int", 5),
-        ("group.share.record.lock.duration.ms", "int", 30000),
         ("group.share.min.record.lock.duration.ms", "int", 15000),
         ("group.share.max.record.lock.duration.ms", "int", 60000),
         ("group.share.max.groups", "short", 10),
-        ("group.share.partition.max.record.locks", "int", 200),
     )),
     # -- tiered storage (refused above)
     *((name, kind, default, None, _TIERED) for name, kind, default in (
@@ -410,7 +404,6 @@ KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("group.share.min.delivery.count.limit", "int", 2),
         ("group.share.max.partition.max.record.locks", "int", 4000),
         ("group.share.min.partition.max.record.locks", "int", 100),
-        ("group.share.max.share.sessions", "int", 2000),
         ("group.share.persister.class.name", "string",
          "org.apache.kafka.server.share.persister.DefaultStatePersister"),
         ("group.share.dlq.manager.class.name", "string",
@@ -440,12 +433,7 @@ KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("group.streams.acceptable.recovery.lag", "long", 10000),
     )),
     *((name, kind, default, None, _KAFKA_4_SHARE) for name, kind, default in (
-        ("share.coordinator.state.topic.num.partitions", "int", 50),
-        ("share.coordinator.state.topic.replication.factor", "short", 3),
-        ("share.coordinator.state.topic.min.isr", "short", 2),
-        ("share.coordinator.state.topic.segment.bytes", "int", 104857600),
         ("share.coordinator.threads", "int", 1),
-        ("share.coordinator.snapshot.update.records.per.snapshot", "int", 500),
         ("share.coordinator.load.buffer.size", "int", 5242880),
         ("share.coordinator.state.topic.compression.codec", "int", 0),
         ("share.coordinator.append.linger.ms", "int", -1),

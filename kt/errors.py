@@ -324,6 +324,14 @@ _TABLE: tuple[tuple[int, str, bool, bool, str], ...] = (
      "The voter is not part of the set of voters."),
     (128, "INVALID_REGULAR_EXPRESSION", False, False,
      "The regular expression is not valid."),
+    (129, "REBOOTSTRAP_REQUIRED", False, False,
+     "Client metadata is stale. The client should rebootstrap to obtain new metadata."),
+    (130, "STREAMS_INVALID_TOPOLOGY", False, False, "The supplied topology is invalid."),
+    (131, "STREAMS_INVALID_TOPOLOGY_EPOCH", False, False,
+     "The supplied topology epoch is invalid."),
+    (132, "STREAMS_TOPOLOGY_FENCED", False, False, "The supplied topology epoch is outdated."),
+    (133, "SHARE_SESSION_LIMIT_REACHED", True, False,
+     "The limit of share sessions has been reached."),
 )  # fmt: skip
 
 BY_CODE: dict[int, ErrorCode] = {

@@ -27,7 +27,11 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kt.broker.coordinators import consumer_group_settings
+from kt.broker.coordinators import (
+    consumer_group_settings,
+    share_fetch_settings,
+    share_group_settings,
+)
 from kt.broker.group.group_config import GroupConfigs
 from kt.broker.server import KafkaServer
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
@@ -439,6 +443,36 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "6000", lambda c: GroupConfigs(c).value("g", "consumer.heartbeat.interval.ms"), 6000
     ),
     "group.consumer.max.size": Built("7", lambda c: consumer_group_settings(c).max_size, 7),
+    "group.share.session.timeout.ms": Built(
+        "50000", lambda c: share_group_settings(c).session_timeout_ms, 50000
+    ),
+    "group.share.heartbeat.interval.ms": Built(
+        "6000", lambda c: share_group_settings(c).heartbeat_interval_ms, 6000
+    ),
+    "group.share.max.size": Built("7", lambda c: share_group_settings(c).max_size, 7),
+    "group.share.delivery.count.limit": Built(
+        "4", lambda c: share_fetch_settings(c).partition.max_delivery_count, 4
+    ),
+    "group.share.record.lock.duration.ms": Built(
+        "20000", lambda c: share_fetch_settings(c).partition.record_lock_duration_ms, 20000
+    ),
+    "group.share.partition.max.record.locks": Built(
+        "300", lambda c: share_fetch_settings(c).partition.max_in_flight_records, 300
+    ),
+    **dict.fromkeys(
+        (
+            "group.share.max.share.sessions",
+            "share.coordinator.state.topic.num.partitions",
+            "share.coordinator.state.topic.replication.factor",
+            "share.coordinator.state.topic.min.isr",
+            "share.coordinator.state.topic.segment.bytes",
+            "share.coordinator.snapshot.update.records.per.snapshot",
+        ),
+        ShownBy(
+            "tests/share/test_share_consumers.py::"
+            "test_the_share_coordinators_settings_shape_its_topic_and_state"
+        ),
+    ),
     "group.consumer.migration.policy": ShownBy(
         "tests/groups/test_group_migration.py::"
         "test_with_migration_disabled_a_group_keeps_its_protocol"

@@ -24,11 +24,14 @@ if TYPE_CHECKING:
     from kt.broker.group.classic_protocol_members import ClassicProtocolMembers
     from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
     from kt.broker.group.group_coordinator import GroupCoordinator
+    from kt.broker.group.share_group_coordinator import ShareGroupCoordinator
     from kt.broker.metadata_cache import MetadataCache
     from kt.broker.producer_id_manager import ProducerIdManager
     from kt.broker.quota_manager import ClientQuotaManager
     from kt.broker.replication.controller_requests import ControllerRequests
     from kt.broker.replication.replica_manager import ReplicaManager
+    from kt.broker.share.share_partition_manager import SharePartitionManager
+    from kt.broker.share.share_session import ShareSessionCache
     from kt.broker.store_executor import StoreExecutor
     from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
     from kt.config import KafkaConfig
@@ -50,6 +53,9 @@ class BrokerServices:
     group_coordinator: GroupCoordinator  # classic groups, and the groups' offsets
     consumer_groups: ConsumerGroupCoordinator  # Kafka 4's consumer groups (KIP-848)
     classic_members: ClassicProtocolMembers  # classic members of consumer groups (migration)
+    share_groups: ShareGroupCoordinator  # share groups' membership (KIP-932)
+    share_partitions: SharePartitionManager  # the share partitions led here
+    share_sessions: ShareSessionCache  # share group members' fetch sessions
     txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
     admin_manager: AdminManager  # topics and partitions

@@ -4,6 +4,7 @@ out of server.py, which only starts them)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.group import assignors
@@ -15,7 +16,17 @@ from kt.broker.group.group_config import GroupConfigs
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
+from kt.broker.group.share_group_coordinator import ShareGroupCoordinator, ShareGroupSettings
 from kt.broker.inter_broker_connections import InterBrokerConnections
+from kt.broker.share.persister import LocalPersister
+from kt.broker.share.share_coordinator_service import (
+    SHARE_GROUP_STATE_TOPIC,
+    ShareCoordinatorService,
+)
+from kt.broker.share.share_partition import SharePartitionConfig
+from kt.broker.share.share_partition_manager import ShareFetchSettings, SharePartitionManager
+from kt.broker.share.share_session import ShareSessionCache
+from kt.broker.share.share_state import SharePartitionKey
 from kt.broker.transaction import marker_writer
 from kt.broker.transaction.transaction_coordinator import TransactionCoordinator
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
@@ -85,11 +96,12 @@ def create_consumer_group_coordinator(
 
 
 def create_group_coordinator_service(
-    replica_manager: ReplicaManager, classic: GroupCoordinator, consumer: ConsumerGroupCoordinator
-) -> GroupCoordinatorService:
-    """Both group coordinators over the groups cache: it loads and drops the groups as the
+    replica_manager: ReplicaManager, classic: GroupCoordinator,
+    consumer: ConsumerGroupCoordinator, share: ShareGroupCoordinator,
+) -> GroupCoordinatorService:  # fmt: skip
+    """The group coordinators over the groups cache: it loads and drops the groups as the
     broker gains and loses __consumer_offsets leadership."""
-    service = GroupCoordinatorService(classic.manager, classic, consumer)
+    service = GroupCoordinatorService(classic.manager, classic, consumer, share)
     replica_manager.leadership_listeners.append(service.on_leadership_change)
     return service
 
@@ -154,3 +166,67 @@ def create_transaction_coordinator(
     coordinator = TransactionCoordinator(manager, markers, producer_id_manager.generate_producer_id)
     replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
     return coordinator
+
+
+def share_group_settings(cfg: KafkaConfig) -> ShareGroupSettings:
+    """The share groups' membership settings (group.share.*)."""
+    return ShareGroupSettings(
+        max_size=cfg["group.share.max.size"],
+        session_timeout_ms=cfg["group.share.session.timeout.ms"],
+        heartbeat_interval_ms=cfg["group.share.heartbeat.interval.ms"],
+    )
+
+
+def share_fetch_settings(cfg: KafkaConfig) -> ShareFetchSettings:
+    """The broker's share group settings a share partition reads (group.share.*)."""
+    return ShareFetchSettings(SharePartitionConfig(
+        max_in_flight_records=cfg["group.share.partition.max.record.locks"],
+        max_delivery_count=cfg["group.share.delivery.count.limit"],
+        record_lock_duration_ms=cfg["group.share.record.lock.duration.ms"],
+    ))  # fmt: skip
+
+
+@dataclass
+class ShareGroupParts:
+    """Share groups' parts (KIP-932): membership on the group coordinator's partitions,
+    the share coordinator on `__share_group_state`, the share partitions this broker leads
+    and the members' share sessions."""
+
+    groups: ShareGroupCoordinator
+    coordinator: ShareCoordinatorService
+    partitions: SharePartitionManager
+    sessions: ShareSessionCache
+
+
+def create_share_group_parts(
+    cfg: KafkaConfig, broker_id: int, cache: MetadataCache, replica_manager: ReplicaManager,
+    manager: GroupMetadataManager, create_state_topic: Callable[[], Any],
+) -> ShareGroupParts:  # fmt: skip
+    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg))
+
+    def state_partitions() -> int:
+        known = cache.topic_partitions(SHARE_GROUP_STATE_TOPIC)
+        return len(known) or cfg["share.coordinator.state.topic.num.partitions"]
+
+    def topic_partitions(topic_id: Any) -> int | None:
+        name = cache.topic_for_id(topic_id)
+        return len(cache.topic_partitions(name)) if name is not None else None
+
+    coordinator = ShareCoordinatorService(
+        replica_manager, state_partitions, topic_partitions,
+        updates_per_snapshot=cfg["share.coordinator.snapshot.update.records.per.snapshot"],
+    )  # fmt: skip
+    replica_manager.leadership_listeners.append(coordinator.on_leadership_change)
+
+    def coordinator_leader(key: SharePartitionKey) -> int | None:
+        known = cache.topic_partitions(SHARE_GROUP_STATE_TOPIC)
+        if not known:
+            return None
+        state = known.get(key.coordinator_partition(len(known)))
+        return state.leader if state is not None else -1
+
+    persister = LocalPersister(coordinator, coordinator_leader, broker_id, create_state_topic)
+    settings = share_fetch_settings(cfg)
+    partitions = SharePartitionManager(replica_manager, persister, lambda group: settings)
+    sessions = ShareSessionCache(cfg["group.share.max.share.sessions"])
+    return ShareGroupParts(groups, coordinator, partitions, sessions)

@@ -5,6 +5,8 @@ supported feature with its range of levels, and the finalized level of each enab
 kt's levels follow from its configuration and do not change while it runs:
 - group.version 0-1: level 1 is the consumer group protocol (KIP-848), finalized while
   group.coordinator.rebalance.protocols lists consumer;
+- share.version 0-1: level 1 is share groups (KIP-932), finalized while the same key
+  lists share;
 - transaction.version 0-0: level 2 is KIP-890's second part, which kt does not serve, so
   its clients keep to the transactions protocol kt answers (level 0 is never finalized).
 """
@@ -26,12 +28,16 @@ class Feature:
     max_version: int
 
 
-SUPPORTED = (Feature("group.version", 0, 1), Feature("transaction.version", 0, 0))
+SUPPORTED = (Feature("group.version", 0, 1), Feature("share.version", 0, 1),
+             Feature("transaction.version", 0, 0))  # fmt: skip
 
 
 def finalized_levels(config: KafkaConfig) -> dict[str, int]:
     """Each enabled feature's finalized level (features at level 0 are left out)."""
     levels = {}
-    if "consumer" in config.list_of("group.coordinator.rebalance.protocols"):
+    protocols = config.list_of("group.coordinator.rebalance.protocols")
+    if "consumer" in protocols:
         levels["group.version"] = 1
+    if "share" in protocols:
+        levels["share.version"] = 1
     return levels

@@ -37,6 +37,7 @@ from kt.broker.coordinators import (
     create_consumer_group_coordinator,
     create_group_coordinator,
     create_group_coordinator_service,
+    create_share_group_parts,
     create_transaction_coordinator,
 )
 from kt.broker.dynamic_config import DynamicConfigManager
@@ -180,6 +181,13 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         read = self.configs.read_topic_config
         return cluster_id, {t: read(t) for t in self.zk.get_all_topics()}
 
+    async def _create_share_state_topic(self) -> None:
+        """__share_group_state, on the store threads (the share coordinator's first use)."""
+        from kt.broker.internal_topics import create_internal_topic
+        from kt.broker.share.share_coordinator_service import SHARE_GROUP_STATE_TOPIC
+
+        await self.store_call(create_internal_topic, self.services, SHARE_GROUP_STATE_TOPIC)
+
     async def startup(self) -> None:
         """Build the broker's parts in dependency order, open the listeners, register in
         the store and take part in the controller's election; return once the broker
@@ -202,8 +210,12 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             cfg, self.metadata_cache, self.group_coordinator
         )
         self.classic_members = ClassicProtocolMembers(self.consumer_groups)
+        self.share = create_share_group_parts(
+            cfg, self.broker_id, self.metadata_cache, self.replica_manager,
+            self.group_coordinator.manager, self._create_share_state_topic,
+        )  # fmt: skip
         self.group_service = create_group_coordinator_service(
-            self.replica_manager, self.group_coordinator, self.consumer_groups
+            self.replica_manager, self.group_coordinator, self.consumer_groups, self.share.groups
         )
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(
@@ -322,6 +334,9 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             group_coordinator=self.group_coordinator,
             consumer_groups=self.consumer_groups,
             classic_members=self.classic_members,
+            share_groups=self.share.groups,
+            share_partitions=self.share.partitions,
+            share_sessions=self.share.sessions,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,
@@ -541,6 +556,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             self.kafka_exporter_series.close()
         if self.apis is not None:
             self.group_service.shutdown()
+            self.share.partitions.shutdown()
+            self.share.coordinator.shutdown()
             self.txn_coordinator.shutdown()
         store_away = self.zk is not None and not self.store_reachable
         if store_away:  # closing the session first fails the calls blocked on it at once

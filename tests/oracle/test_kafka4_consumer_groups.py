@@ -144,7 +144,8 @@ def features(bootstrap: str) -> list[str]:
 
 def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broker_factory):
     """kafka-features.sh describe: the consumer group protocol's feature (group.version) at
-    level 1 as on Kafka 4.4 (the epoch aside); transaction.version at 0, which kt serves;
+    level 1 as on Kafka 4.4 (the epoch aside); share.version up to 1 (finalized while the
+    protocols list share) and transaction.version at 0, which kt serves;
     `kt features describe` prints the same. A broker without the consumer protocol leaves
     group.version unfinalized."""
     epoch = re.compile(r"Epoch: \S+$")
@@ -152,6 +153,9 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     ours = features(kt4.bootstrap)
     assert [epoch.sub("", line) for line in ours] == [
         theirs["group.version"],
+        # share.version 1 (share groups) kt serves, listed in the protocols; 2 it does not
+        theirs["share.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 1 ")
+        .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
         theirs["transaction.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 0 ")
         .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
     ]  # fmt: skip

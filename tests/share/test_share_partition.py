@@ -210,3 +210,20 @@ def check_invariants(sp: SharePartition) -> None:
         assert sp.end_offset == sp.start_offset - 1
     for run in sp.runs:
         assert (run.state == RecordState.ACQUIRED) == bool(run.member_id)
+
+
+def test_a_partition_comes_back_from_its_durable_state() -> None:
+    sp, _ = partition()
+    sp.acquire("a", BATCHES[:2], 20)
+    sp.acknowledge("a", [(0, 4, [ACCEPT]), (5, 9, [RELEASE]), (12, 12, [REJECT])])
+    stored = sp.state_batches()  # 10-11 and 13-19 still acquired: not stored
+    assert stored == [(5, 9, RecordState.AVAILABLE, 1), (12, 12, RecordState.ARCHIVED, 1)]
+    timers = Timers()
+    again = SharePartition.from_state(sp.start_offset, stored, SharePartitionConfig(),
+                                      timers.schedule)  # fmt: skip
+    assert (again.start_offset, again.end_offset) == (5, 12)
+    assert again.acquire("b", BATCHES[:2], 20) == [
+        AcquiredRecords(5, 9, 2),
+        AcquiredRecords(10, 11, 1),
+        AcquiredRecords(13, 19, 1),
+    ]

@@ -27,6 +27,7 @@ from kt.broker.api.handlers import (
     quotas,
     reassignments,
     scram,
+    share_groups,
     topics,
     transactions,
 )
@@ -107,10 +108,20 @@ HANDLERS = {
     ApiKey.DELETE_GROUPS: groups.delete_groups,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.consumer_group_describe,
+    ApiKey.SHARE_GROUP_HEARTBEAT: share_groups.share_group_heartbeat,
+    ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
+    ApiKey.SHARE_FETCH: share_groups.share_fetch,
+    ApiKey.SHARE_ACKNOWLEDGE: share_groups.share_acknowledge,
 }
 # Served while group.coordinator.rebalance.protocols lists their protocol.
 _PROTOCOL_APIS = {
     "consumer": (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
+    "share": (
+        ApiKey.SHARE_GROUP_HEARTBEAT,
+        ApiKey.SHARE_GROUP_DESCRIBE,
+        ApiKey.SHARE_FETCH,
+        ApiKey.SHARE_ACKNOWLEDGE,
+    ),
 }
 
 

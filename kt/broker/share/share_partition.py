@@ -122,6 +122,45 @@ class SharePartition:
         self.runs: list[Run] = []
         self._locks = itertools.count(1)
         self._timers: dict[int, Any] = {}
+        # Called after a lock expired and released records (their state is to persist).
+        self.on_released: Callable[[], None] | None = None
+
+    @classmethod
+    def from_state(
+        cls,
+        start_offset: int,
+        batches: Iterable[tuple[int, int, int, int]],
+        config: SharePartitionConfig,
+        schedule: Schedule,
+    ) -> SharePartition:
+        """A share partition as its durable state left it: (first, last, state, delivery
+        count) batches past `start_offset`; acquired ones (a leader that went away) are
+        available again, and offsets between batches are available, never delivered."""
+        sp = cls(start_offset, config, schedule)
+        runs: list[Run] = []
+        for first, last, state, count in sorted(batches):
+            first = max(first, start_offset, runs[-1].last + 1 if runs else start_offset)
+            if last < first:
+                continue
+            expected = runs[-1].last + 1 if runs else start_offset
+            if first > expected:
+                runs.append(Run(expected, first - 1, RecordState.AVAILABLE, 0))
+            kind = RecordState(state) if state in RecordState._value2member_map_ else None
+            if kind in (None, RecordState.ACQUIRED, RecordState.ARCHIVING):
+                kind = RecordState.AVAILABLE
+            runs.append(Run(first, last, kind, count))
+        sp.runs = _merged(runs)
+        if sp.runs:
+            sp.end_offset = sp.runs[-1].last
+        sp._advance_start()
+        return sp
+
+    def state_batches(self) -> list[tuple[int, int, int, int]]:
+        """What to persist: (first, last, state, delivery count) of the in-flight runs
+        not acquired (an acquisition is not persisted: after a crash its records are
+        available again with the count they had before)."""
+        return [(r.first, r.last, int(r.state), r.delivery_count) for r in self.runs
+                if r.state != RecordState.ACQUIRED]  # fmt: skip
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -208,6 +247,8 @@ class SharePartition:
         self._timers.pop(lock, None)
         self.runs = _merged(self._released(run) if run.lock == lock else run for run in self.runs)
         self._advance_start()
+        if self.on_released is not None:
+            self.on_released()
 
     def _released(self, run: Run) -> Run:
         """An acquired run given back: available, or archived once delivered the limit."""

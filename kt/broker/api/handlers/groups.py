@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from kt.broker.admin.admin_manager import NewTopic
 from kt.broker.api.handlers import authz
 from kt.broker.group import group_admin
 from kt.broker.group.group_metadata_manager import (
@@ -20,6 +19,7 @@ from kt.broker.group.group_metadata_manager import (
     partition_for,
 )
 from kt.broker.group.offsets_records import OffsetAndMetadata
+from kt.broker.internal_topics import create_internal_topic
 from kt.broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from kt.errors import GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED, KafkaError
 from kt.protocol import messages as m
@@ -85,7 +85,7 @@ async def _coordinator_for(
     partitions = cache.topic_partitions(topic)
     if not partitions:
         try:
-            await broker.store.call(_create_internal_topic, broker, topic)
+            await broker.store.call(create_internal_topic, broker, topic)
         except KafkaError as e:  # the store is away: the client asks again
             log.info("Not creating %s now: %s", topic, e)
         return not_available
@@ -95,37 +95,6 @@ async def _coordinator_for(
     if endpoint is None:
         return not_available
     return ("NONE", state.leader, endpoint.host or "", endpoint.port)
-
-
-def _create_internal_topic(broker: BrokerServices, topic: str) -> None:
-    """AutoTopicCreationManager for __consumer_offsets and __transaction_state: compacted,
-    with their configured partitions, replication factor and (for transactions) min ISR.
-    Until that many brokers are alive the topic is not created, and FindCoordinator
-    answers COORDINATOR_NOT_AVAILABLE, as Kafka has since 0.11. Store reads and writes:
-    run on the broker's store threads."""
-    cfg = broker.config
-    live = len(broker.admin_manager.live_brokers())
-    if topic == GROUP_METADATA_TOPIC:
-        partitions = cfg["offsets.topic.num.partitions"]
-        rf = cfg["offsets.topic.replication.factor"]
-        configs = {"cleanup.policy": "compact", "compression.type": "producer",
-                   "segment.bytes": str(cfg["offsets.topic.segment.bytes"])}  # fmt: skip
-    else:  # TransactionLog's enforced topic configs
-        partitions = cfg["transaction.state.log.num.partitions"]
-        rf = cfg["transaction.state.log.replication.factor"]
-        configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                   "min.insync.replicas": str(cfg["transaction.state.log.min.isr"]),
-                   "unclean.leader.election.enable": "false",
-                   "segment.bytes": str(cfg["transaction.state.log.segment.bytes"])}  # fmt: skip
-    if live < rf:
-        log.info(
-            "Not creating %s: %d live brokers, fewer than its replication factor %d",
-            topic, live, rf,
-        )  # fmt: skip
-        return
-    broker.admin_manager.create_topic(
-        NewTopic(topic, partitions, rf, configs=configs), validate_only=False
-    )
 
 
 # -- membership ------------------------------------------------------------------------

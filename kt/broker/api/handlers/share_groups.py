@@ -1,0 +1,222 @@
+"""Share groups' APIs (KIP-932): ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+ShareAcknowledge (KafkaApis.handleShareGroupHeartbeat, handleShareFetchRequest, ...).
+
+The handlers decode, authorize (Read on the group, Read on each topic fetched) and
+encode; the share group coordinator (membership), the share sessions and the share
+partition manager (records, acknowledgements) decide. Partitions travel by topic id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from kt.broker.api.handlers import authz
+from kt.broker.group.share_group_coordinator import ShareHeartbeatRequest
+from kt.broker.replication.partition import TopicPartition
+from kt.broker.share.share_partition_manager import PartitionFetch
+from kt.broker.share.share_session import ShareSessionError
+from kt.errors import KafkaError
+from kt.protocol import messages as m
+from kt.security import acls as a
+
+if TYPE_CHECKING:
+    from kt.broker.broker_services import BrokerServices
+
+READ_COMMITTED_LEVEL = {"read_uncommitted": 0, "read_committed": 1}
+
+
+def _code(name: str) -> int:
+    return KafkaError(name).code
+
+
+async def share_group_heartbeat(broker: BrokerServices, header: Any, request: Any,
+                                ctx: Any) -> Any:  # fmt: skip
+    R = m.ShareGroupHeartbeatResponse
+    if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
+        return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
+    names = request.subscribed_topic_names
+    if names is not None and broker.authorizer is not None:
+        denied = sorted(set(names) - authz.topics_allowed(broker, ctx, a.DESCRIBE, names))
+        if denied:
+            return R(error_code=_code("TOPIC_AUTHORIZATION_FAILED"),
+                     error_message=f"Unauthorized topics {denied}")  # fmt: skip
+    result = await broker.share_groups.heartbeat(ShareHeartbeatRequest(
+        request.group_id, request.member_id, request.member_epoch, request.rack_id,
+        list(names) if names is not None else None, header.client_id or "",
+        "/" + ctx.client_host,
+    ))  # fmt: skip
+    response = R(error_code=_code(result.error), error_message=result.message,
+                 member_id=result.member_id, member_epoch=result.member_epoch,
+                 heartbeat_interval_ms=result.heartbeat_interval_ms)  # fmt: skip
+    if result.error == "NONE" and result.assignment is not None:
+        response.assignment = R.Assignment(topic_partitions=[
+            R.TopicPartitions(topic_id=t, partitions=sorted(ps))
+            for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0])) if ps
+        ])  # fmt: skip
+    return response
+
+
+async def share_group_describe(broker: BrokerServices, header: Any, request: Any,
+                               ctx: Any) -> Any:  # fmt: skip
+    R = m.ShareGroupDescribeResponse
+    cache = broker.metadata_cache
+    groups = []
+    for group_id in request.group_ids:
+        if not authz.group_allowed(broker, ctx, a.DESCRIBE, group_id):
+            denied = _code("GROUP_AUTHORIZATION_FAILED")
+            groups.append(R.DescribedGroup(group_id=group_id, error_code=denied))
+            continue
+        error, message, group = broker.share_groups.describe(group_id)
+        if group is None:
+            groups.append(R.DescribedGroup(group_id=group_id, error_code=_code(error),
+                                           error_message=message))  # fmt: skip
+            continue
+        members = []
+        for member in group.members.values():
+            topics = [R.TopicPartitions(topic_id=t, topic_name=cache.topic_for_id(t) or "",
+                                        partitions=sorted(ps))
+                      for t, ps in sorted(member.assigned.items(), key=lambda kv: str(kv[0]))
+                      if ps]  # fmt: skip
+            members.append(R.Member(
+                member_id=member.member_id, rack_id=member.rack_id,
+                member_epoch=member.member_epoch, client_id=member.client_id,
+                client_host=member.client_host,
+                subscribed_topic_names=list(member.subscribed_topic_names),
+                assignment=R.Assignment(topic_partitions=topics),
+            ))  # fmt: skip
+        groups.append(R.DescribedGroup(
+            group_id=group_id, group_state=group.state, group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch, assignor_name="simple", members=members,
+        ))  # fmt: skip
+    return R(groups=groups)
+
+
+def _batches(ack_batches: Any) -> list[tuple[int, int, list[int]]]:
+    return [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in ack_batches]
+
+
+async def _acknowledge_all(
+    broker: BrokerServices, group_id: str, member_id: str, acks: dict[TopicPartition, list]
+) -> dict[TopicPartition, tuple]:
+    out = {}
+    for tp, batches in acks.items():
+        out[tp] = await broker.share_partitions.acknowledge(group_id, member_id, tp, batches)
+    return out
+
+
+async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
+    R = m.ShareFetchResponse
+    group_id, member_id = request.group_id, request.member_id
+    if group_id is None:
+        return R(error_code=_code("INVALID_REQUEST"),
+                 error_message="Invalid group id in the request.")  # fmt: skip
+    if not authz.group_allowed(broker, ctx, a.READ, group_id):
+        return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
+    if not member_id:
+        return R(error_code=_code("INVALID_REQUEST"),
+                 error_message="Invalid member id in the request.")  # fmt: skip
+    cache = broker.metadata_cache
+    requested: list[tuple[TopicPartition, uuid.UUID]] = []
+    unknown: dict[uuid.UUID, list[int]] = defaultdict(list)
+    acks: dict[TopicPartition, list] = {}
+    for topic in request.topics:
+        name = cache.topic_for_id(topic.topic_id)
+        for p in topic.partitions:
+            if name is None:
+                unknown[topic.topic_id].append(p.partition_index)
+                continue
+            tp = TopicPartition(name, p.partition_index)
+            requested.append((tp, topic.topic_id))
+            if p.acknowledgement_batches:
+                acks[tp] = _batches(p.acknowledgement_batches)
+    forgotten = []
+    for t in request.forgotten_topics_data:
+        name = cache.topic_for_id(t.topic_id)
+        if name is not None:
+            forgotten += [TopicPartition(name, p) for p in t.partitions]
+    sessions = broker.share_sessions
+    try:
+        session, full = sessions.context(group_id, member_id, request.share_session_epoch,
+                                         requested, forgotten, bool(acks))  # fmt: skip
+    except ShareSessionError as e:
+        return R(error_code=_code(e.error))
+    acked = await _acknowledge_all(broker, group_id, member_id, acks)
+    fetched: dict[TopicPartition, PartitionFetch] = {}
+    if session is None:  # the final request: acknowledgements only, then the session ends
+        sessions.close(group_id, member_id)
+        broker.share_partitions.release_member(group_id, member_id)
+    elif request.max_records > 0 or header.api_version == 0:
+        targets = list(session.partitions.items())
+        allowed = authz.topics_allowed(broker, ctx, a.READ, {tp.topic for tp, _ in targets})
+        for tp, _ in targets:
+            if tp.topic not in allowed:
+                fetched[tp] = PartitionFetch("TOPIC_AUTHORIZATION_FAILED")
+        isolation = broker.share_partitions.settings(group_id).isolation_level
+        fetched.update(await broker.share_partitions.fetch(
+            group_id, member_id, [(tp, t) for tp, t in targets if tp.topic in allowed],
+            request.max_records if header.api_version >= 1 else 500, request.max_bytes,
+            request.max_wait_ms, request.min_bytes, READ_COMMITTED_LEVEL.get(isolation, 0),
+        ))  # fmt: skip
+    ids = dict(requested) | (dict(session.partitions) if session is not None else {})
+    by_topic: dict[uuid.UUID, list] = defaultdict(list)
+    for tp in sorted(set(fetched) | set(acked), key=lambda t: (t.topic, t.partition)):
+        result = fetched.get(tp, PartitionFetch())
+        ack_error, ack_message = acked.get(tp, ("NONE", None))
+        if not full and not (result.acquired or result.error != "NONE" or tp in acked):
+            continue
+        partition = broker.replica_manager.partitions.get(tp)
+        leader = (broker.broker_id, partition.leader_epoch) if partition is not None else (-1, -1)
+        by_topic[ids[tp]].append(R.PartitionData(
+            partition_index=tp.partition, error_code=_code(result.error),
+            acknowledge_error_code=_code(ack_error), acknowledge_error_message=ack_message,
+            current_leader=R.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
+            records=result.records,
+            acquired_records=[R.AcquiredRecords(first_offset=x.first, last_offset=x.last,
+                                                delivery_count=x.delivery_count)
+                              for x in result.acquired],
+        ))  # fmt: skip
+    for topic_id, partitions in unknown.items():
+        by_topic[topic_id] += [R.PartitionData(partition_index=p,
+                                               error_code=_code("UNKNOWN_TOPIC_ID"))
+                               for p in partitions]  # fmt: skip
+    lock_ms = broker.share_partitions.settings(group_id).partition.record_lock_duration_ms
+    return R(acquisition_lock_timeout_ms=lock_ms, responses=[
+        R.ShareFetchableTopicResponse(topic_id=t, partitions=ps) for t, ps in by_topic.items()
+    ])  # fmt: skip
+
+
+async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
+                            ctx: Any) -> Any:  # fmt: skip
+    R = m.ShareAcknowledgeResponse
+    group_id, member_id = request.group_id, request.member_id
+    if group_id is None or not member_id:
+        return R(error_code=_code("INVALID_REQUEST"))
+    if not authz.group_allowed(broker, ctx, a.READ, group_id):
+        return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
+    try:
+        broker.share_sessions.check(group_id, member_id, request.share_session_epoch)
+    except ShareSessionError as e:
+        return R(error_code=_code(e.error))
+    cache = broker.metadata_cache
+    acks: dict[TopicPartition, list] = {}
+    ids: dict[TopicPartition, uuid.UUID] = {}
+    for topic in request.topics:
+        name = cache.topic_for_id(topic.topic_id)
+        for p in topic.partitions:
+            if name is not None:
+                tp = TopicPartition(name, p.partition_index)
+                acks[tp] = _batches(p.acknowledgement_batches)
+                ids[tp] = topic.topic_id
+    acked = await _acknowledge_all(broker, group_id, member_id, acks)
+    if request.share_session_epoch == -1:
+        broker.share_sessions.close(group_id, member_id)
+        broker.share_partitions.release_member(group_id, member_id)
+    by_topic: dict[uuid.UUID, list] = defaultdict(list)
+    for tp, (error, message) in acked.items():
+        data = R.PartitionData(partition_index=tp.partition, error_code=_code(error),
+                               error_message=message)  # fmt: skip
+        by_topic[ids[tp]].append(data)
+    return R(responses=[R.ShareAcknowledgeTopicResponse(topic_id=t, partitions=ps)
+                        for t, ps in by_topic.items()])  # fmt: skip

@@ -1,0 +1,234 @@
+"""The share partitions this broker leads, for ShareFetch and ShareAcknowledge (Kafka's
+SharePartitionManager).
+
+A share partition is created on its first fetch: its durable state is read from the
+share coordinator (initialized first when the group never read the partition; the start
+offset then follows share.auto.offset.reset, `latest` by default: the log end). A fetch
+reads the log from each share partition's next available offset (waiting up to MaxWaitMs
+for MinBytes, as a consumer's fetch does), acquires for the member what it may, and
+answers the records with their acquired ranges. Acknowledgements, and locks that expire,
+are written to the share coordinator before the answer: a broker killed then loses
+nothing acknowledged and redelivers only what was in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from kt.broker.replication.partition import TopicPartition
+from kt.broker.share.share_coordinator import ShareStateError, WriteRequest
+from kt.broker.share.share_partition import (
+    AcquiredRecords,
+    ShareAcknowledgeError,
+    SharePartition,
+    SharePartitionConfig,
+)
+from kt.broker.share.share_state import (
+    UNINITIALIZED_START_OFFSET,
+    ShareGroupOffset,
+    SharePartitionKey,
+    StateBatch,
+)
+from kt.storage.records import iter_batches
+
+log = logging.getLogger(__name__)
+
+READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
+
+
+class Persister(Protocol):
+    """The share coordinator's operations, wherever it runs."""
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start: int) -> None: ...
+
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> ShareGroupOffset: ...
+
+    async def write(self, request: WriteRequest) -> None: ...
+
+
+@dataclass(frozen=True)
+class ShareFetchSettings:
+    """A group's share settings: its share partitions' limits, where a partition it never
+    read starts (share.auto.offset.reset) and what it reads (share.isolation.level)."""
+
+    partition: SharePartitionConfig = field(default_factory=SharePartitionConfig)
+    auto_offset_reset: str = "latest"
+    isolation_level: str = "read_uncommitted"
+
+
+@dataclass
+class PartitionFetch:
+    """One partition's part of a ShareFetch answer."""
+
+    error: str = "NONE"
+    records: bytes = b""
+    acquired: list[AcquiredRecords] = field(default_factory=list)
+
+
+@dataclass
+class _Held:
+    partition: SharePartition
+    key: SharePartitionKey
+    leader_epoch: int
+    state_epoch: int
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class SharePartitionManager:
+    def __init__(
+        self,
+        replica_manager: Any,
+        persister: Persister,
+        settings: Callable[[str], ShareFetchSettings],
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.persister = persister
+        self.settings = settings  # a group's share settings
+        self._held: dict[tuple[str, TopicPartition], _Held] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    # -- share partitions ----------------------------------------------------------------
+
+    async def _share_partition(self, group_id: str, tp: TopicPartition,
+                               topic_id: uuid.UUID) -> _Held:  # fmt: skip
+        held = self._held.get((group_id, tp))
+        partition = self.replica_manager.get_partition(tp)  # KafkaError when not leading
+        partition.check_leader(-1)
+        if held is not None and held.leader_epoch == partition.leader_epoch:
+            return held
+        key = SharePartitionKey(group_id, topic_id, tp.partition)
+        epoch = partition.leader_epoch
+        try:
+            state = await self.persister.read(key, epoch)
+        except ShareStateError as e:
+            if e.message != READ_UNINITIALIZED:
+                raise
+            await self.persister.initialize(key, 0, UNINITIALIZED_START_OFFSET)
+            state = await self.persister.read(key, epoch)
+        settings = self.settings(group_id)
+        start = state.start_offset
+        if start == UNINITIALIZED_START_OFFSET:
+            log_ = partition.log
+            earliest = settings.auto_offset_reset == "earliest"
+            start = log_.log_start_offset if earliest else log_.high_watermark
+        loop = asyncio.get_running_loop()
+        sp = SharePartition.from_state(
+            start,
+            [(b.first, b.last, b.delivery_state, b.delivery_count) for b in state.state_batches],
+            settings.partition,
+            lambda ms, callback: loop.call_later(ms / 1000, callback),
+        )
+        current = self._held.get((group_id, tp))
+        if current is not None and current.leader_epoch == epoch:
+            return current  # another fetch made it meanwhile
+        held = self._held[(group_id, tp)] = _Held(sp, key, epoch, state.state_epoch)
+        sp.on_released = lambda: self._spawn(self._persist(held))
+        return held
+
+    async def _persist(self, held: _Held) -> str:
+        """Write the share partition's state; the error name."""
+        sp = held.partition
+        batches = [StateBatch(*b) for b in sp.state_batches()]
+        request = WriteRequest(held.key, held.state_epoch, held.leader_epoch, sp.start_offset,
+                               batches)  # fmt: skip
+        async with held.writing:
+            try:
+                await self.persister.write(request)
+            except ShareStateError as e:
+                log.warning("Writing the state of share partition %s failed: %s",
+                            held.key, e.error)  # fmt: skip
+                return e.error
+        return "NONE"
+
+    # -- ShareFetch ------------------------------------------------------------------------
+
+    async def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Iterable[tuple[TopicPartition, uuid.UUID]],
+        max_records: int,
+        max_bytes: int,
+        max_wait_ms: int,
+        min_bytes: int,
+        isolation_level: int,
+    ) -> dict[TopicPartition, PartitionFetch]:
+        from kt.broker.replication.replica_manager import FetchRequestPartition
+        from kt.errors import KafkaError
+
+        out: dict[TopicPartition, PartitionFetch] = {}
+        held: dict[TopicPartition, _Held] = {}
+        for tp, topic_id in partitions:
+            try:
+                held[tp] = await self._share_partition(group_id, tp, topic_id)
+            except KafkaError as e:
+                out[tp] = PartitionFetch(e.name)
+            except ShareStateError as e:
+                out[tp] = PartitionFetch(e.error)
+        requests = [FetchRequestPartition(tp, h.partition.next_fetch_offset(), max_bytes)
+                    for tp, h in held.items()]  # fmt: skip
+        if requests:
+            read = await self.replica_manager.fetch_messages(
+                -1, max_wait_ms, min_bytes, max_bytes, isolation_level, requests
+            )
+        else:
+            read = {}
+        budget = max_records
+        for tp, h in held.items():
+            result = read[tp]
+            if result.error_code:
+                out[tp] = PartitionFetch(KafkaError(result.error_code).name)
+                continue
+            data = result.records
+            data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
+            batches = [(b.base_offset, b.last_offset, b.position, b.size)
+                       for b in iter_batches(data)]  # fmt: skip
+            acquired = h.partition.acquire(member_id, [(f, last) for f, last, _, _ in batches],
+                                           budget) if budget > 0 else []  # fmt: skip
+            budget -= sum(a.last - a.first + 1 for a in acquired)
+            kept = [bytes(data[at : at + size]) for f, last, at, size in batches
+                    if any(a.first <= last and f <= a.last for a in acquired)]  # fmt: skip
+            out[tp] = PartitionFetch("NONE", b"".join(kept), acquired)
+        return out
+
+    # -- ShareAcknowledge ----------------------------------------------------------------
+
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        tp: TopicPartition,
+        batches: list[tuple[int, int, list[int]]],
+    ) -> tuple[str, str | None]:
+        """(error name, message) of applying and writing the member's acknowledgements."""
+        held = self._held.get((group_id, tp))
+        if held is None:
+            return "INVALID_RECORD_STATE", "The share partition holds no records of the member."
+        try:
+            held.partition.acknowledge(member_id, batches)
+        except ShareAcknowledgeError as e:
+            return e.error, e.message
+        return await self._persist(held), None
+
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member's share session ended: what it holds goes back, persisted."""
+        for (group, _), held in list(self._held.items()):
+            if group == group_id:
+                before = held.partition.state_batches()
+                held.partition.release_acquired(member_id)
+                if held.partition.state_batches() != before:
+                    self._spawn(self._persist(held))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()

@@ -1,0 +1,246 @@
+"""Share groups (KIP-932) with confluent-kafka's ShareConsumer against `kt server-start`
+(`group.coordinator.rebalance.protocols` listing share): several members on one
+partition, each record delivered to one of them; explicit release, reject and the
+delivery count; a lock that expires handing records to another member; the delivery
+limit archiving a poison record; and a broker killed -9 keeping every acknowledgement."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import time
+
+import pytest
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+from kt.broker.share import share_state as ss
+from kt.client.client import KafkaClient
+from kt.errors import KafkaError as Errors
+from kt.protocol import ApiKey
+from kt.protocol import messages as m
+from kt.storage.records import iter_batches
+from tests.groups._clients import wait_until
+from tests.groups.conftest import start_broker
+
+pytestmark = pytest.mark.slow
+_names = itertools.count()
+SHARE = {
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.heartbeat.interval.ms": "500",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "3",
+    "group.share.record.lock.duration.ms": "2000",
+    "group.share.delivery.count.limit": "3",
+}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory):
+    broker = start_broker(tmp_path_factory.mktemp("share"), **SHARE)
+    yield broker
+    if broker.alive:
+        broker.stop()
+
+
+def topic_with(bootstrap: str, records: int, partitions: int = 1) -> str:
+    topic = f"share-{next(_names)}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    produce(bootstrap, topic, range(records), partitions)
+    return topic
+
+
+def produce(bootstrap: str, topic: str, values: range, partitions: int = 1) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.size": 200})
+    for i in values:
+        producer.produce(topic, b"%d" % i, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+def consumer(bootstrap: str, group: str, topic: str, explicit: bool = False) -> ShareConsumer:
+    config = {"bootstrap.servers": bootstrap, "group.id": group}
+    if explicit:
+        config["share.acknowledgement.mode"] = "explicit"
+    c = ShareConsumer(config)
+    c.subscribe([topic])
+    return c
+
+
+def joined(bootstrap: str, group: str, members: int) -> None:
+    """Wait until the group has `members` members, each assigned its partitions (a group
+    starts reading at the log end: share.auto.offset.reset's default, latest)."""
+
+    def ready() -> bool:
+        found = described_members(bootstrap, group)
+        return len(found) == members and all(x.assignment.topic_partitions for x in found)
+
+    wait_until(ready, what=f"{members} members with their assignments")
+
+
+def read(consumers: list[ShareConsumer], want: int, timeout_s: float = 60) -> list[list]:
+    """Poll every consumer in turn until `want` records arrived: each one's messages."""
+    got: list[list] = [[] for _ in consumers]
+    deadline = time.monotonic() + timeout_s
+    while sum(map(len, got)) < want and time.monotonic() < deadline:
+        for i, c in enumerate(consumers):
+            got[i] += [x for x in c.poll(0.2) if x.error() is None]
+    return got
+
+
+def described_members(bootstrap: str, group: str) -> list:
+    with KafkaClient(bootstrap) as client:
+        response = client.any_connection().send(
+            ApiKey.SHARE_GROUP_DESCRIBE, m.ShareGroupDescribeRequest(group_ids=[group])
+        )
+    return list(response.groups[0].members)
+
+
+def test_members_on_one_partition_share_its_records(broker) -> None:
+    """Two members of one share group on one partition: every record goes to one of them,
+    once, and both get some."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    members = [consumer(broker.bootstrap, group, topic) for _ in range(2)]
+    try:
+        for c in members:
+            c.poll(0.1)
+        joined(broker.bootstrap, group, 2)
+        produce(broker.bootstrap, topic, range(2000))
+        got = read(members, 2000)
+    finally:
+        for c in members:
+            c.close()
+    values = [x.value() for mine in got for x in mine]
+    assert sorted(values) == sorted(b"%d" % i for i in range(2000))
+    assert all(mine for mine in got), [len(mine) for mine in got]
+
+
+def test_a_released_record_comes_back_counted_and_a_rejected_one_never(broker) -> None:
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    c = consumer(broker.bootstrap, group, topic, explicit=True)
+    try:
+        c.poll(0.1)
+        joined(broker.bootstrap, group, 1)
+        produce(broker.bootstrap, topic, range(10))
+        (first,) = read([c], 10)
+        assert [x.delivery_count() for x in first] == [1] * 10
+        c.acknowledge(first[0], AcknowledgeType.RELEASE)
+        c.acknowledge(first[1], AcknowledgeType.REJECT)
+        for x in first[2:]:
+            c.acknowledge(x)
+        assert all(error is None for error in c.commit_sync(30).values())
+        (again,) = read([c], 1)
+        assert [(x.value(), x.delivery_count()) for x in again] == [(b"0", 2)]
+        c.acknowledge(again[0])
+        c.commit_sync(30)
+        assert [x for x in c.poll(3.0) if x.error() is None] == []  # b"1" stays rejected
+    finally:
+        c.close()
+
+
+def test_an_expired_lock_hands_records_over_and_the_limit_archives(broker) -> None:
+    """A member that keeps records past group.share.record.lock.duration.ms (2 s here)
+    loses them to another member, delivered a second time; a record released at its
+    delivery limit (3 here) is archived."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    holder = consumer(broker.bootstrap, group, topic, explicit=True)
+    other = consumer(broker.bootstrap, group, topic, explicit=True)
+    try:
+        holder.poll(0.1)
+        other.poll(0.1)
+        joined(broker.bootstrap, group, 2)
+        produce(broker.bootstrap, topic, range(1))
+        got = read([holder, other], 1)
+        keeper, taker = (holder, other) if got[0] else (other, holder)
+        (later,) = read([taker], 1, timeout_s=30)  # the lock expires: the record moves
+        assert [(x.value(), x.delivery_count()) for x in later] == [(b"0", 2)]
+        taker.acknowledge(later[0], AcknowledgeType.RELEASE)
+        taker.commit_sync(30)
+        (third,) = read([taker], 1, timeout_s=30)
+        assert third[0].delivery_count() == 3
+        taker.acknowledge(third[0], AcknowledgeType.RELEASE)
+        taker.commit_sync(30)
+        assert [x for x in taker.poll(3.0) if x.error() is None] == []  # archived
+        del keeper
+    finally:
+        holder.close()
+        other.close()
+
+
+def test_a_broker_killed_keeps_every_acknowledgement(tmp_path) -> None:
+    """Records accepted before a kill -9 are not delivered again after the restart; the
+    ones released before it are, counted (both written to the share coordinator)."""
+    broker = start_broker(tmp_path, **SHARE)
+    try:
+        topic, group = topic_with(broker.bootstrap, 0), "kept"
+        c = consumer(broker.bootstrap, group, topic, explicit=True)
+        c.poll(0.1)
+        joined(broker.bootstrap, group, 1)
+        produce(broker.bootstrap, topic, range(100))
+        (first,) = read([c], 100)
+        for x in first:
+            c.acknowledge(x, AcknowledgeType.ACCEPT if int(x.value()) < 50
+                          else AcknowledgeType.RELEASE)  # fmt: skip
+        assert all(error is None for error in c.commit_sync(30).values())
+        broker.stop(signal.SIGKILL)
+        broker.start()
+        (after,) = read([c], 50, timeout_s=90)
+        for x in after:
+            c.acknowledge(x)
+        c.close()
+        assert sorted((int(x.value()), x.delivery_count()) for x in after) == [
+            (i, 2) for i in range(50, 100)]  # fmt: skip
+    finally:
+        broker.stop()
+
+
+def test_the_share_coordinators_settings_shape_its_topic_and_state(tmp_path) -> None:
+    """share.coordinator.state.topic.* make __share_group_state (its partitions,
+    replication, min ISR, segment size; never cleaned); a snapshot follows every
+    share.coordinator.snapshot.update.records.per.snapshot updates; a member beyond
+    group.share.max.share.sessions is refused a session (SHARE_SESSION_LIMIT_REACHED)."""
+    settings = {**SHARE, "share.coordinator.state.topic.num.partitions": "2",
+                "share.coordinator.state.topic.segment.bytes": "1048576",
+                "share.coordinator.snapshot.update.records.per.snapshot": "2",
+                "group.share.max.share.sessions": "1"}  # fmt: skip
+    broker = start_broker(tmp_path, **settings)
+    try:
+        topic, group = topic_with(broker.bootstrap, 0), "shaped"
+        c = consumer(broker.bootstrap, group, topic, explicit=True)
+        c.poll(0.1)
+        joined(broker.bootstrap, group, 1)
+        for i in range(4):  # four writes of acknowledgements: updates, then a snapshot
+            produce(broker.bootstrap, topic, range(i, i + 1))
+            (got,) = read([c], 1)
+            c.acknowledge(got[0])
+            c.commit_sync(30)
+        refused = share_fetch(broker.bootstrap, group, "another member")
+        c.close()
+        assert refused.error_code == Errors("SHARE_SESSION_LIMIT_REACHED").code
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        state_topic = admin.list_topics(timeout=30).topics["__share_group_state"]
+        assert [len(p.replicas) for p in state_topic.partitions.values()] == [1, 1]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "__share_group_state")
+        configs = admin.describe_configs([resource])[resource].result(30)
+        assert {k: configs[k].value for k in ("min.insync.replicas", "segment.bytes",
+                                              "cleanup.policy", "retention.ms")} == {
+            "min.insync.replicas": "1", "segment.bytes": "1048576", "cleanup.policy": "delete",
+            "retention.ms": "-1"}  # fmt: skip
+        records = []
+        for segment in sorted(broker.log_dir.glob("__share_group_state-*/*.log")):
+            for batch in iter_batches(segment.read_bytes()):
+                records += [ss.read_record(r.key, r.value) for r in batch.records()]
+        assert any(kind == ss.SNAPSHOT and value is not None and value.snapshot_epoch >= 1
+                   for kind, _, value in records), records  # fmt: skip
+    finally:
+        broker.stop()
+
+
+def share_fetch(bootstrap: str, group: str, member: str):  # type: ignore[no-untyped-def]
+    """A new share session's first ShareFetch, raw."""
+    request = m.ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=0,
+                                  max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, max_records=10,
+                                  batch_size=10, topics=[])  # fmt: skip
+    with KafkaClient(bootstrap) as client:
+        return client.any_connection().send(ApiKey.SHARE_FETCH, request)
