@@ -35,8 +35,9 @@ FAMILIES = (
      (17, 29, 30, 31, 36, 50, 51)),
     ("controller", "between the controller and the brokers",
      (4, 5, 6, 7, 56, 67)),
-    ("share_groups", "share groups (KIP-932): membership, share fetches, acknowledgements",
-     (76, 77, 78, 79)),
+    ("share_groups", "share groups (KIP-932): membership, share fetches, acknowledgements, "
+     "and the share coordinator's internal RPCs",
+     (76, 77, 78, 79, 83, 84, 85)),
 )  # fmt: skip
 KT_API_KEYS = frozenset(key for _, _, keys in FAMILIES for key in keys)
 PRIMITIVES = {

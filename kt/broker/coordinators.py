@@ -18,7 +18,7 @@ from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.group.share_group_coordinator import ShareGroupCoordinator, ShareGroupSettings
 from kt.broker.inter_broker_connections import InterBrokerConnections
-from kt.broker.share.persister import LocalPersister
+from kt.broker.share.persister import Persister
 from kt.broker.share.share_coordinator_service import (
     SHARE_GROUP_STATE_TOPIC,
     ShareCoordinatorService,
@@ -201,6 +201,7 @@ class ShareGroupParts:
 def create_share_group_parts(
     cfg: KafkaConfig, broker_id: int, cache: MetadataCache, replica_manager: ReplicaManager,
     manager: GroupMetadataManager, create_state_topic: Callable[[], Any],
+    broker_endpoint: Callable[[int], tuple[str, int] | None], security: dict[str, Any],
 ) -> ShareGroupParts:  # fmt: skip
     groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg))
 
@@ -225,7 +226,10 @@ def create_share_group_parts(
         state = known.get(key.coordinator_partition(len(known)))
         return state.leader if state is not None else -1
 
-    persister = LocalPersister(coordinator, coordinator_leader, broker_id, create_state_topic)
+    connections = InterBrokerConnections(f"broker-{broker_id}-share-persister",
+                                         broker_endpoint, security)  # fmt: skip
+    persister = Persister(coordinator, coordinator_leader, broker_id, create_state_topic,
+                          connections, cfg["request.timeout.ms"] / 1000)  # fmt: skip
     settings = share_fetch_settings(cfg)
     partitions = SharePartitionManager(replica_manager, persister, lambda group: settings)
     sessions = ShareSessionCache(cfg["group.share.max.share.sessions"])

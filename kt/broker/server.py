@@ -213,6 +213,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.share = create_share_group_parts(
             cfg, self.broker_id, self.metadata_cache, self.replica_manager,
             self.group_coordinator.manager, self._create_share_state_topic,
+            self._broker_endpoint, self.inter_broker_security,
         )  # fmt: skip
         self.group_service = create_group_coordinator_service(
             self.replica_manager, self.group_coordinator, self.consumer_groups, self.share.groups
@@ -337,6 +338,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             share_groups=self.share.groups,
             share_partitions=self.share.partitions,
             share_sessions=self.share.sessions,
+            share_coordinator=self.share.coordinator,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,

@@ -216,6 +216,8 @@ def server_node_ids(pid: int) -> set[int]:
         cwd = os.readlink(proc / "cwd")
     except OSError:
         return set()
+    if "server-start" not in argv:  # it exited meanwhile (a zombie's cmdline is empty)
+        return set()
     args = argv[argv.index("server-start") + 1 :]
     files, overrides = [], {}
     i = 0

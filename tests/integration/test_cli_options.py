@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kt.commands.server import server_node_ids
 from tests.integration.conftest import kt_command, kt_ok
 
 pytestmark = pytest.mark.slow
@@ -329,3 +330,12 @@ def test_console_consumer_creates_a_missing_topic(module_broker) -> None:
     off = consume(module_broker, "--topic", "never-made", "--consumer-property",
                   "allow.auto.create.topics=false")  # fmt: skip
     assert (off.returncode, off.stderr.splitlines()[0]) == (1, "ERROR Topic never-made not found")
+
+
+def test_a_process_no_longer_a_server_when_server_stop_looks_is_passed_over() -> None:
+    """server-stop lists the `kt server-start` processes, then reads each one's node id;
+    one that exited meanwhile and whose PID another program took (or a forked child that
+    went on to run something else) is no server: it made server-stop fail with
+    "ValueError: 'server-start' is not in list" (seen in a full run). This test's own
+    process stands for it."""
+    assert server_node_ids(os.getpid()) == set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import signal
 import time
+from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
@@ -89,6 +90,62 @@ def read(consumers: list[ShareConsumer], want: int, timeout_s: float = 60) -> li
     return got
 
 
+def started(bootstrap: str, consumers: list[ShareConsumer], topic: str,
+            explicit: bool = False) -> None:  # fmt: skip
+    """Wait until the group reads what is produced from now on: a share partition starts
+    where its log ends when first fetched (share.auto.offset.reset latest), so warm-up
+    records (value -1, accepted; `consume` and `values` leave them out) are produced until
+    one arrives."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 60
+    while True:
+        producer.produce(topic, b"-1", partition=0)
+        producer.flush(10)
+        arrived = False
+        for c in consumers:
+            got = [x for x in c.poll(0.3) if x.error() is None]
+            if explicit and got:
+                for x in got:
+                    c.acknowledge(x)
+                c.commit_sync(30)
+            arrived = arrived or bool(got)
+        if arrived:
+            break
+        assert time.monotonic() < deadline, "the share partition never started"
+    quiet_until = time.monotonic() + 1.0  # the warm-up records still on their way
+    while time.monotonic() < quiet_until:
+        for c in consumers:
+            got = [x for x in c.poll(0.2) if x.error() is None]
+            if got:
+                quiet_until = time.monotonic() + 1.0
+                if explicit:
+                    for x in got:
+                        c.acknowledge(x)
+                    c.commit_sync(30)
+
+
+def consume(c: ShareConsumer, want: int, decide: Any = None,
+            timeout_s: float = 60) -> list[tuple[int, int]]:  # fmt: skip
+    """Poll an explicit-mode consumer until `want` records came: each poll's records are
+    acknowledged at once as `decide(value, delivery count)` says (ACCEPT by default), then
+    committed (explicit mode refuses a poll before the last one's are acknowledged).
+    Returns (value, delivery count) of each."""
+    got: list[tuple[int, int]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        batch = [x for x in c.poll(0.2) if x.error() is None]
+        for x in batch:
+            value, count = int(x.value()), x.delivery_count()
+            if value < 0:  # a warm-up record
+                c.acknowledge(x)
+                continue
+            got.append((value, count))
+            c.acknowledge(x, decide(value, count) if decide else AcknowledgeType.ACCEPT)
+        if batch:
+            assert all(error is None for error in c.commit_sync(30).values())
+    return got
+
+
 def described_members(bootstrap: str, group: str) -> list:
     with KafkaClient(bootstrap) as client:
         response = client.any_connection().send(
@@ -106,12 +163,13 @@ def test_members_on_one_partition_share_its_records(broker) -> None:
         for c in members:
             c.poll(0.1)
         joined(broker.bootstrap, group, 2)
+        started(broker.bootstrap, members, topic)
         produce(broker.bootstrap, topic, range(2000))
         got = read(members, 2000)
     finally:
         for c in members:
             c.close()
-    values = [x.value() for mine in got for x in mine]
+    values = [x.value() for mine in got for x in mine if x.value() != b"-1"]
     assert sorted(values) == sorted(b"%d" % i for i in range(2000))
     assert all(mine for mine in got), [len(mine) for mine in got]
 
@@ -122,19 +180,17 @@ def test_a_released_record_comes_back_counted_and_a_rejected_one_never(broker) -
     try:
         c.poll(0.1)
         joined(broker.bootstrap, group, 1)
+        started(broker.bootstrap, [c], topic, explicit=True)
         produce(broker.bootstrap, topic, range(10))
-        (first,) = read([c], 10)
-        assert [x.delivery_count() for x in first] == [1] * 10
-        c.acknowledge(first[0], AcknowledgeType.RELEASE)
-        c.acknowledge(first[1], AcknowledgeType.REJECT)
-        for x in first[2:]:
-            c.acknowledge(x)
-        assert all(error is None for error in c.commit_sync(30).values())
-        (again,) = read([c], 1)
-        assert [(x.value(), x.delivery_count()) for x in again] == [(b"0", 2)]
-        c.acknowledge(again[0])
-        c.commit_sync(30)
-        assert [x for x in c.poll(3.0) if x.error() is None] == []  # b"1" stays rejected
+
+        def decide(value: int, count: int) -> AcknowledgeType:
+            if value == 0 and count == 1:
+                return AcknowledgeType.RELEASE
+            return AcknowledgeType.REJECT if value == 1 else AcknowledgeType.ACCEPT
+
+        got = consume(c, 11, decide)
+        assert sorted(got) == sorted([(i, 1) for i in range(10)] + [(0, 2)])
+        assert consume(c, 1, timeout_s=3) == []  # b"1" stays rejected
     finally:
         c.close()
 
@@ -150,6 +206,7 @@ def test_an_expired_lock_hands_records_over_and_the_limit_archives(broker) -> No
         holder.poll(0.1)
         other.poll(0.1)
         joined(broker.bootstrap, group, 2)
+        started(broker.bootstrap, [holder, other], topic, explicit=True)
         produce(broker.bootstrap, topic, range(1))
         got = read([holder, other], 1)
         keeper, taker = (holder, other) if got[0] else (other, holder)
@@ -177,20 +234,16 @@ def test_a_broker_killed_keeps_every_acknowledgement(tmp_path) -> None:
         c = consumer(broker.bootstrap, group, topic, explicit=True)
         c.poll(0.1)
         joined(broker.bootstrap, group, 1)
+        started(broker.bootstrap, [c], topic, explicit=True)
         produce(broker.bootstrap, topic, range(100))
-        (first,) = read([c], 100)
-        for x in first:
-            c.acknowledge(x, AcknowledgeType.ACCEPT if int(x.value()) < 50
-                          else AcknowledgeType.RELEASE)  # fmt: skip
-        assert all(error is None for error in c.commit_sync(30).values())
+        first = consume(c, 100, lambda value, _: AcknowledgeType.ACCEPT if value < 50
+                        else AcknowledgeType.RELEASE)  # fmt: skip
+        assert sorted(first) == [(i, 1) for i in range(100)]
         broker.stop(signal.SIGKILL)
         broker.start()
-        (after,) = read([c], 50, timeout_s=90)
-        for x in after:
-            c.acknowledge(x)
+        after = consume(c, 50, timeout_s=90)
         c.close()
-        assert sorted((int(x.value()), x.delivery_count()) for x in after) == [
-            (i, 2) for i in range(50, 100)]  # fmt: skip
+        assert sorted(after) == [(i, 2) for i in range(50, 100)]
     finally:
         broker.stop()
 
@@ -210,11 +263,10 @@ def test_the_share_coordinators_settings_shape_its_topic_and_state(tmp_path) -> 
         c = consumer(broker.bootstrap, group, topic, explicit=True)
         c.poll(0.1)
         joined(broker.bootstrap, group, 1)
+        started(broker.bootstrap, [c], topic, explicit=True)
         for i in range(4):  # four writes of acknowledgements: updates, then a snapshot
             produce(broker.bootstrap, topic, range(i, i + 1))
-            (got,) = read([c], 1)
-            c.acknowledge(got[0])
-            c.commit_sync(30)
+            assert consume(c, 1) == [(i, 1)]
         refused = share_fetch(broker.bootstrap, group, "another member")
         c.close()
         assert refused.error_code == Errors("SHARE_SESSION_LIMIT_REACHED").code

@@ -112,6 +112,9 @@ HANDLERS = {
     ApiKey.SHARE_GROUP_DESCRIBE: share_groups.share_group_describe,
     ApiKey.SHARE_FETCH: share_groups.share_fetch,
     ApiKey.SHARE_ACKNOWLEDGE: share_groups.share_acknowledge,
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE: share_groups.initialize_share_group_state,
+    ApiKey.READ_SHARE_GROUP_STATE: share_groups.read_share_group_state,
+    ApiKey.WRITE_SHARE_GROUP_STATE: share_groups.write_share_group_state,
 }
 # Served while group.coordinator.rebalance.protocols lists their protocol.
 _PROTOCOL_APIS = {
@@ -121,6 +124,9 @@ _PROTOCOL_APIS = {
         ApiKey.SHARE_GROUP_DESCRIBE,
         ApiKey.SHARE_FETCH,
         ApiKey.SHARE_ACKNOWLEDGE,
+        ApiKey.INITIALIZE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE,
+        ApiKey.WRITE_SHARE_GROUP_STATE,
     ),
 }
 

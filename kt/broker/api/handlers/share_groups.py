@@ -220,3 +220,83 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
         by_topic[ids[tp]].append(data)
     return R(responses=[R.ShareAcknowledgeTopicResponse(topic_id=t, partitions=ps)
                         for t, ps in by_topic.items()])  # fmt: skip
+
+
+# -- the share coordinator's internal RPCs (a share partition's leader to the coordinator) --
+
+
+async def _state_call(broker: BrokerServices, ctx: Any, request: Any, call: Any) -> list:
+    """Run `call(key, partition data)` for each partition; (topic id, partition, error,
+    message, result) rows."""
+    from kt.broker.share.share_coordinator import ShareStateError
+    from kt.broker.share.share_state import SharePartitionKey
+
+    rows = []
+    allowed = authz.cluster_allowed(broker, ctx, a.CLUSTER_ACTION)
+    for topic in request.topics:
+        for p in topic.partitions:
+            key = SharePartitionKey(request.group_id, topic.topic_id, p.partition)
+            if not allowed:
+                rows.append((topic.topic_id, p.partition, "CLUSTER_AUTHORIZATION_FAILED", None,
+                             None))  # fmt: skip
+                continue
+            try:
+                rows.append((topic.topic_id, p.partition, "NONE", None, await call(key, p)))
+            except ShareStateError as e:
+                rows.append((topic.topic_id, p.partition, e.error, e.message, None))
+    return rows
+
+
+async def initialize_share_group_state(broker: BrokerServices, header: Any, request: Any,
+                                       ctx: Any) -> Any:  # fmt: skip
+    R = m.InitializeShareGroupStateResponse
+
+    async def call(key: Any, p: Any) -> None:
+        await broker.share_coordinator.initialize(key, p.state_epoch, p.start_offset)
+
+    return R(results=[
+        R.InitializeStateResult(topic_id=t, partitions=[
+            R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)])
+        for t, p, e, msg, _ in await _state_call(broker, ctx, request, call)
+    ])  # fmt: skip
+
+
+async def read_share_group_state(broker: BrokerServices, header: Any, request: Any,
+                                 ctx: Any) -> Any:  # fmt: skip
+    R = m.ReadShareGroupStateResponse
+
+    async def call(key: Any, p: Any) -> Any:
+        return await broker.share_coordinator.read(key, p.leader_epoch)
+
+    results = []
+    for t, p, e, msg, state in await _state_call(broker, ctx, request, call):
+        part = R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)
+        if state is not None:
+            part.state_epoch, part.start_offset = state.state_epoch, state.start_offset
+            part.state_batches = [R.StateBatch(first_offset=b.first, last_offset=b.last,
+                                               delivery_state=b.delivery_state,
+                                               delivery_count=b.delivery_count)
+                                  for b in state.state_batches]  # fmt: skip
+        results.append(R.ReadStateResult(topic_id=t, partitions=[part]))
+    return R(results=results)
+
+
+async def write_share_group_state(broker: BrokerServices, header: Any, request: Any,
+                                  ctx: Any) -> Any:  # fmt: skip
+    from kt.broker.share.share_coordinator import WriteRequest
+    from kt.broker.share.share_state import StateBatch
+
+    R = m.WriteShareGroupStateResponse
+
+    async def call(key: Any, p: Any) -> None:
+        batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                   for b in p.state_batches]  # fmt: skip
+        await broker.share_coordinator.write(WriteRequest(
+            key, p.state_epoch, p.leader_epoch, p.start_offset, batches,
+            getattr(p, "delivery_complete_count", -1)))  # fmt: skip
+
+    return R(results=[
+        R.WriteStateResult(topic_id=t, partitions=[
+            R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)])
+        for t, p, e, msg, _ in await _state_call(broker, ctx, request, call)
+    ])  # fmt: skip
