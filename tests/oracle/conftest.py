@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kt.reference_kafka import ReferenceKafka, unavailable_reason
+from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, unavailable_reason
 from tests._environment import unavailable
 from tests.integration.conftest import broker, broker_factory
 
@@ -28,6 +28,25 @@ def kafka_available() -> None:
     reason = unavailable_reason()
     if reason is not None:
         unavailable(reason)
+
+
+# Kafka 4's consumer groups' timings, for a quick test: each broker of a comparison gets them.
+KAFKA4_HEARTBEATS = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+}
+
+
+@pytest.fixture
+def kafka4(tmp_path: Path) -> Iterator[ReferenceKafka]:
+    """One Kafka 4.4 broker (KRaft) with KAFKA4_HEARTBEATS."""
+    reason = unavailable_reason(KAFKA4_VERSION)
+    if reason is not None:
+        unavailable(reason)
+    kafka = ReferenceKafka(tmp_path / "kafka4", broker_id=0, version=KAFKA4_VERSION,
+                           overrides=KAFKA4_HEARTBEATS)  # fmt: skip
+    with kafka.start():
+        yield kafka
 
 
 @pytest.fixture

@@ -20,14 +20,10 @@ from kt.broker.group.group_metadata_manager import partition_for
 from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
-from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool, unavailable_reason
-from tests._environment import unavailable
+from kt.reference_kafka import KAFKA4_VERSION, run_tool
 from tests.groups._clients import wait_until
+from tests.oracle.conftest import KAFKA4_HEARTBEATS
 
-HEARTBEATS = {
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "100",
-}
 TOOL_RUNS = (
     ("--describe", "--group", "oracle"),
     ("--describe", "--group", "oracle", "--members", "--verbose"),
@@ -38,19 +34,8 @@ MEMBER_ID = re.compile(r"[A-Za-z0-9+/_-]{22}")
 
 
 @pytest.fixture
-def kafka4(tmp_path):
-    reason = unavailable_reason(KAFKA4_VERSION)
-    if reason is not None:
-        unavailable(reason)
-    kafka = ReferenceKafka(tmp_path / "kafka4", broker_id=0, version=KAFKA4_VERSION,
-                           overrides=HEARTBEATS)  # fmt: skip
-    with kafka.start():
-        yield kafka
-
-
-@pytest.fixture
 def kt4(broker_factory):
-    return broker_factory(**HEARTBEATS)
+    return broker_factory(**KAFKA4_HEARTBEATS)
 
 
 def stable(bootstrap: str) -> bool:

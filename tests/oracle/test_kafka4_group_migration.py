@@ -11,7 +11,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -19,29 +18,14 @@ from kt.broker.group.group_metadata_manager import partition_for
 from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
-from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool, unavailable_reason
-from tests._environment import unavailable
+from kt.reference_kafka import KAFKA4_VERSION, run_tool
 from tests.groups._clients import wait_until
+from tests.oracle.conftest import KAFKA4_HEARTBEATS
 
-HEARTBEATS = {
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "100",
-}
 GROUP = "migrating"
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's MemberType
 # A consumer-protocol member's id (a Uuid's base64), a classic member's (client id, uuid).
 MEMBER_ID = re.compile(r"rdkafka-[0-9a-f-]{36}|[A-Za-z0-9+/_-]{22}")
-
-
-@pytest.fixture
-def kafka4(tmp_path):
-    reason = unavailable_reason(KAFKA4_VERSION)
-    if reason is not None:
-        unavailable(reason)
-    kafka = ReferenceKafka(tmp_path / "kafka4", broker_id=0, version=KAFKA4_VERSION,
-                           overrides=HEARTBEATS)  # fmt: skip
-    with kafka.start():
-        yield kafka
 
 
 def group_view(bootstrap: str) -> tuple:
@@ -136,12 +120,12 @@ def test_the_same_migration_on_kafka4_and_kt(kafka4, broker_factory) -> None:
     table = theirs[2]
     assert any("UPGRADED" in line for line in table), table
     assert sorted(line.split()[-1] for line in table if "<member>" in line) == ["false", "true"]
-    ours = scenario(broker_factory(**HEARTBEATS).bootstrap)
+    ours = scenario(broker_factory(**KAFKA4_HEARTBEATS).bootstrap)
     assert ours == theirs
 
 
 def test_kafka4_dump_log_reads_kts_migration_records(broker_factory) -> None:
-    kt4 = broker_factory(**HEARTBEATS)
+    kt4 = broker_factory(**KAFKA4_HEARTBEATS)
     scenario(kt4.bootstrap)
     partition = partition_for(GROUP, 50)
     segment = next((kt4.log_dir / f"__consumer_offsets-{partition}").glob("*.log"))

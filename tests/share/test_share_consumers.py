@@ -163,6 +163,12 @@ def test_members_on_one_partition_share_its_records(broker) -> None:
         for c in members:
             c.poll(0.1)
         joined(broker.bootstrap, group, 2)
+        with KafkaClient(broker.bootstrap) as client:
+            listed = client.any_connection().send(
+                ApiKey.LIST_GROUPS, m.ListGroupsRequest(types_filter=["share"]))  # fmt: skip
+        mine = [g for g in listed.groups if g.group_id == group]
+        assert [(g.protocol_type, g.group_state, g.group_type) for g in mine] == [
+            ("share", "Stable", "share")]  # fmt: skip
         started(broker.bootstrap, members, topic)
         produce(broker.bootstrap, topic, range(2000))
         got = read(members, 2000)

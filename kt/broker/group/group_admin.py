@@ -284,7 +284,7 @@ def list_groups(
     coordinator: GroupCoordinator, states: list[str], types: list[str]
 ) -> tuple[str, list[tuple[str, str, str, str]]]:
     """(error, [(group id, protocol type, state, type)]) of the groups this broker
-    holds: type `classic` or `consumer` (KIP-848)."""
+    holds: type `classic`, `consumer` (KIP-848) or `share` (KIP-932)."""
     manager = coordinator.manager
     wanted_states = {s.lower() for s in states}
     wanted_types = {t.lower() for t in types}
@@ -294,6 +294,8 @@ def list_groups(
             continue
         if g.consumer is not None:
             row = (g.group_id, CONSUMER_PROTOCOL_TYPE, g.consumer.state, "consumer")
+        elif g.share is not None:  # KIP-932: a share group's protocol type is its type
+            row = (g.group_id, "share", g.share.state, "share")
         else:
             row = (g.group_id, g.protocol_type or "", g.state.value, "classic")
         if (not wanted_states or row[2].lower() in wanted_states) and (
