@@ -35,6 +35,7 @@ SHARE = {
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
     "group.share.heartbeat.interval.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "1000",
 }
 
 
@@ -114,7 +115,8 @@ def main() -> None:
                                          f"kt{n}")  # fmt: skip
         reason = unavailable_reason(KAFKA4_VERSION)
         if reason is None:
-            overrides = {"group.share.heartbeat.interval.ms": "1000"}
+            overrides = {"group.share.heartbeat.interval.ms": "1000",
+                         "group.share.min.heartbeat.interval.ms": "1000"}  # fmt: skip
             kafka = ReferenceKafka(base / "kafka4", broker_id=0, version=KAFKA4_VERSION,
                                    overrides=overrides)  # fmt: skip
             with kafka.start():

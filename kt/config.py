@@ -182,7 +182,11 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     # Share groups (KIP-932; GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig
     # of Kafka 4.4), served while group.coordinator.rebalance.protocols lists share.
     ("group.share.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.share.min.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.share.max.session.timeout.ms", "int", 60000, at_least(1)),
     ("group.share.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.share.min.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.share.max.heartbeat.interval.ms", "int", 15000, at_least(1)),
     ("group.share.max.size", "short", 200, between(1, 1000)),
     ("group.share.delivery.count.limit", "int", 5, between(2, 10)),
     ("group.share.record.lock.duration.ms", "int", 30000, between(1000, 3600000)),
@@ -397,7 +401,8 @@ class KafkaConfig(ListenerSecurity):
         self._validate_consumer_groups()
 
     def _validate_consumer_groups(self) -> None:
-        """GroupCoordinatorConfig's checks of the consumer group settings, its messages."""
+        """GroupCoordinatorConfig's checks of the consumer and share group settings, its
+        messages."""
         protocols = self.list_of("group.coordinator.rebalance.protocols")
         require(
             "classic" in protocols, "group.coordinator.rebalance.protocols must contain classic"
@@ -407,17 +412,17 @@ class KafkaConfig(ListenerSecurity):
                 f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
                 "support streams groups (KIP-1071) yet; list classic, consumer and share"
             )
-        prefix = "group.consumer."
-        for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
-            low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"
-            value = f"{prefix}{kind}"
-            require(self[high] >= self[low], f"{high} must be greater than or equal to {low}")
-            require(self[value] >= self[low], f"{value} must be greater than or equal to {low}")
-            require(self[value] <= self[high], f"{value} must be less than or equal to {high}")
-        require(
-            self[f"{prefix}heartbeat.interval.ms"] < self[f"{prefix}session.timeout.ms"],
-            f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms",
-        )
+        for prefix in ("group.consumer.", "group.share."):
+            for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
+                low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"
+                value = f"{prefix}{kind}"
+                require(self[high] >= self[low], f"{high} must be greater than or equal to {low}")
+                require(self[value] >= self[low], f"{value} must be greater than or equal to {low}")
+                require(self[value] <= self[high], f"{value} must be less than or equal to {high}")
+            require(
+                self[f"{prefix}heartbeat.interval.ms"] < self[f"{prefix}session.timeout.ms"],
+                f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms",
+            )
 
     def list_of(self, name: str) -> list[str]:
         """A list key's items (its default is kept as Kafka's text)."""

@@ -303,10 +303,6 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
     # -- Kafka 4's groups: share groups
     *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
-        ("group.share.min.session.timeout.ms", "int", 45000),
-        ("group.share.max.session.timeout.ms", "int", 60000),
-        ("group.share.min.heartbeat.interval.ms", "int", 5000),
-        ("group.share.max.heartbeat.interval.ms", "int", 15000),
         ("group.share.min.record.lock.duration.ms", "int", 15000),
         ("group.share.max.record.lock.duration.ms", "int", 60000),
         ("group.share.max.groups", "short", 10),

@@ -486,6 +486,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
             "group.consumer.max.session.timeout.ms",
             "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms",
+            "group.share.min.session.timeout.ms",
+            "group.share.max.session.timeout.ms",
+            "group.share.min.heartbeat.interval.ms",
+            "group.share.max.heartbeat.interval.ms",
         ),
         ShownBy("tests/test_kafka_config.py::test_the_consumer_group_bounds_are_kafkas"),
     ),  # fmt: skip

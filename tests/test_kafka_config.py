@@ -292,9 +292,21 @@ def test_the_group_protocols_must_include_classic() -> None:
     ("group.consumer.session.timeout.ms", "70000",
      "group.consumer.session.timeout.ms must be less than or equal to "
      "group.consumer.max.session.timeout.ms"),
+    ("group.share.heartbeat.interval.ms", "500",
+     "group.share.heartbeat.interval.ms must be greater than or equal to "
+     "group.share.min.heartbeat.interval.ms"),
+    ("group.share.max.heartbeat.interval.ms", "4000",
+     "group.share.max.heartbeat.interval.ms must be greater than or equal to "
+     "group.share.min.heartbeat.interval.ms"),
+    ("group.share.min.session.timeout.ms", "50000",
+     "group.share.session.timeout.ms must be greater than or equal to "
+     "group.share.min.session.timeout.ms"),
+    ("group.share.max.session.timeout.ms", "44000",
+     "group.share.max.session.timeout.ms must be greater than or equal to "
+     "group.share.min.session.timeout.ms"),
 ])  # fmt: skip
 def test_the_consumer_group_bounds_are_kafkas(key: str, value: str, message: str) -> None:
-    """GroupCoordinatorConfig's checks, with its messages."""
+    """GroupCoordinatorConfig's checks, with its messages (consumer and share groups)."""
     with pytest.raises(InvalidConfigError) as refused:
         KafkaConfig({key: value})
     assert str(refused.value) == f"requirement failed: {message}"

@@ -29,6 +29,7 @@ _names = itertools.count()
 SHARE = {
     "group.coordinator.rebalance.protocols": "classic,consumer,share",
     "group.share.heartbeat.interval.ms": "500",
+    "group.share.min.heartbeat.interval.ms": "500",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
     "share.coordinator.state.topic.num.partitions": "3",
