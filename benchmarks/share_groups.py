@@ -51,7 +51,11 @@ def run(bootstrap: str, pid: int, consumers: int, records: int, work_ms: float,
                            "share.acknowledgement.mode": "explicit"})  # fmt: skip
         c.subscribe([topic])
         members.append(c)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    # Batches of 50 records, as a producer writing steadily makes them: a share partition
+    # hands out whole batches (up to the member's max records), so one batch of everything
+    # would go to one member.
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                         "batch.num.messages": 50})  # fmt: skip
     warm = [0]
 
     def warm_up() -> None:  # until a member reads: the share partition has started
