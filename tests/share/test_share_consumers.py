@@ -148,8 +148,12 @@ def consume(c: ShareConsumer, want: int, decide: Any = None,
 
 
 def described_members(bootstrap: str, group: str) -> list:
+    """The group's members as its coordinator describes them (none while it has none)."""
     with KafkaClient(bootstrap) as client:
-        response = client.any_connection().send(
+        error, node, _, _ = client.find_coordinator(group, 0)
+        if error:
+            return []
+        response = client.connection(node).send(
             ApiKey.SHARE_GROUP_DESCRIBE, m.ShareGroupDescribeRequest(group_ids=[group])
         )
     return list(response.groups[0].members)
