@@ -30,12 +30,10 @@ from kt.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
-)
-from kt.broker.group.consumer_group_coordinator import (
-    ConsumerGroupCoordinator,
     from_scratch,
     new_member_id,
 )
+from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
 from kt.broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, JoinResult, SyncResult
 from kt.broker.group.heartbeat_request import GroupError
 

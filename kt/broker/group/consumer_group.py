@@ -14,6 +14,7 @@ over the group holds is what the previous coordinator held.
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -298,3 +299,21 @@ class ConsumerGroup:
                 for p in partitions:
                     if self.partition_epochs.get((topic_id, p)) == member.member_epoch:
                         del self.partition_epochs[(topic_id, p)]
+
+
+def new_member_id() -> str:
+    """Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+def from_scratch(member: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
+    """`member`'s subscription under `member_id`, in epoch 0, owning nothing."""
+    return replace(
+        member,
+        member_id=member_id,
+        member_epoch=0,
+        previous_member_epoch=0,
+        state=MemberState.STABLE,
+        assigned={},
+        pending_revocation={},
+    )

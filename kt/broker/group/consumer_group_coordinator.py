@@ -17,7 +17,6 @@ not revoke within its rebalance timeout, is fenced: removed, and the group epoch
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -34,6 +33,8 @@ from kt.broker.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
+    from_scratch,
+    new_member_id,
 )
 from kt.broker.group.current_assignment import reconcile
 from kt.broker.group.group_config import HEARTBEAT_INTERVAL, SESSION_TIMEOUT, GroupConfigs
@@ -47,12 +48,14 @@ from kt.broker.group.heartbeat_request import (
     GroupError,
     HeartbeatRequest,
     HeartbeatResult,
+    check_member_epoch,
     validate,
     with_request,
 )
 from kt.broker.group.member_timers import MemberTimers
 from kt.broker.group.offsets_records import group_metadata_value
 from kt.broker.group.subscribed_topics import TopicsView, refresh_regexes, subscription_hash
+from kt.broker.group.target_assignment import preferred_assignor, target_assignment
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +68,6 @@ class ConsumerGroupSettings:
     assignors: tuple[str, ...] = (assignors.UNIFORM, assignors.RANGE)
     migration_policy: str = group_migration.BIDIRECTIONAL  # group.consumer.migration.policy
     classic_max_size: int = 2147483647  # group.max.size, for a downgrade
-
-
-def new_member_id() -> str:
-    """Uuid.randomUuid().toString(): 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 class ConsumerGroupCoordinator:
@@ -99,6 +97,8 @@ class ConsumerGroupCoordinator:
         # rebalance timeout once told to.
         self.join_timers = MemberTimers()
         self.sync_timers = MemberTimers()
+        self._all_timers = (self.session_timers, self.rebalance_timers, self.join_timers,
+                            self.sync_timers)  # fmt: skip
         self._tasks: set[asyncio.Task] = set()
 
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------
@@ -224,7 +224,9 @@ class ConsumerGroupCoordinator:
         member_id = updated.member_id
         if group_epoch > group.assignment_epoch:
             target_epoch = group_epoch
-            targets = self._target_assignment(group, members, records, group_epoch, self.clock())
+            default = self.settings.assignors[0]
+            targets = target_assignment(group, members, self.topics, default, records,
+                                        group_epoch, self.clock())  # fmt: skip
             target = targets.get(member_id, {})
         else:
             target_epoch = group.assignment_epoch
@@ -321,7 +323,7 @@ class ConsumerGroupCoordinator:
                 "UNKNOWN_MEMBER_ID",
                 f"Member {member_id} is not a member of group {group.group_id}.",
             )
-        _check_epoch(member, request.member_epoch, request.owned)
+        check_member_epoch(member, request.member_epoch, request.owned)
         return member
 
     def _static_member(
@@ -356,7 +358,7 @@ class ConsumerGroupCoordinator:
             raise GroupError("FENCED_INSTANCE_ID",
                              f"Static member {member_id} with instance id {instance_id} was "
                              f"fenced by member {existing.member_id}.")  # fmt: skip
-        _check_epoch(existing, request.member_epoch, request.owned)
+        check_member_epoch(existing, request.member_epoch, request.owned)
         return existing
 
     def replace_static_member(
@@ -390,7 +392,7 @@ class ConsumerGroupCoordinator:
                                  f"member of group {group.group_id}.")  # fmt: skip
             log.info("[GroupId %s] Member %s left the consumer group.",
                      group.group_id, member.member_id)  # fmt: skip
-            return result, self._fence(group, member)
+            return result, self.fence(group, [member])
         member = group.static_member(request.instance_id)
         if member is None:
             raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {request.instance_id} is unknown.")
@@ -414,10 +416,7 @@ class ConsumerGroupCoordinator:
                 request.instance_id,
             )
             return result, records
-        return result, self._fence(group, member)
-
-    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list:
-        return self.fence(group, [member])
+        return result, self.fence(group, [member])
 
     def fence(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> list:
         """consumerGroupFenceMembers: remove the members and bump the group epoch; or,
@@ -487,50 +486,10 @@ class ConsumerGroupCoordinator:
             return
         log.info("[GroupId %s] Member %s fenced from the group because %s",
                  group_id, member_id, why)  # fmt: skip
-        records = self._fence(group, member)
+        records = self.fence(group, [member])
         self._spawn(self.write(group_id, records))
 
     # -- assignment ----------------------------------------------------------------------
-
-    def _target_assignment(
-        self,
-        group: ConsumerGroup,
-        members: dict[str, ConsumerGroupMember],
-        records: list[cr.CoordinatorRecord],
-        epoch: int,
-        now: int,
-    ) -> dict[str, Assignment]:
-        """TargetAssignmentBuilder: a record for each member whose target changed, then
-        the new assignment epoch."""
-        name = _preferred_assignor(members.values()) or self.settings.assignors[0]
-        # (the group's own assignor_of, over the members as they will be)
-        subscriptions = {}
-        partitions: dict[uuid.UUID, int] = {}
-        for member_id, member in members.items():
-            topic_ids = set()
-            for topic in group.member_topics(member):
-                count = len(self.topics.topic_partitions(topic))
-                if count:
-                    topic_id = self.topics.topic_id(topic)
-                    partitions[topic_id] = count
-                    topic_ids.add(topic_id)
-            subscriptions[member_id] = assignors.MemberSubscription(
-                frozenset(topic_ids), member.instance_id, member.rack_id
-            )
-        current = dict(group.target)
-        for member_id, member in members.items():  # a replaced static member's target
-            if member_id not in current and member.instance_id is not None:
-                old = group.static_members.get(member.instance_id)
-                if old is not None and old in current:
-                    current[member_id] = current[old]
-        targets = assignors.assign(name, subscriptions, partitions, current)
-        for member_id, target in targets.items():
-            if target != group.target.get(member_id):
-                records.append(cr.target_member(group.group_id, member_id, target))
-        records.append(cr.target_epoch(group.group_id, epoch, now))
-        log.info("[GroupId %s] Computed a new target assignment for epoch %d with '%s' "
-                 "assignor.", group.group_id, epoch, name)  # fmt: skip
-        return targets
 
     # -- state and the log ---------------------------------------------------------------
 
@@ -587,8 +546,7 @@ class ConsumerGroupCoordinator:
                                        f"{timeout}ms.")  # fmt: skip
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        for timers in (self.session_timers, self.rebalance_timers, self.join_timers,
-                       self.sync_timers):  # fmt: skip
+        for timers in self._all_timers:
             timers.cancel((group_id, member_id))
 
     def _spawn(self, coro: Any) -> None:
@@ -614,8 +572,7 @@ class ConsumerGroupCoordinator:
                     self._cancel_timers(holder.group_id, member_id)
 
     def shutdown(self) -> None:
-        for timers in (self.session_timers, self.rebalance_timers, self.join_timers,
-                       self.sync_timers):  # fmt: skip
+        for timers in self._all_timers:
             timers.cancel_all()
         for task in self._tasks:
             task.cancel()
@@ -640,56 +597,4 @@ class ConsumerGroupCoordinator:
 
     def assignor_of(self, group: ConsumerGroup) -> str:
         """The server assignor the group's target assignment is computed with."""
-        return _preferred_assignor(group.members.values()) or self.settings.assignors[0]
-
-
-def _preferred_assignor(members: Iterable[ConsumerGroupMember]) -> str | None:
-    """computePreferredServerAssignor: the one most members name."""
-    counts: dict[str, int] = {}
-    for m in members:
-        if m.server_assignor is not None:
-            counts[m.server_assignor] = counts.get(m.server_assignor, 0) + 1
-    if not counts:
-        return None
-    return max(sorted(counts), key=lambda name: counts[name])
-
-
-def from_scratch(member: ConsumerGroupMember, member_id: str) -> ConsumerGroupMember:
-    """`member`'s subscription under `member_id`, in epoch 0, owning nothing."""
-    return replace(
-        member,
-        member_id=member_id,
-        member_epoch=0,
-        previous_member_epoch=0,
-        state=MemberState.STABLE,
-        assigned={},
-        pending_revocation={},
-    )
-
-
-def _check_epoch(
-    member: ConsumerGroupMember, received: int, owned: list[tuple[uuid.UUID, list[int]]] | None
-) -> None:
-    """throwIfConsumerGroupMemberEpochIsInvalid: a member a step behind whose answer was
-    lost may come with its previous epoch if it owns only what it was given."""
-    if received > member.member_epoch:
-        raise GroupError(
-            "FENCED_MEMBER_EPOCH",
-            f"The consumer group member has a greater member epoch ({received}) "
-            f"than the one known by the group coordinator ({member.member_epoch})."
-            " The member must abandon all its partitions and rejoin.",
-        )
-    lost_answer = received == member.previous_member_epoch and _is_subset(owned, member.assigned)
-    if received < member.member_epoch and not lost_answer:
-        raise GroupError(
-            "FENCED_MEMBER_EPOCH",
-            f"The consumer group member has a smaller member epoch ({received}) "
-            f"than the one known by the group coordinator ({member.member_epoch})."
-            " The member must abandon all its partitions and rejoin.",
-        )
-
-
-def _is_subset(owned: list[tuple[uuid.UUID, list[int]]] | None, assigned: Assignment) -> bool:
-    if owned is None:
-        return False
-    return all(p in assigned.get(topic_id, ()) for topic_id, ps in owned for p in ps)
+        return preferred_assignor(group.members.values()) or self.settings.assignors[0]

@@ -139,3 +139,31 @@ def new_regex(received: str | None, current: str | None) -> str | None:
     """A heartbeat's SubscribedTopicRegex: null keeps the member's, empty clears it
     (librdkafka sends an empty one when it subscribes by name; "" is no regex)."""
     return current if received is None else received
+
+
+def check_member_epoch(
+    member: ConsumerGroupMember, received: int, owned: list[tuple[uuid.UUID, list[int]]] | None
+) -> None:
+    """throwIfConsumerGroupMemberEpochIsInvalid: a member a step behind whose answer was
+    lost may come with its previous epoch if it owns only what it was given."""
+    if received > member.member_epoch:
+        raise GroupError(
+            "FENCED_MEMBER_EPOCH",
+            f"The consumer group member has a greater member epoch ({received}) "
+            f"than the one known by the group coordinator ({member.member_epoch})."
+            " The member must abandon all its partitions and rejoin.",
+        )
+    lost_answer = received == member.previous_member_epoch and _is_subset(owned, member.assigned)
+    if received < member.member_epoch and not lost_answer:
+        raise GroupError(
+            "FENCED_MEMBER_EPOCH",
+            f"The consumer group member has a smaller member epoch ({received}) "
+            f"than the one known by the group coordinator ({member.member_epoch})."
+            " The member must abandon all its partitions and rejoin.",
+        )
+
+
+def _is_subset(owned: list[tuple[uuid.UUID, list[int]]] | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(p in assigned.get(topic_id, ()) for topic_id, ps in owned for p in ps)
