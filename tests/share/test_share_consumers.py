@@ -147,11 +147,17 @@ def consume(c: ShareConsumer, want: int, decide: Any = None,
     return got
 
 
+def coordinator(client: KafkaClient, group: str) -> int | None:
+    """The node coordinating `group`, once there is one (FindCoordinator)."""
+    error, node, _, _ = client.find_coordinator(group, 0)
+    return None if error else node
+
+
 def described_members(bootstrap: str, group: str) -> list:
     """The group's members as its coordinator describes them (none while it has none)."""
     with KafkaClient(bootstrap) as client:
-        error, node, _, _ = client.find_coordinator(group, 0)
-        if error:
+        node = coordinator(client, group)
+        if node is None:
             return []
         response = client.connection(node).send(
             ApiKey.SHARE_GROUP_DESCRIBE, m.ShareGroupDescribeRequest(group_ids=[group])
@@ -307,3 +313,55 @@ def share_fetch(bootstrap: str, group: str, member: str):  # type: ignore[no-unt
                                   batch_size=10, topics=[])  # fmt: skip
     with KafkaClient(bootstrap) as client:
         return client.any_connection().send(ApiKey.SHARE_FETCH, request)
+
+
+def test_renewing_locks_is_refused_out_loud(broker) -> None:
+    """IsRenewAck (share.version 2, which kt does not serve) is refused, not ignored."""
+    request = m.ShareFetchRequest(group_id="renew", member_id="m", share_session_epoch=1,
+                                  is_renew_ack=True, topics=[])  # fmt: skip
+    with KafkaClient(broker.bootstrap) as client:
+        answer = client.any_connection().send(ApiKey.SHARE_FETCH, request, 2)
+    assert (answer.error_code, answer.error_message) == (
+        Errors("INVALID_REQUEST").code,
+        "Renewing acquisition locks is not enabled for the group.",
+    )
+
+
+def test_record_limit_acquires_no_more_than_max_records(broker) -> None:
+    """ShareAcquireMode record_limit (ShareFetch v2): a member asking for 3 records of a
+    10-record log batch acquires those 3, not the whole batch (batch_optimized's way)."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    member = "bGltaXRlZC1tZW1iZXItMDE"
+    with KafkaClient(broker.bootstrap) as client:
+        wait_until(lambda: coordinator(client, group) is not None, 30, "a coordinator")
+        connection = client.connection(coordinator(client, group))
+        epoch, deadline = 0, time.monotonic() + 30
+        while True:
+            beat = connection.send(ApiKey.SHARE_GROUP_HEARTBEAT, m.ShareGroupHeartbeatRequest(
+                group_id=group, member_id=member, member_epoch=epoch,
+                subscribed_topic_names=[topic]))  # fmt: skip
+            assert beat.error_code == 0, beat.error_message
+            epoch = beat.member_epoch
+            if beat.assignment is not None and beat.assignment.topic_partitions:
+                break
+            assert time.monotonic() < deadline, "never assigned"
+            time.sleep(0.2)
+        topic_id = beat.assignment.topic_partitions[0].topic_id
+        R = m.ShareFetchRequest
+
+        def fetch(session_epoch: int, wait_ms: int):  # type: ignore[no-untyped-def]
+            return connection.send(ApiKey.SHARE_FETCH, R(
+                group_id=group, member_id=member, share_session_epoch=session_epoch,
+                max_wait_ms=wait_ms, min_bytes=1, max_records=3, batch_size=3,
+                share_acquire_mode=1, topics=[R.FetchTopic(topic_id=topic_id,
+                partitions=[R.FetchPartition(partition_index=0)])]), 2)  # fmt: skip
+
+        assert fetch(0, 0).error_code == 0  # the share partition starts at the log end
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 1000})
+        for i in range(10):
+            producer.produce(topic, b"%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        answer = fetch(1, 5000)
+    [partition] = answer.responses[0].partitions
+    assert [(a.first_offset, a.last_offset, a.delivery_count)
+            for a in partition.acquired_records] == [(0, 2, 1)]  # fmt: skip

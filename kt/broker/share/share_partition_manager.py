@@ -157,6 +157,7 @@ class SharePartitionManager:
         max_wait_ms: int,
         min_bytes: int,
         isolation_level: int,
+        record_limit: bool = False,
     ) -> dict[TopicPartition, PartitionFetch]:
         from kt.broker.replication.replica_manager import FetchRequestPartition
         from kt.errors import KafkaError
@@ -189,7 +190,7 @@ class SharePartitionManager:
             batches = [(b.base_offset, b.last_offset, b.position, b.size)
                        for b in iter_batches(data)]  # fmt: skip
             acquired = h.partition.acquire(member_id, [(f, last) for f, last, _, _ in batches],
-                                           budget) if budget > 0 else []  # fmt: skip
+                                           budget, record_limit) if budget > 0 else []  # fmt: skip
             budget -= sum(a.last - a.first + 1 for a in acquired)
             kept = [bytes(data[at : at + size]) for f, last, at, size in batches
                     if any(a.first <= last and f <= a.last for a in acquired)]  # fmt: skip

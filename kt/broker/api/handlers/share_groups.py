@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from kt.broker.broker_services import BrokerServices
 
 READ_COMMITTED_LEVEL = {"read_uncommitted": 0, "read_committed": 1}
+RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: 0 batch_optimized, 1 record_limit
+RENEW_REFUSED = "Renewing acquisition locks is not enabled for the group."
 
 
 def _code(name: str) -> int:
@@ -117,6 +119,8 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
     if not member_id:
         return R(error_code=_code("INVALID_REQUEST"),
                  error_message="Invalid member id in the request.")  # fmt: skip
+    if request.is_renew_ack:  # share.version 2, which kt does not serve
+        return R(error_code=_code("INVALID_REQUEST"), error_message=RENEW_REFUSED)
     cache = broker.metadata_cache
     requested: list[tuple[TopicPartition, uuid.UUID]] = []
     unknown: dict[uuid.UUID, list[int]] = defaultdict(list)
@@ -158,6 +162,7 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
             group_id, member_id, [(tp, t) for tp, t in targets if tp.topic in allowed],
             request.max_records if header.api_version >= 1 else 500, request.max_bytes,
             request.max_wait_ms, request.min_bytes, READ_COMMITTED_LEVEL.get(isolation, 0),
+            request.share_acquire_mode == RECORD_LIMIT,
         ))  # fmt: skip
     ids = dict(requested) | (dict(session.partitions) if session is not None else {})
     by_topic: dict[uuid.UUID, list] = defaultdict(list)
@@ -195,6 +200,8 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
         return R(error_code=_code("INVALID_REQUEST"))
     if not authz.group_allowed(broker, ctx, a.READ, group_id):
         return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
+    if request.is_renew_ack:
+        return R(error_code=_code("INVALID_REQUEST"), error_message=RENEW_REFUSED)
     try:
         broker.share_sessions.check(group_id, member_id, request.share_session_epoch)
     except ShareSessionError as e:
