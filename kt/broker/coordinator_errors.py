@@ -1,7 +1,8 @@
-"""What an append to a coordinator's log (`__consumer_offsets`, `__transaction_state`)
-failing with a partition error becomes in the coordinator's answer: Kafka's mapping in
-TransactionStateManager.appendTransactionToLog and the group coordinator's
-CoordinatorRuntime (the client looks for the coordinator again, or retries)."""
+"""What an append to a coordinator's log (`__consumer_offsets`, `__transaction_state`,
+`__share_group_state`) failing with a partition error becomes in the coordinator's
+answer: Kafka's mapping in TransactionStateManager.appendTransactionToLog and the group
+and share coordinators' CoordinatorOperationExceptionHelper (the client looks for the
+coordinator again, or retries)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from kt.broker.group.consumer_group import (
 )
 from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
 from kt.broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, JoinResult, SyncResult
-from kt.broker.group.heartbeat_request import GroupError
+from kt.broker.group.heartbeat_request import GroupError, check_static_member
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class ClassicProtocolMembers:
                 c.apply(group_id, records)
         except GroupError as e:
             return JoinResult(e.error, member_id)
-        error = await c.write(group_id, records)
+        error = await c.manager.write(group_id, records)
         if error != "NONE":
             return JoinResult(error, member_id)
         key = (group_id, updated.member_id)
@@ -171,13 +171,7 @@ class ClassicProtocolMembers:
             new = from_scratch(existing, member_id)
             self.coordinator.replace_static_member(group, existing, new, records)
             return new
-        if existing is None:
-            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError("FENCED_INSTANCE_ID",
-                             f"Static member {member_id} with instance id {instance_id} was "
-                             f"fenced by member {existing.member_id}.")  # fmt: skip
-        return existing
+        return check_static_member(existing, member_id, instance_id)
 
     # -- SyncGroup ------------------------------------------------------------------------
 
@@ -284,7 +278,7 @@ class ClassicProtocolMembers:
             gone[member.member_id] = member
             errors.append("NONE")
         records = c.fence(group, list(gone.values()))
-        error = await c.write(group_id, records)
+        error = await c.manager.write(group_id, records)
         return error, errors if error == "NONE" else []
 
     # -- checks ---------------------------------------------------------------------------

@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
-Assignment = dict[uuid.UUID, frozenset[int]]
+from kt.broker.group.modern_group import Assignment, ModernGroup
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
@@ -118,7 +117,7 @@ class ResolvedRegex:
     timestamp: int
 
 
-class ConsumerGroup:
+class ConsumerGroup(ModernGroup["ConsumerGroupMember"]):
     """Members, epochs and assignments of one consumer group.
 
     Invariants: `static_members` maps each instance id to the member holding it;
@@ -127,21 +126,10 @@ class ConsumerGroup:
     """
 
     def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        # A new group starts at epoch 1 with an empty assignment of epoch 1, so that its
-        # first computed assignment has epoch 2 (Kafka 4.3, KAFKA-20268).
-        self.group_epoch = 1
-        self.metadata_hash = 0
-        self.assignment_epoch = 1
-        self.assignment_timestamp = 0
-        self.members: dict[str, ConsumerGroupMember] = {}
+        super().__init__(group_id)
         self.static_members: dict[str, str] = {}
-        self.target: dict[str, Assignment] = {}
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         self.regexes: dict[str, ResolvedRegex] = {}
-        # The metadata cache's topics_version the subscribed topics were last read at
-        # (Kafka's metadata refresh deadline: kt refreshes when the topics change).
-        self.metadata_refresh_deadline = -1
 
     def __repr__(self) -> str:
         return (
@@ -166,9 +154,6 @@ class ConsumerGroup:
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.partition_epochs.get((topic_id, partition), -1)
-
-    def target_of(self, member_id: str) -> Assignment:
-        return self.target.get(member_id, {})
 
     def subscribed_names(self) -> set[str]:
         """Every topic some member subscribes to by name, or through a regex."""

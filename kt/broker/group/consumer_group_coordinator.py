@@ -23,11 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kt.broker.coordinator_errors import APPEND_ERRORS
 from kt.broker.group import assignors, group_migration
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
     ConsumerGroup,
@@ -49,10 +47,12 @@ from kt.broker.group.heartbeat_request import (
     HeartbeatRequest,
     HeartbeatResult,
     check_member_epoch,
+    check_static_member,
     validate,
     with_request,
 )
 from kt.broker.group.member_timers import MemberTimers
+from kt.broker.group.modern_group import LEAVE_GROUP_MEMBER_EPOCH
 from kt.broker.group.offsets_records import group_metadata_value
 from kt.broker.group.subscribed_topics import TopicsView, refresh_regexes, subscription_hash
 from kt.broker.group.target_assignment import preferred_assignor, target_assignment
@@ -116,7 +116,7 @@ class ConsumerGroupCoordinator:
         except GroupError as e:
             return HeartbeatResult(e.error, e.message, request.member_id or None,
                                    request.member_epoch)  # fmt: skip
-        error = await self.write(request.group_id, records)
+        error = await self.manager.write(request.group_id, records)
         if error != "NONE":
             return HeartbeatResult(error, None, result.member_id, result.member_epoch)
         return result
@@ -352,12 +352,7 @@ class ConsumerGroupCoordinator:
             new = from_scratch(existing, member_id)
             self.replace_static_member(group, existing, new, records)
             return new
-        if existing is None:
-            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError("FENCED_INSTANCE_ID",
-                             f"Static member {member_id} with instance id {instance_id} was "
-                             f"fenced by member {existing.member_id}.")  # fmt: skip
+        existing = check_static_member(existing, member_id, instance_id)
         check_member_epoch(existing, request.member_epoch, request.owned)
         return existing
 
@@ -487,7 +482,7 @@ class ConsumerGroupCoordinator:
         log.info("[GroupId %s] Member %s fenced from the group because %s",
                  group_id, member_id, why)  # fmt: skip
         records = self.fence(group, [member])
-        self._spawn(self.write(group_id, records))
+        self._spawn(self.manager.write(group_id, records))
 
     # -- assignment ----------------------------------------------------------------------
 
@@ -509,16 +504,6 @@ class ConsumerGroupCoordinator:
             and not holder.members
         ):
             self.manager.remove_group(holder)
-
-    async def write(self, group_id: str, records: list[cr.CoordinatorRecord]) -> str:
-        if not records:
-            return "NONE"
-        entries = [(r.key(), r.value_bytes()) for r in records]
-        error = await self.manager.append(group_id, entries)
-        if error != "NONE":
-            log.warning("[GroupId %s] Writing %d records failed: %s",
-                        group_id, len(records), error)  # fmt: skip
-        return APPEND_ERRORS.get(error, error)
 
     # -- timers --------------------------------------------------------------------------
 

@@ -13,13 +13,14 @@ the formats of offsets_records.py; a write error becomes the error the clients e
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from kt.broker.coordinator_errors import APPEND_ERRORS
+from kt.broker.coordinator_loader import log_batches
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group import offsets_records as rec
 from kt.broker.group import share_group_records as sr
@@ -30,7 +31,6 @@ from kt.errors import CorruptRecordError
 from kt.storage.control_records import COMMIT, parse_control_type
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
-from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,17 @@ class GroupMetadataManager:
     ) -> str:
         """Append (key, value) records for `group_id` with acks=all; the error name."""
         return (await self.append_batch(group_id, entries, producer))[0]
+
+    async def write(self, group_id: str, records: Sequence[GroupRecord]) -> str:
+        """Append a consumer or share group's coordinator records with acks=all; the
+        error the answer carries (CoordinatorOperationExceptionHelper's mapping)."""
+        if not records:
+            return "NONE"
+        error = await self.append(group_id, [(r.key(), r.value_bytes()) for r in records])
+        if error != "NONE":
+            log.warning("[GroupId %s] Writing %d records failed: %s",
+                        group_id, len(records), error)  # fmt: skip
+        return APPEND_ERRORS.get(error, error)
 
     async def append_batch(
         self,
@@ -347,31 +358,18 @@ class GroupMetadataManager:
         offsets: dict[OffsetKey, PendingOffset] = {}
         metadata: dict[str, rec.GroupMetadataValue | None] = {}
         pending: dict[int, dict[OffsetKey, PendingOffset]] = {}
-        p = self.replica_manager.partitions.get(TopicPartition(GROUP_METADATA_TOPIC, partition))
-        if p is None:
-            return offsets, metadata, pending
-        log_ = p.log
-        position = log_.log_start_offset
-        while position < log_.log_end_offset and self._epochs.get(partition) == epoch:
-            info = log_.read(position, self.load_buffer_size, min_one_message=True)
-            data = info.records
-            data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
-            if not data:
-                break
-            for batch in iter_batches(data):
-                if batch.next_offset <= position:
-                    continue
-                if getattr(batch, "is_control", False):
-                    _apply_marker(batch, offsets, pending)
-                elif getattr(batch, "is_transactional", False):
-                    txn_offsets = pending.setdefault(batch.producer_id, {})
-                    for record in batch.records():
-                        _apply(record, batch.base_offset, txn_offsets, metadata, consumer)
-                else:
-                    for record in batch.records():
-                        _apply(record, batch.base_offset, offsets, metadata, consumer)
-                position = batch.next_offset
-            await asyncio.sleep(0)  # let other requests in between chunks
+        tp = TopicPartition(GROUP_METADATA_TOPIC, partition)
+        async for batch in log_batches(self.replica_manager, tp, self.load_buffer_size,
+                                       lambda: self._epochs.get(partition) == epoch):  # fmt: skip
+            if getattr(batch, "is_control", False):
+                _apply_marker(batch, offsets, pending)
+            elif getattr(batch, "is_transactional", False):
+                txn_offsets = pending.setdefault(batch.producer_id, {})
+                for record in batch.records():
+                    _apply(record, batch.base_offset, txn_offsets, metadata, consumer)
+            else:
+                for record in batch.records():
+                    _apply(record, batch.base_offset, offsets, metadata, consumer)
         return offsets, metadata, pending
 
     def unload(self, partition: int) -> list[GroupMetadata]:

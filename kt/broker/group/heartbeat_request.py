@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kt.broker.group.consumer_group import (
-    LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
     ConsumerGroupMember,
 )
+from kt.broker.group.modern_group import LEAVE_GROUP_MEMBER_EPOCH
 
 # RE2/J (Kafka's regex engine) has no lookaround and no backreferences; Python's `re`
 # has both, so a pattern using them would match differently: refused, as RE2/J does.
@@ -56,12 +56,17 @@ class HeartbeatResult:
     assignment: Assignment | None = None
 
 
-def validate(request: HeartbeatRequest, assignors: tuple[str, ...]) -> None:
-    """throwIfConsumerGroupHeartbeatRequestIsInvalid: GroupError if the request is not one."""
-    for value, what in ((request.group_id, "GroupId"), (request.instance_id, "InstanceId"),
-                        (request.rack_id, "RackId")):  # fmt: skip
+def refuse_empty(*fields: tuple[str | None, str]) -> None:
+    """INVALID_REQUEST for the first (value, name) given but blank."""
+    for value, what in fields:
         if value is not None and not value.strip():
             raise GroupError("INVALID_REQUEST", f"{what} can't be empty.")
+
+
+def validate(request: HeartbeatRequest, assignors: tuple[str, ...]) -> None:
+    """throwIfConsumerGroupHeartbeatRequestIsInvalid: GroupError if the request is not one."""
+    refuse_empty((request.group_id, "GroupId"), (request.instance_id, "InstanceId"),
+                 (request.rack_id, "RackId"))  # fmt: skip
     epoch = request.member_epoch
     if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
         if not request.member_id.strip():
@@ -139,6 +144,20 @@ def new_regex(received: str | None, current: str | None) -> str | None:
     """A heartbeat's SubscribedTopicRegex: null keeps the member's, empty clears it
     (librdkafka sends an empty one when it subscribes by name; "" is no regex)."""
     return current if received is None else received
+
+
+def check_static_member(
+    existing: ConsumerGroupMember | None, member_id: str, instance_id: str | None
+) -> ConsumerGroupMember:
+    """throwIfStaticMemberIsUnknown, throwIfInstanceIdIsFenced: `existing`, the member
+    holding the instance id, must be there and be `member_id`; it is returned."""
+    if existing is None:
+        raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise GroupError("FENCED_INSTANCE_ID",
+                         f"Static member {member_id} with instance id {instance_id} was "
+                         f"fenced by member {existing.member_id}.")  # fmt: skip
+    return existing
 
 
 def check_member_epoch(

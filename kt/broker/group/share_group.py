@@ -12,10 +12,9 @@ The state changes only by replaying coordinator records (share_group_records.py)
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field, replace
 
-Assignment = dict[uuid.UUID, frozenset[int]]
+from kt.broker.group.modern_group import Assignment, ModernGroup
 
 STABLE = 0  # the only MemberState a share group member has (ShareGroupAssignmentBuilder)
 
@@ -45,21 +44,8 @@ class ShareGroupMember:
         return replace(self, previous_member_epoch=self.member_epoch, member_epoch=epoch)
 
 
-class ShareGroup:
+class ShareGroup(ModernGroup[ShareGroupMember]):
     """Members, epochs and target assignment of one share group."""
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        # As a consumer group, a new group starts at epoch 1 with an empty assignment of
-        # epoch 1 (Kafka 4.3's ModernGroup; its first member's join is epoch 2).
-        self.group_epoch = 1
-        self.metadata_hash = 0
-        self.assignment_epoch = 1
-        self.assignment_timestamp = 0
-        self.members: dict[str, ShareGroupMember] = {}
-        self.target: dict[str, Assignment] = {}
-        # The metadata cache's topics_version the subscribed topics were last read at.
-        self.metadata_refresh_deadline = -1
 
     def __repr__(self) -> str:
         return (f"ShareGroup(groupId={self.group_id}, epoch={self.group_epoch}, "
@@ -68,9 +54,6 @@ class ShareGroup:
     @property
     def state(self) -> str:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
-
-    def target_of(self, member_id: str) -> Assignment:
-        return self.target.get(member_id, {})
 
     def subscribed_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}

@@ -21,19 +21,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kt.broker.coordinator_errors import APPEND_ERRORS
 from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import GroupMetadataManager, now_ms
-from kt.broker.group.heartbeat_request import GroupError
+from kt.broker.group.heartbeat_request import GroupError, HeartbeatResult, refuse_empty
 from kt.broker.group.member_timers import MemberTimers
+from kt.broker.group.modern_group import LEAVE_GROUP_MEMBER_EPOCH
 from kt.broker.group.share_group import STABLE, Assignment, ShareGroup, ShareGroupMember
 from kt.broker.group.subscribed_topics import TopicsView, topics_digest
 
 log = logging.getLogger(__name__)
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
 @dataclass(frozen=True)
@@ -56,22 +54,10 @@ class ShareHeartbeatRequest:
     client_host: str
 
 
-@dataclass
-class ShareHeartbeatResult:
-    error: str = "NONE"
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
-
-
 def validate(request: ShareHeartbeatRequest) -> None:
     """throwIfShareGroupHeartbeatRequestIsInvalid."""
-    for value, what in ((request.member_id, "MemberId"), (request.group_id, "GroupId"),
-                        (request.rack_id, "RackId")):  # fmt: skip
-        if value is not None and not value.strip():
-            raise GroupError("INVALID_REQUEST", f"{what} can't be empty.")
+    refuse_empty((request.member_id, "MemberId"), (request.group_id, "GroupId"),
+                 (request.rack_id, "RackId"))  # fmt: skip
     if request.member_epoch == 0:
         if not request.subscribed_topic_names:
             message = "SubscribedTopicNames must be set in first request."
@@ -100,7 +86,7 @@ class ShareGroupCoordinator:
 
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
-    async def heartbeat(self, request: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+    async def heartbeat(self, request: ShareHeartbeatRequest) -> HeartbeatResult:
         try:
             validate(request)
             status = self.manager.group_status(request.group_id)
@@ -111,14 +97,13 @@ class ShareGroupCoordinator:
             else:
                 result, records = self._heartbeat(request)
         except GroupError as e:
-            return ShareHeartbeatResult(e.error, e.message, request.member_id,
-                                        request.member_epoch)  # fmt: skip
-        error = await self.write(request.group_id, records)
+            return HeartbeatResult(e.error, e.message, request.member_id, request.member_epoch)
+        error = await self.manager.write(request.group_id, records)
         if error != "NONE":
-            return ShareHeartbeatResult(error, None, result.member_id, result.member_epoch)
+            return HeartbeatResult(error, None, result.member_id, result.member_epoch)
         return result
 
-    def _heartbeat(self, request: ShareHeartbeatRequest) -> tuple[ShareHeartbeatResult, list]:
+    def _heartbeat(self, request: ShareHeartbeatRequest) -> tuple[HeartbeatResult, list]:
         records: list[sr.ShareRecord] = []
         group_id, member_id = request.group_id, request.member_id
         joining = request.member_epoch == 0
@@ -157,7 +142,7 @@ class ShareGroupCoordinator:
             records.append(sr.current_assignment(group_id, reconciled))
         self.apply(group_id, records)
         self._schedule_session_timeout(group_id, member_id)
-        result = ShareHeartbeatResult(
+        result = HeartbeatResult(
             member_id=member_id, member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
         )  # fmt: skip
@@ -237,15 +222,14 @@ class ShareGroupCoordinator:
 
     # -- leaving and fencing -------------------------------------------------------------
 
-    def _leave(self, request: ShareHeartbeatRequest) -> tuple[ShareHeartbeatResult, list]:
+    def _leave(self, request: ShareHeartbeatRequest) -> tuple[HeartbeatResult, list]:
         group = self.share_group(request.group_id, False)
         member = group.members.get(request.member_id)
         if member is None:
             raise GroupError("UNKNOWN_MEMBER_ID", f"Member {request.member_id} is not a member "
                              f"of group {group.group_id}.")  # fmt: skip
         log.info("[GroupId %s] Member %s left the share group.", group.group_id, member.member_id)
-        result = ShareHeartbeatResult(member_id=request.member_id,
-                                      member_epoch=request.member_epoch)  # fmt: skip
+        result = HeartbeatResult(member_id=request.member_id, member_epoch=request.member_epoch)
         return result, self._fence(group, member)
 
     def _fence(self, group: ShareGroup, member: ShareGroupMember) -> list:
@@ -269,7 +253,7 @@ class ShareGroupCoordinator:
             return
         log.info("[GroupId %s] Member %s fenced from the group because the member session "
                  "expired.", group_id, member_id)  # fmt: skip
-        self._spawn(self.write(group_id, self._fence(group, group.members[member_id])))
+        self._spawn(self.manager.write(group_id, self._fence(group, group.members[member_id])))
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self.session_timers.schedule((group_id, member_id), self.settings.session_timeout_ms,
@@ -293,15 +277,6 @@ class ShareGroupCoordinator:
             and not (holder.offsets or holder.members or holder.protocol_type)
         ):
             self.manager.remove_group(holder)
-
-    async def write(self, group_id: str, records: list[sr.ShareRecord]) -> str:
-        if not records:
-            return "NONE"
-        error = await self.manager.append(group_id, [(r.key(), r.value_bytes()) for r in records])
-        if error != "NONE":
-            log.warning("[GroupId %s] Writing %d records failed: %s",
-                        group_id, len(records), error)  # fmt: skip
-        return APPEND_ERRORS.get(error, error)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

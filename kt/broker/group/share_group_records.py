@@ -29,11 +29,12 @@ from kt.broker.group.consumer_group_records import (
     _NO_TAGS,
     _VALUE_VERSION,
     _compact_array,
+    _decode_target_member,
+    _encode_target_epoch,
     _epoch_and_tag,
     _read_assignment,
     _read_tags,
     _string,
-    _tags,
     _topic_partitions,
 )
 from kt.broker.group.group_metadata import GroupMetadata
@@ -183,10 +184,6 @@ def _encode_group_epoch(v: cr.GroupEpoch) -> bytes:
     return _I32.pack(v.epoch) + _I64.pack(v.metadata_hash) + _NO_TAGS
 
 
-def _encode_target_epoch(v: cr.TargetEpoch) -> bytes:
-    return _I32.pack(v.epoch) + _tags([(0, _I64.pack(v.timestamp))] if v.timestamp else [])
-
-
 def _encode_current(v: CurrentAssignment) -> bytes:
     return b"".join((_I32.pack(v.member_epoch), _I32.pack(v.previous_member_epoch),
                      _I8.pack(v.state), _topic_partitions(v.assigned), _NO_TAGS))  # fmt: skip
@@ -233,12 +230,6 @@ def _decode_group_epoch(r: SchemaReader, _sub: str) -> cr.GroupEpoch:
     value = cr.GroupEpoch(r.int32(), r.int64())
     _read_tags(r)
     return value
-
-
-def _decode_target_member(r: SchemaReader, _sub: str) -> Assignment:
-    assignment = _read_assignment(r)
-    _read_tags(r)
-    return assignment
 
 
 def _decode_current(r: SchemaReader, _sub: str) -> CurrentAssignment:

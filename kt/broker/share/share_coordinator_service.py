@@ -17,25 +17,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kt.broker.coordinator_errors import APPEND_ERRORS
+from kt.broker.coordinator_loader import log_batches
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.share import share_state as ss
 from kt.broker.share.share_coordinator import ShareCoordinatorShard, ShareStateError, WriteRequest
 from kt.broker.share.share_state import ShareGroupOffset, SharePartitionKey, StateRecord
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
-from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
 
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
-_APPEND_ERRORS = {  # as the group coordinator maps a failed append
-    "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
-    "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
-    "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
-}
 
 
 class ShareCoordinatorService:
@@ -116,7 +109,7 @@ class ShareCoordinatorService:
             from kt.errors import error_for
 
             name = error_for(code).name
-            raise ShareStateError(_APPEND_ERRORS.get(name, name))
+            raise ShareStateError(APPEND_ERRORS.get(name, name))
         if self.shards.get(partition) is shard:  # still ours
             for record in records:
                 shard.replay(record)
@@ -149,25 +142,15 @@ class ShareCoordinatorService:
     async def _load(self, partition: int, epoch: int) -> None:
         shard = ShareCoordinatorShard(self.topic_partitions, self.clock, self.updates_per_snapshot)
         started = time.monotonic()
-        p = self.replica_manager.partitions.get(TopicPartition(SHARE_GROUP_STATE_TOPIC, partition))
-        if p is not None:
-            position = p.log.log_start_offset
-            while position < p.log.log_end_offset and self._epochs.get(partition) == epoch:
-                data = p.log.read(position, self.load_buffer_size, min_one_message=True).records
-                data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
-                if not data:
-                    break
-                for batch in iter_batches(data):
-                    if batch.next_offset <= position:
-                        continue
-                    for record in batch.records():
-                        try:
-                            shard.replay(ss.read_record(record.key, record.value))
-                        except (ValueError, IndexError, struct.error) as e:
-                            log.warning("Skipping unreadable %s record at offset %s: %s",
-                                        SHARE_GROUP_STATE_TOPIC, record.offset, e)  # fmt: skip
-                    position = batch.next_offset
-                await asyncio.sleep(0)
+        tp = TopicPartition(SHARE_GROUP_STATE_TOPIC, partition)
+        async for batch in log_batches(self.replica_manager, tp, self.load_buffer_size,
+                                       lambda: self._epochs.get(partition) == epoch):  # fmt: skip
+            for record in batch.records():
+                try:
+                    shard.replay(ss.read_record(record.key, record.value))
+                except (ValueError, IndexError, struct.error) as e:
+                    log.warning("Skipping unreadable %s record at offset %s: %s",
+                                SHARE_GROUP_STATE_TOPIC, record.offset, e)  # fmt: skip
         if self._epochs.get(partition) != epoch:
             return
         self.shards[partition] = shard

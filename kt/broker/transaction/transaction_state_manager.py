@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kt.broker.coordinator_errors import APPEND_ERRORS
+from kt.broker.coordinator_loader import log_batches
 from kt.broker.group.group_metadata_manager import partition_for
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.transaction import transaction_log as txn_log
@@ -31,7 +32,6 @@ from kt.broker.transaction.transaction_metadata import TransactionMetadata, TxnT
 from kt.errors import error_for
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
-from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -265,25 +265,12 @@ class TransactionStateManager:
 
     async def _replay(self, partition: int, epoch: int) -> dict[str, TransactionMetadata]:
         found: dict[str, TransactionMetadata] = {}
-        p = self.replica_manager.partitions.get(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
-        if p is None:
-            return found
-        log_ = p.log
-        position = log_.log_start_offset
-        while position < log_.log_end_offset and self.loading.get(partition) == epoch:
-            info = log_.read(position, self.load_buffer_size, min_one_message=True)
-            data = info.records
-            data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
-            if not data:
-                break
-            for batch in iter_batches(data):
-                if batch.next_offset <= position:
-                    continue
-                if not getattr(batch, "is_control", False):
-                    for record in batch.records():
-                        _apply(record, found)
-                position = batch.next_offset
-            await asyncio.sleep(0)
+        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
+        async for batch in log_batches(self.replica_manager, tp, self.load_buffer_size,
+                                       lambda: self.loading.get(partition) == epoch):  # fmt: skip
+            if not getattr(batch, "is_control", False):
+                for record in batch.records():
+                    _apply(record, found)
         return found
 
     def unload(self, partition: int) -> list[TransactionMetadata]:

@@ -38,6 +38,15 @@ def topics_allowed(broker: BrokerServices, ctx: Any, operation: int, topics: Any
     return {t for t in set(topics) if topic_allowed(broker, ctx, operation, t)}
 
 
+def unauthorized_topics(broker: BrokerServices, ctx: Any, names: Any) -> str | None:
+    """A group heartbeat's subscribed topics the principal may not DESCRIBE, as the
+    message of TOPIC_AUTHORIZATION_FAILED; None when it may see them all."""
+    if names is None or broker.authorizer is None:
+        return None
+    denied = sorted(set(names) - topics_allowed(broker, ctx, a.DESCRIBE, names))
+    return f"Unauthorized topics {denied}" if denied else None
+
+
 # The operations each resource type supports (Kafka's AclEntry.supportedOperations; a
 # group's configs, KIP-848, add DESCRIBE_CONFIGS and ALTER_CONFIGS to a group's, as in
 # Kafka 4).

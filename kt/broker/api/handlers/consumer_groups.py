@@ -34,11 +34,9 @@ async def consumer_group_heartbeat(
     if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
     names = request.subscribed_topic_names
-    if names is not None and broker.authorizer is not None:
-        denied = sorted(set(names) - authz.topics_allowed(broker, ctx, a.DESCRIBE, names))
-        if denied:
-            return R(error_code=_code("TOPIC_AUTHORIZATION_FAILED"),
-                     error_message=f"Unauthorized topics {denied}")  # fmt: skip
+    denied = authz.unauthorized_topics(broker, ctx, names)
+    if denied is not None:
+        return R(error_code=_code("TOPIC_AUTHORIZATION_FAILED"), error_message=denied)
     owned = request.topic_partitions
     result = await broker.consumer_groups.heartbeat(HeartbeatRequest(
         group_id=request.group_id,
@@ -63,11 +61,16 @@ async def consumer_group_heartbeat(
         heartbeat_interval_ms=result.heartbeat_interval_ms,
     )
     if result.error == "NONE" and result.assignment is not None:
-        response.assignment = R.Assignment(topic_partitions=[
-            R.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-            for topic_id, partitions in _by_topic_id(result.assignment)
-        ])  # fmt: skip
+        response.assignment = heartbeat_assignment(R, result.assignment)
     return response
+
+
+def heartbeat_assignment(R: Any, assignment: Assignment) -> Any:
+    """A Consumer/ShareGroupHeartbeat response's Assignment, topics in id order."""
+    return R.Assignment(topic_partitions=[
+        R.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+        for topic_id, partitions in _by_topic_id(assignment)
+    ])  # fmt: skip
 
 
 async def consumer_group_describe(

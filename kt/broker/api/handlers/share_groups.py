@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.api.handlers import authz
+from kt.broker.api.handlers.consumer_groups import heartbeat_assignment
 from kt.broker.group.share_group_coordinator import ShareHeartbeatRequest
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.share.share_partition_manager import PartitionFetch
@@ -39,11 +40,9 @@ async def share_group_heartbeat(broker: BrokerServices, header: Any, request: An
     if not authz.group_allowed(broker, ctx, a.READ, request.group_id):
         return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
     names = request.subscribed_topic_names
-    if names is not None and broker.authorizer is not None:
-        denied = sorted(set(names) - authz.topics_allowed(broker, ctx, a.DESCRIBE, names))
-        if denied:
-            return R(error_code=_code("TOPIC_AUTHORIZATION_FAILED"),
-                     error_message=f"Unauthorized topics {denied}")  # fmt: skip
+    denied = authz.unauthorized_topics(broker, ctx, names)
+    if denied is not None:
+        return R(error_code=_code("TOPIC_AUTHORIZATION_FAILED"), error_message=denied)
     result = await broker.share_groups.heartbeat(ShareHeartbeatRequest(
         request.group_id, request.member_id, request.member_epoch, request.rack_id,
         list(names) if names is not None else None, header.client_id or "",
@@ -53,10 +52,7 @@ async def share_group_heartbeat(broker: BrokerServices, header: Any, request: An
                  member_id=result.member_id, member_epoch=result.member_epoch,
                  heartbeat_interval_ms=result.heartbeat_interval_ms)  # fmt: skip
     if result.error == "NONE" and result.assignment is not None:
-        response.assignment = R.Assignment(topic_partitions=[
-            R.TopicPartitions(topic_id=t, partitions=sorted(ps))
-            for t, ps in sorted(result.assignment.items(), key=lambda kv: str(kv[0])) if ps
-        ])  # fmt: skip
+        response.assignment = heartbeat_assignment(R, result.assignment)
     return response
 
 
