@@ -59,9 +59,9 @@ from kt.broker.replication.replica_fetcher import FetcherConfig
 from kt.broker.replication.replica_manager import ReplicaManager
 from kt.broker.server_security import ServerSecurity
 from kt.broker.store_executor import StoreExecutor
+from kt.broker.store_session import StoreSession
 from kt.config import KafkaConfig, LogConfig
 from kt.metadata.kafka_zk_client import KafkaZkClient
-from kt.metadata.store import MetadataStoreError, SessionState
 from kt.metrics.broker_topic_stats import BrokerTopicStats
 from kt.metrics.http_server import MetricsHttpServer
 from kt.metrics.registry import MetricsRegistry
@@ -70,21 +70,10 @@ from kt.storage.log_dir_failure_channel import LogDirFailureChannel
 from kt.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
-# How long a stopping broker waits for a step that needs the metadata store (resigning as
-# controller, closing the session) before it goes on without it: a ZooKeeper that is away
-# never answers, and SIGTERM must end the broker all the same (Kafka 3.9 exits in 0.5 s).
-STORE_STEP_AT_SHUTDOWN_S = 3.0
-
-
-_SESSION_METERS = {
-    SessionState.LOST: "ZooKeeperExpiresPerSec",
-    SessionState.SUSPENDED: "ZooKeeperDisconnectsPerSec",
-    SessionState.CONNECTED: "ZooKeeperSyncConnectsPerSec",
-}
 
 
 @dataclass
-class KafkaServer(ServerSecurity, ControlledShutdown):
+class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
     """One broker. `store` is a kt.metadata store shared by the brokers of one process."""
 
     config: KafkaConfig
@@ -123,11 +112,8 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
         self.halt_reason: str | None = None
         self._halt_task: asyncio.Task | None = None
         self._shutting_down = False
-        self._session_lost = False
-        self.store_reachable = True  # the store session is connected (SUSPENDED/LOST: not)
-        self._store_lost = asyncio.Event()  # set when the session is not connected
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._session_task: asyncio.Task | None = None
+        self._init_store_session()
         self.controller_requests: ControllerRequests | None = None
         self.local_broker: LocalBroker | None = None  # as its process's controllers reach it
         # The broker's metadata store calls (ZooKeeper reads and writes for admin requests,
@@ -422,47 +408,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             await cache.wait_changed(remaining)
         self.serving.set()
 
-    def _on_session_state(self, state: SessionState, loop: asyncio.AbstractEventLoop) -> None:
-        """The metadata session expired (LOST) and a new one began (CONNECTED): the broker
-        registers again and the controller re-elects (Kafka's SessionExpirationHandler);
-        its ephemeral znodes went with the old session."""
-        meter = _SESSION_METERS.get(state)
-        if meter is not None:  # SessionExpireListener's
-            self.metrics.meter("kafka.server", "SessionExpireListener", meter).mark()
-        self.store_reachable = state is SessionState.CONNECTED
-        if not self.store_reachable:  # wakes a controlled shutdown waiting on the store
-            loop.call_soon_threadsafe(self._store_lost.set)
-        if state is SessionState.LOST:
-            self._session_lost = True
-        elif state is SessionState.CONNECTED and self._session_lost and not self._shutting_down:
-            self._session_lost = False
-            loop.call_soon_threadsafe(self._on_new_session)
-
-    def _on_new_session(self) -> None:
-        if self._shutting_down or self.zk is None or not self.controller_started:
-            return
-        log.info("[KafkaServer id=%s] metadata session expired: registering again", self.broker_id)
-        self._session_task = asyncio.get_running_loop().create_task(self._register_again())
-
-    async def _register_again(self) -> None:
-        assert self.zk is not None and self.controller is not None
-        try:
-            registration = await self.store_call(
-                self.zk.register_broker,
-                self.broker_id, self.advertised_endpoints, self.config["broker.rack"],
-            )  # fmt: skip
-            self.controller_requests.broker_epoch = registration.epoch
-        except MetadataStoreError as e:  # the next session's CONNECTED tries again
-            log.warning("[KafkaServer id=%s] cannot register again: %s: %s",
-                        self.broker_id, type(e).__name__, e)  # fmt: skip
-            return
-        self.controller.on_session_expired()
-        # the change notifications read and watched again (ZkNodeChangeNotificationListener's
-        # ZkStateChangeHandler.afterInitializingSession)
-        self.dynamic_config.process_soon()
-        if self.authorizer is not None:
-            self.authorizer.process_soon()
-
     def _known_topic_id(self, topic: str) -> Any:
         """The topic's id, or None while this broker has not heard it."""
         topic_id = self.metadata_cache.topic_ids.get(topic)
@@ -579,34 +524,6 @@ class KafkaServer(ServerSecurity, ControlledShutdown):
             await self._store_step(asyncio.to_thread(self.zk.close), "closing the store session")
         self.store_executor.shutdown()
         self._stopped.set()
-
-    async def _unless_the_store_goes(self, step: Any, what: str) -> None:
-        """Run a step of the shutdown that waits on the store, giving it up if the store's
-        session is lost meanwhile (a ZooKeeper that went away answers nothing)."""
-        self._store_lost.clear()
-        if not self.store_reachable:  # lost since the caller looked
-            self._store_lost.set()
-        task = asyncio.ensure_future(step)
-        lost = asyncio.ensure_future(self._store_lost.wait())
-        await asyncio.wait((task, lost), return_when=asyncio.FIRST_COMPLETED)
-        lost.cancel()
-        if not task.done():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            log.warning("[KafkaServer id=%s] %s given up: the metadata store is unreachable",
-                        self.broker_id, what)  # fmt: skip
-        else:
-            task.result()
-
-    async def _store_step(self, step: Any, what: str) -> None:
-        """A step of the shutdown that needs the metadata store, given at most
-        STORE_STEP_AT_SHUTDOWN_S: the broker stops without it rather than never."""
-        try:
-            await asyncio.wait_for(step, STORE_STEP_AT_SHUTDOWN_S)
-        except TimeoutError:
-            log.warning("[KafkaServer id=%s] %s: no answer from the metadata store within "
-                        "%.0f s; going on without it", self.broker_id, what,
-                        STORE_STEP_AT_SHUTDOWN_S)  # fmt: skip
 
     async def _stop_listeners(self) -> None:
         for server in self.socket_servers:

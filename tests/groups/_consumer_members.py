@@ -20,6 +20,13 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 _names = itertools.count()
+# Kafka 4's consumer group timings for a quick test (each kt broker of these tests).
+CONSUMER_GROUP_OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": "300",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
 REFUSED_WHILE_MOVING = frozenset((
     KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION,
     KafkaError.UNKNOWN_MEMBER_ID, KafkaError.STALE_MEMBER_EPOCH,

@@ -26,18 +26,16 @@ from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
 from tests._environment import unavailable
 from tests.groups._clients import create_topic, produce, wait_until
-from tests.groups._consumer_members import Member, describe, no_overlap
+from tests.groups._consumer_members import (
+    CONSUMER_GROUP_OVERRIDES,
+    Member,
+    describe,
+    no_overlap,
+)
 from tests.groups.conftest import start_broker
 
 pytestmark = pytest.mark.slow
 _names = itertools.count()
-
-CONSUMER_GROUP_OVERRIDES = {
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "100",
-    "group.consumer.session.timeout.ms": "6000",
-    "group.consumer.min.session.timeout.ms": "1000",
-}
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from tests.groups._clients import wait_until
-from tests.groups.test_consumer_protocol import CONSUMER_GROUP_OVERRIDES, Member, no_overlap
+from tests.groups._consumer_members import CONSUMER_GROUP_OVERRIDES, Member, no_overlap
 from tests.integration.test_zookeeper_cluster import ZkCluster
 
 pytestmark = pytest.mark.slow

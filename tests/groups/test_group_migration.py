@@ -17,22 +17,21 @@ from kt.errors import KafkaError as Errors
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from tests.groups._clients import create_topic, wait_until
-from tests.groups._consumer_members import Member, describe, no_overlap
+from tests.groups._consumer_members import (
+    CONSUMER_GROUP_OVERRIDES,
+    Member,
+    describe,
+    no_overlap,
+)
 from tests.groups.conftest import start_broker
 
 pytestmark = pytest.mark.slow
 _names = itertools.count()
-OVERRIDES = {
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "100",
-    "group.consumer.session.timeout.ms": "6000",
-    "group.consumer.min.session.timeout.ms": "1000",
-}
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory):
-    broker = start_broker(tmp_path_factory.mktemp("migration"), **OVERRIDES)
+    broker = start_broker(tmp_path_factory.mktemp("migration"), **CONSUMER_GROUP_OVERRIDES)
     yield broker
     if broker.alive:
         broker.stop()
@@ -149,7 +148,7 @@ def test_with_migration_disabled_a_group_keeps_its_protocol(broker, tmp_path) ->
     consumer group with members that its protocol is not the group's (Kafka's answers);
     with the default (bidirectional) both join."""
     disabled = start_broker(
-        tmp_path, **OVERRIDES, **{"group.consumer.migration.policy": "Disabled"}
+        tmp_path, **CONSUMER_GROUP_OVERRIDES, **{"group.consumer.migration.policy": "Disabled"}
     )
     try:
         for bootstrap, allowed in ((disabled.bootstrap, False), (broker.bootstrap, True)):

@@ -5,12 +5,15 @@ only where Java or Kafka's jars are missing (`interop/fetch-kafka.sh` fetches th
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, unavailable_reason
+from kt.broker.group.group_metadata_manager import partition_for
+from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool, unavailable_reason
 from tests._environment import unavailable
 from tests.integration.conftest import broker, broker_factory
 
@@ -35,6 +38,19 @@ KAFKA4_HEARTBEATS = {
     "group.consumer.heartbeat.interval.ms": "300",
     "group.consumer.min.heartbeat.interval.ms": "100",
 }
+
+
+def dump_group_partition(log_dir: Path, group: str) -> tuple[str, str]:
+    """Kafka 4.4's kafka-dump-log and `kt dump-log`, --offsets-decoder, on the first
+    segment of `group`'s `__consumer_offsets` partition (of 50): (theirs, ours)."""
+    segment = next((log_dir / f"__consumer_offsets-{partition_for(group, 50)}").glob("*.log"))
+    args = ("--files", str(segment), "--offsets-decoder", "--print-data-log")
+    theirs = run_tool("kafka-dump-log", *args, version=KAFKA4_VERSION)
+    assert theirs.returncode == 0, theirs.stderr
+    ours = subprocess.run([sys.executable, "-m", "kt", "dump-log", *args],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert ours.returncode == 0, ours.stderr
+    return theirs.stdout, ours.stdout
 
 
 @pytest.fixture

@@ -16,13 +16,12 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kt.broker.group.group_metadata_manager import partition_for
 from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, run_tool
 from tests.groups._clients import wait_until
-from tests.oracle.conftest import KAFKA4_HEARTBEATS
+from tests.oracle.conftest import KAFKA4_HEARTBEATS, dump_group_partition
 
 TOOL_RUNS = (
     ("--describe", "--group", "oracle"),
@@ -108,16 +107,9 @@ def test_kafka4_consumer_groups_prints_the_same(kafka4, kt4) -> None:
 
 def test_kafka4_dump_log_reads_kts_group_records(kt4) -> None:
     scenario(kt4.bootstrap)
-    partition = partition_for("oracle", 50)
-    segment = next((kt4.log_dir / f"__consumer_offsets-{partition}").glob("*.log"))
-    args = ("--files", str(segment), "--offsets-decoder", "--print-data-log")
-    theirs = run_tool("kafka-dump-log", *args, version=KAFKA4_VERSION)
-    assert theirs.returncode == 0, theirs.stderr
-    ours = subprocess.run([sys.executable, "-m", "kt", "dump-log", *args],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert ours.returncode == 0, ours.stderr
-    assert '"type":"8"' in theirs.stdout and "Unknown record type" not in theirs.stdout
-    assert ours.stdout == theirs.stdout
+    theirs, ours = dump_group_partition(kt4.log_dir, "oracle")
+    assert '"type":"8"' in theirs and "Unknown record type" not in theirs
+    assert ours == theirs
 
 
 def features(bootstrap: str) -> list[str]:

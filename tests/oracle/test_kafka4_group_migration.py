@@ -14,13 +14,12 @@ import sys
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kt.broker.group.group_metadata_manager import partition_for
 from kt.client.client import KafkaClient
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from kt.reference_kafka import KAFKA4_VERSION, run_tool
 from tests.groups._clients import wait_until
-from tests.oracle.conftest import KAFKA4_HEARTBEATS
+from tests.oracle.conftest import KAFKA4_HEARTBEATS, dump_group_partition
 
 GROUP = "migrating"
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's MemberType
@@ -127,14 +126,7 @@ def test_the_same_migration_on_kafka4_and_kt(kafka4, broker_factory) -> None:
 def test_kafka4_dump_log_reads_kts_migration_records(broker_factory) -> None:
     kt4 = broker_factory(**KAFKA4_HEARTBEATS)
     scenario(kt4.bootstrap)
-    partition = partition_for(GROUP, 50)
-    segment = next((kt4.log_dir / f"__consumer_offsets-{partition}").glob("*.log"))
-    args = ("--files", str(segment), "--offsets-decoder", "--print-data-log")
-    theirs = run_tool("kafka-dump-log", *args, version=KAFKA4_VERSION)
-    assert theirs.returncode == 0, theirs.stderr
-    ours = subprocess.run([sys.executable, "-m", "kt", "dump-log", *args],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert ours.returncode == 0, ours.stderr
-    assert '"classicMemberMetadata":{"sessionTimeoutMs":6000' in theirs.stdout
-    assert "Unknown record type" not in theirs.stdout
-    assert ours.stdout == theirs.stdout
+    theirs, ours = dump_group_partition(kt4.log_dir, GROUP)
+    assert '"classicMemberMetadata":{"sessionTimeoutMs":6000' in theirs
+    assert "Unknown record type" not in theirs
+    assert ours == theirs

@@ -19,9 +19,8 @@ from tests.share.test_share_consumers import (
     SHARE,
     consume,
     consumer,
-    joined,
     produce,
-    started,
+    ready,
 )
 
 pytestmark = pytest.mark.slow
@@ -41,9 +40,7 @@ def test_acknowledgements_survive_the_share_coordinator_killed(tmp_path: Path, z
         with KafkaClient(cluster.bootstrap) as client:
             topic_id = client.metadata(["queue"])["queue"].topic_id
         c = consumer(cluster.bootstrap, "workers", "queue", explicit=True)
-        c.poll(0.1)
-        joined(cluster.bootstrap, "workers", 1)
-        started(cluster.bootstrap, [c], "queue", explicit=True)
+        ready(cluster.bootstrap, "workers", "queue", [c], explicit=True)
         produce(cluster.bootstrap, "queue", range(300))
         first = consume(c, 300, lambda value, _: AcknowledgeType.ACCEPT if value < 150
                         else AcknowledgeType.RELEASE)  # fmt: skip

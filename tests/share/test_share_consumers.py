@@ -74,11 +74,11 @@ def joined(bootstrap: str, group: str, members: int) -> None:
     """Wait until the group has `members` members, each assigned its partitions (a group
     starts reading at the log end: share.auto.offset.reset's default, latest)."""
 
-    def ready() -> bool:
+    def assigned() -> bool:
         found = described_members(bootstrap, group)
         return len(found) == members and all(x.assignment.topic_partitions for x in found)
 
-    wait_until(ready, what=f"{members} members with their assignments")
+    wait_until(assigned, what=f"{members} members with their assignments")
 
 
 def read(consumers: list[ShareConsumer], want: int, timeout_s: float = 60) -> list[list]:
@@ -123,6 +123,15 @@ def started(bootstrap: str, consumers: list[ShareConsumer], topic: str,
                     for x in got:
                         c.acknowledge(x)
                     c.commit_sync(30)
+
+
+def ready(bootstrap: str, group: str, topic: str, consumers: list[ShareConsumer],
+          explicit: bool = False) -> None:  # fmt: skip
+    """`consumers` (the whole group) joined, assigned, and reading from now on."""
+    for c in consumers:
+        c.poll(0.1)
+    joined(bootstrap, group, len(consumers))
+    started(bootstrap, consumers, topic, explicit)
 
 
 def consume(c: ShareConsumer, want: int, decide: Any = None,
@@ -195,9 +204,7 @@ def test_a_released_record_comes_back_counted_and_a_rejected_one_never(broker) -
     topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
     c = consumer(broker.bootstrap, group, topic, explicit=True)
     try:
-        c.poll(0.1)
-        joined(broker.bootstrap, group, 1)
-        started(broker.bootstrap, [c], topic, explicit=True)
+        ready(broker.bootstrap, group, topic, [c], explicit=True)
         produce(broker.bootstrap, topic, range(10))
 
         def decide(value: int, count: int) -> AcknowledgeType:
@@ -220,10 +227,7 @@ def test_an_expired_lock_hands_records_over_and_the_limit_archives(broker) -> No
     holder = consumer(broker.bootstrap, group, topic, explicit=True)
     other = consumer(broker.bootstrap, group, topic, explicit=True)
     try:
-        holder.poll(0.1)
-        other.poll(0.1)
-        joined(broker.bootstrap, group, 2)
-        started(broker.bootstrap, [holder, other], topic, explicit=True)
+        ready(broker.bootstrap, group, topic, [holder, other], explicit=True)
         produce(broker.bootstrap, topic, range(1))
         got = read([holder, other], 1)
         keeper, taker = (holder, other) if got[0] else (other, holder)
@@ -249,9 +253,7 @@ def test_a_broker_killed_keeps_every_acknowledgement(tmp_path) -> None:
     try:
         topic, group = topic_with(broker.bootstrap, 0), "kept"
         c = consumer(broker.bootstrap, group, topic, explicit=True)
-        c.poll(0.1)
-        joined(broker.bootstrap, group, 1)
-        started(broker.bootstrap, [c], topic, explicit=True)
+        ready(broker.bootstrap, group, topic, [c], explicit=True)
         produce(broker.bootstrap, topic, range(100))
         first = consume(c, 100, lambda value, _: AcknowledgeType.ACCEPT if value < 50
                         else AcknowledgeType.RELEASE)  # fmt: skip
@@ -278,9 +280,7 @@ def test_the_share_coordinators_settings_shape_its_topic_and_state(tmp_path) -> 
     try:
         topic, group = topic_with(broker.bootstrap, 0), "shaped"
         c = consumer(broker.bootstrap, group, topic, explicit=True)
-        c.poll(0.1)
-        joined(broker.bootstrap, group, 1)
-        started(broker.bootstrap, [c], topic, explicit=True)
+        ready(broker.bootstrap, group, topic, [c], explicit=True)
         for i in range(4):  # four writes of acknowledgements: updates, then a snapshot
             produce(broker.bootstrap, topic, range(i, i + 1))
             assert consume(c, 1) == [(i, 1)]
