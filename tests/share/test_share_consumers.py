@@ -365,3 +365,75 @@ def test_record_limit_acquires_no_more_than_max_records(broker) -> None:
     [partition] = answer.responses[0].partitions
     assert [(a.first_offset, a.last_offset, a.delivery_count)
             for a in partition.acquired_records] == [(0, 2, 1)]  # fmt: skip
+
+
+def classic_requests_on_a_share_group(bootstrap: str) -> dict[str, Any]:
+    """The classic group APIs on a share group with a member: DescribeGroups (v5),
+    OffsetCommit (v8, a simple commit), OffsetDelete and DeleteGroups (v2); then whether
+    ListGroups still names the group. Kafka's answers: the group is not a classic or
+    consumer group, and is not empty."""
+    topic, group = topic_with(bootstrap, 0), f"g{next(_names)}"
+    c = consumer(bootstrap, group, topic)
+    try:
+        c.poll(0.1)
+        joined(bootstrap, group, 1)
+        with KafkaClient(bootstrap) as client:
+            connection = client.connection(coordinator(client, group))
+
+            def send(key: ApiKey, request: Any, version: int) -> Any:
+                return connection.send(key, request, version)
+
+            described = send(ApiKey.DESCRIBE_GROUPS, m.DescribeGroupsRequest(groups=[group]), 5)
+            C = m.OffsetCommitRequest
+            committed = send(ApiKey.OFFSET_COMMIT, C(
+                group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                topics=[C.OffsetCommitRequestTopic(name=topic, partitions=[
+                    C.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])],
+            ), 8)  # fmt: skip
+            D = m.OffsetDeleteRequest
+            deleted_offsets = send(ApiKey.OFFSET_DELETE, D(group_id=group, topics=[
+                D.OffsetDeleteRequestTopic(name=topic, partitions=[
+                    D.OffsetDeleteRequestPartition(partition_index=0)])]), 0)  # fmt: skip
+            deleted = send(ApiKey.DELETE_GROUPS, m.DeleteGroupsRequest(groups_names=[group]), 2)
+            listed = send(ApiKey.LIST_GROUPS, m.ListGroupsRequest(types_filter=["share"]), 5)
+    finally:
+        c.close()
+    (d,) = described.groups
+    return {
+        "DescribeGroups": (d.error_code, d.group_state, d.protocol_type, len(d.members)),
+        "OffsetCommit": [p.error_code for t in committed.topics for p in t.partitions],
+        "OffsetDelete": deleted_offsets.error_code,
+        "DeleteGroups": [r.error_code for r in deleted.results],
+        "still listed": [g.group_id for g in listed.groups] == [group],
+    }
+
+
+def test_classic_group_apis_treat_a_share_group_as_kafka_does(broker) -> None:
+    assert classic_requests_on_a_share_group(broker.bootstrap) == {
+        "DescribeGroups": (0, "Dead", "", 0),
+        "OffsetCommit": [Errors("GROUP_ID_NOT_FOUND").code],
+        "OffsetDelete": Errors("GROUP_ID_NOT_FOUND").code,
+        "DeleteGroups": [Errors("NON_EMPTY_GROUP").code],
+        "still listed": True,
+    }
+
+
+def test_deleting_an_empty_share_group_is_refused_out_loud(broker) -> None:
+    """Kafka deletes an empty share group with its share partitions' state, which kt
+    cannot delete yet: DeleteGroups is refused (INVALID_REQUEST) and the group stays,
+    rather than the group going while its state stays behind."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    c = consumer(broker.bootstrap, group, topic)
+    c.poll(0.1)
+    joined(broker.bootstrap, group, 1)
+    c.close()
+    wait_until(lambda: described_members(broker.bootstrap, group) == [], 30, "the member gone")
+    with KafkaClient(broker.bootstrap) as client:
+        connection = client.connection(coordinator(client, group))
+        deleted = connection.send(ApiKey.DELETE_GROUPS,
+                                  m.DeleteGroupsRequest(groups_names=[group]), 2)  # fmt: skip
+        listed = connection.send(ApiKey.LIST_GROUPS, m.ListGroupsRequest(types_filter=["share"]))
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [
+        (group, Errors("INVALID_REQUEST").code)]  # fmt: skip
+    assert [(g.group_id, g.group_state) for g in listed.groups if g.group_id == group] == [
+        (group, "Empty")]  # fmt: skip

@@ -9,6 +9,7 @@ creates an Empty offsets-only group when none exists. A commit counts as a heart
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, GroupMetadata, GroupState
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.client.groups import encode_assignment, encode_subscription
+
+log = logging.getLogger(__name__)
 
 TopicPartitionKey = tuple[str, int]
 NO_OFFSET = -1
@@ -72,6 +75,8 @@ async def commit_offsets(
         if generation_id >= 0:
             return every("ILLEGAL_GENERATION")  # a commit from an older generation
         group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
+    if group.share is not None:
+        return every("GROUP_ID_NOT_FOUND")  # ShareGroup.validateOffsetCommit
     results: dict[TopicPartitionKey, str] = {}
     if group.consumer is not None:
         results = _consumer_group_commit(group.consumer, member_id, generation_id, api_version,
@@ -129,6 +134,8 @@ async def txn_commit_offsets(
         group = manager.add_group(GroupMetadata(group_id, GroupState.EMPTY, coordinator.clock()))
     if group.is_(GroupState.DEAD):
         error = "COORDINATOR_NOT_AVAILABLE"
+    elif group.share is not None:
+        error = "GROUP_ID_NOT_FOUND"  # ShareGroup.validateOffsetCommit
     elif group.consumer is not None:
         results = _consumer_group_commit(
             group.consumer,
@@ -236,8 +243,8 @@ async def delete_offsets(
     if error != "NONE":
         return error, {}
     group = coordinator.manager.get_group(group_id)
-    if group is None or group.is_(GroupState.DEAD):
-        return "GROUP_ID_NOT_FOUND", {}
+    if group is None or group.is_(GroupState.DEAD) or group.share is not None:
+        return "GROUP_ID_NOT_FOUND", {}  # a share group's: ShareGroup.validateOffsetDelete
     if group.consumer is not None:
         subscribed = group.consumer.subscribed_names()
     elif group.is_(GroupState.EMPTY):
@@ -274,6 +281,8 @@ def describe_group(
         return GroupDescription(group_id)  # Kafka answers a Dead group with no error
     if group.consumer is not None:
         return _describe_consumer_group(group.consumer, consumer_groups, topic_name)
+    if group.share is not None:  # not a classic group: Dead, as Kafka answers v0-5
+        return GroupDescription(group_id)
     s = group.summary()
     return GroupDescription(
         group_id, "NONE", s["state"], s["protocol_type"], s["protocol"], s["members"]
@@ -320,6 +329,14 @@ async def _delete_group(coordinator: GroupCoordinator, group_id: str) -> str:
     group = coordinator.manager.get_group(group_id)
     if group is None or group.is_(GroupState.DEAD):
         return "GROUP_ID_NOT_FOUND"
+    if group.share is not None:
+        if group.share.members:
+            return "NON_EMPTY_GROUP"  # ShareGroup.validateDeleteGroup
+        # Kafka deletes the share partitions' state too (DeleteShareGroupState), which kt
+        # cannot do yet: the group is kept rather than half deleted.
+        log.warning("[GroupId %s] Deleting a share group is not supported yet: its share "
+                    "partitions' state would be left behind", group_id)  # fmt: skip
+        return "INVALID_REQUEST"
     if not group.is_(GroupState.EMPTY) or (group.consumer is not None and group.consumer.members):
         return "NON_EMPTY_GROUP"
     await coordinator.manager.delete_group(group)
