@@ -16,12 +16,10 @@ not revoke within its rebalance timeout, is fenced: removed, and the group epoch
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from kt.broker.group import assignors, group_migration
 from kt.broker.group import consumer_group_records as cr
@@ -56,6 +54,7 @@ from kt.broker.group.modern_group import LEAVE_GROUP_MEMBER_EPOCH
 from kt.broker.group.offsets_records import group_metadata_value
 from kt.broker.group.subscribed_topics import TopicsView, refresh_regexes, subscription_hash
 from kt.broker.group.target_assignment import preferred_assignor, target_assignment
+from kt.broker.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +98,7 @@ class ConsumerGroupCoordinator:
         self.sync_timers = MemberTimers()
         self._all_timers = (self.session_timers, self.rebalance_timers, self.join_timers,
                             self.sync_timers)  # fmt: skip
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------
 
@@ -482,7 +481,7 @@ class ConsumerGroupCoordinator:
         log.info("[GroupId %s] Member %s fenced from the group because %s",
                  group_id, member_id, why)  # fmt: skip
         records = self.fence(group, [member])
-        self._spawn(self.manager.write(group_id, records))
+        self._tasks.spawn(self.manager.write(group_id, records))
 
     # -- assignment ----------------------------------------------------------------------
 
@@ -534,11 +533,6 @@ class ConsumerGroupCoordinator:
         for timers in self._all_timers:
             timers.cancel((group_id, member_id))
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def on_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         """A partition's groups were loaded: their members' timers start afresh."""
         for holder in groups:
@@ -559,8 +553,7 @@ class ConsumerGroupCoordinator:
     def shutdown(self) -> None:
         for timers in self._all_timers:
             timers.cancel_all()
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()
 
     # -- ConsumerGroupDescribe ----------------------------------------------------------
 

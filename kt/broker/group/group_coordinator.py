@@ -30,6 +30,7 @@ from kt.broker.group.group_metadata_manager import (
     GroupMetadataManager,
     now_ms,
 )
+from kt.broker.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +68,12 @@ class GroupCoordinator:
         self.initial_rebalance_delay_ms = initial_rebalance_delay_ms
         self.max_group_size = max_group_size
         self.clock = clock
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     # -- helpers --------------------------------------------------------------------
 
     def _later(self, delay_ms: float, callback: Callable[..., None], *args: Any) -> Any:
         return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000, callback, *args)
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def group_error(self, group_id: str | None) -> str:
         if not group_id:
@@ -112,7 +108,7 @@ class GroupCoordinator:
             if group.consumer.members:  # Kafka's group.consumer.migration.policy=disabled
                 return JoinResult("GROUP_ID_NOT_FOUND", member_id)
             tombstones = self.manager.drop_consumer_group(group)
-            self._spawn(self.manager.append(group_id, tombstones))
+            self._tasks.spawn(self.manager.append(group_id, tombstones))
         if group is None:
             if not unknown:
                 return JoinResult("UNKNOWN_MEMBER_ID", member_id)
@@ -168,7 +164,7 @@ class GroupCoordinator:
         self._update_member(member, args, protocols, waiter)
         if group.is_(STABLE) and unchanged:
             self.schedule_session_expiry(group, member)
-            self._spawn(self._persist_replacement(group, member, instance_id, old_id, before))
+            self._tasks.spawn(self._persist_replacement(group, member, instance_id, old_id, before))
         elif group.is_(STABLE) or group.is_(COMPLETING):
             self._prepare_rebalance(group, f"static member {instance_id} rejoined")
 
@@ -351,7 +347,7 @@ class GroupCoordinator:
             return
         group.init_next_generation(self.clock())
         if group.is_(EMPTY):
-            self._spawn(self.manager.store_group(group, {}))
+            self._tasks.spawn(self.manager.store_group(group, {}))
             return
         log.info("Stabilized group %s generation %d with %d members", group.group_id,
                  group.generation_id, len(group.members))  # fmt: skip
@@ -462,7 +458,7 @@ class GroupCoordinator:
         member.sync_waiter = waiter
         if group.is_leader(member_id):
             full = {m: assignments.get(m, b"") for m in group.members}
-            self._spawn(self._store_assignment(group, generation_id, full))
+            self._tasks.spawn(self._store_assignment(group, generation_id, full))
         return await waiter
 
     def _sync_precheck(
@@ -596,5 +592,4 @@ class GroupCoordinator:
 
     def shutdown(self) -> None:
         self.on_unloaded(list(self.manager.groups.values()))
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()

@@ -7,11 +7,11 @@ periodic offsets-retention pass runs here too."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Protocol
 
 from kt.broker.group.group_metadata import GroupMetadata
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
+from kt.broker.task_set import TaskSet
 
 
 class PartitionGroups(Protocol):
@@ -28,7 +28,7 @@ class GroupCoordinatorService:
     def __init__(self, manager: GroupMetadataManager, *coordinators: PartitionGroups) -> None:
         self.manager = manager
         self.coordinators = coordinators
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     def on_leadership_change(self, leaders: list[Any], resigned: list[Any]) -> None:
         """ReplicaManager callback: load the groups of `__consumer_offsets` partitions this
@@ -42,7 +42,7 @@ class GroupCoordinatorService:
 
     def on_election(self, partition: int, epoch: int) -> None:
         if self.manager.begin_loading(partition, epoch):
-            self._spawn(self._load(partition, epoch))
+            self._tasks.spawn(self._load(partition, epoch))
 
     async def _load(self, partition: int, epoch: int) -> None:
         groups = await self.manager.load(partition, epoch)
@@ -56,15 +56,9 @@ class GroupCoordinatorService:
 
     def start_offsets_cleanup(self, retention_ms: int) -> None:
         """The periodic offsets-retention pass (run from a broker background task)."""
-        self._spawn(self.manager.cleanup_expired_offsets(retention_ms))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self.manager.cleanup_expired_offsets(retention_ms))
 
     def shutdown(self) -> None:
         for coordinator in reversed(self.coordinators):
             coordinator.shutdown()
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()

@@ -15,11 +15,9 @@ reverse, as on Kafka.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
@@ -30,6 +28,7 @@ from kt.broker.group.member_timers import MemberTimers
 from kt.broker.group.modern_group import LEAVE_GROUP_MEMBER_EPOCH
 from kt.broker.group.share_group import STABLE, Assignment, ShareGroup, ShareGroupMember
 from kt.broker.group.subscribed_topics import TopicsView, topics_digest
+from kt.broker.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class ShareGroupCoordinator:
         self.settings = settings
         self.clock = clock
         self.session_timers = MemberTimers()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
@@ -253,7 +252,9 @@ class ShareGroupCoordinator:
             return
         log.info("[GroupId %s] Member %s fenced from the group because the member session "
                  "expired.", group_id, member_id)  # fmt: skip
-        self._spawn(self.manager.write(group_id, self._fence(group, group.members[member_id])))
+        self._tasks.spawn(
+            self.manager.write(group_id, self._fence(group, group.members[member_id]))
+        )
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         self.session_timers.schedule((group_id, member_id), self.settings.session_timeout_ms,
@@ -278,11 +279,6 @@ class ShareGroupCoordinator:
         ):
             self.manager.remove_group(holder)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def on_loaded(self, groups: Iterable[GroupMetadata]) -> None:
         for holder in groups:
             if holder.share is not None:
@@ -297,8 +293,7 @@ class ShareGroupCoordinator:
 
     def shutdown(self) -> None:
         self.session_timers.cancel_all()
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()
 
     # -- ShareGroupDescribe -------------------------------------------------------------
 

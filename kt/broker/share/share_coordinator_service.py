@@ -10,7 +10,6 @@ replayed once written: what a new coordinator loads is what the old one answered
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 import time
@@ -23,6 +22,7 @@ from kt.broker.replication.partition import TopicPartition
 from kt.broker.share import share_state as ss
 from kt.broker.share.share_coordinator import ShareCoordinatorShard, ShareStateError, WriteRequest
 from kt.broker.share.share_state import ShareGroupOffset, SharePartitionKey, StateRecord
+from kt.broker.task_set import TaskSet
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
 
@@ -55,7 +55,7 @@ class ShareCoordinatorService:
         self.shards: dict[int, ShareCoordinatorShard] = {}
         self.loading: set[int] = set()
         self._epochs: dict[int, int] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     # -- the operations (the internal RPCs' semantics) -----------------------------------
 
@@ -130,9 +130,7 @@ class ShareCoordinatorService:
             return
         self._epochs[partition] = epoch
         self.loading.add(partition)
-        task = asyncio.get_running_loop().create_task(self._load(partition, epoch))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._load(partition, epoch))
 
     def on_resignation(self, partition: int) -> None:
         self._epochs.pop(partition, None)
@@ -160,5 +158,4 @@ class ShareCoordinatorService:
                  len(shard.state))  # fmt: skip
 
     def shutdown(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()

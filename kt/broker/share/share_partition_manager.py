@@ -34,6 +34,7 @@ from kt.broker.share.share_state import (
     SharePartitionKey,
     StateBatch,
 )
+from kt.broker.task_set import TaskSet
 from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class SharePartitionManager:
         self.persister = persister
         self.settings = settings  # a group's share settings
         self._held: dict[tuple[str, TopicPartition], _Held] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks = TaskSet()
 
     # -- share partitions ----------------------------------------------------------------
 
@@ -127,7 +128,7 @@ class SharePartitionManager:
         if current is not None and current.leader_epoch == epoch:
             return current  # another fetch made it meanwhile
         held = self._held[(group_id, tp)] = _Held(sp, key, epoch, state.state_epoch)
-        sp.on_released = lambda: self._spawn(self._persist(held))
+        sp.on_released = lambda: self._tasks.spawn(self._persist(held))
         return held
 
     async def _persist(self, held: _Held) -> str:
@@ -223,13 +224,7 @@ class SharePartitionManager:
                 before = held.partition.state_batches()
                 held.partition.release_acquired(member_id)
                 if held.partition.state_batches() != before:
-                    self._spawn(self._persist(held))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+                    self._tasks.spawn(self._persist(held))
 
     def shutdown(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        self._tasks.cancel_all()

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kt.broker.task_set import TaskSet
 from kt.broker.transaction.transaction_log import (
     STATE_BY_NAME,
     TRANSACTION_STATE_TOPIC,
@@ -51,7 +52,7 @@ class TransactionCoordinator:
         self.state_manager = state_manager
         self.markers = markers
         self.generate_producer_id = generate_producer_id
-        self._tasks: set[Any] = set()
+        self._tasks = TaskSet()
 
     @property
     def clock(self) -> Callable[[], int]:
@@ -320,23 +321,17 @@ class TransactionCoordinator:
 
     # -- periodic jobs ------------------------------------------------------------------
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     def start_abort_timed_out_transactions(self) -> None:
         """The periodic timeout pass (transaction.abort.timed.out.transaction.cleanup.
         interval.ms), from a broker background task."""
-        self._spawn(self.abort_timed_out_transactions())
+        self._tasks.spawn(self.abort_timed_out_transactions())
 
     def start_remove_expired_transactional_ids(self) -> None:
-        self._spawn(self.state_manager.remove_expired_transactional_ids())
+        self._tasks.spawn(self.state_manager.remove_expired_transactional_ids())
 
     def shutdown(self) -> None:
         self.markers.shutdown()
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
 
     # -- timeouts -----------------------------------------------------------------------
 
@@ -376,7 +371,7 @@ class TransactionCoordinator:
             if partition.tp.topic != TRANSACTION_STATE_TOPIC:
                 continue
             if self.state_manager.begin_loading(index, epoch):
-                self._spawn(self._load(index, epoch))
+                self._tasks.spawn(self._load(index, epoch))
         for tp in resigned:
             if tp.topic == TRANSACTION_STATE_TOPIC:
                 self.on_resignation(tp.partition)

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kt.broker.task_set import TaskSet
 from kt.broker.transaction.transaction_log import TransactionState
 from kt.broker.transaction.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from kt.broker.transaction.transaction_state_manager import TransactionStateManager
@@ -59,21 +60,16 @@ class TransactionMarkerChannelManager:
         self.metadata_cache = metadata_cache
         self.send = send  # (leader broker id, WriteTxnMarkersRequest) -> response
         self.close_connections = close_connections
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = TaskSet()
 
     def add_txn_markers_to_send(
         self, coordinator_epoch: int, commit: bool, metadata: TransactionMetadata
     ) -> None:
-        task = asyncio.get_running_loop().create_task(
-            self._complete(coordinator_epoch, commit, metadata),
-            name=f"txn-markers-{metadata.transactional_id}",
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._complete(coordinator_epoch, commit, metadata),
+                          name=f"txn-markers-{metadata.transactional_id}")  # fmt: skip
 
     def shutdown(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel_all()
         self.close_connections()
 
     # -- one transaction ----------------------------------------------------------------
