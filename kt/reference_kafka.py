@@ -65,6 +65,9 @@ TOOL_CLASSES_4 = {
     "kafka-configs": "org.apache.kafka.tools.ConfigCommand",
     "kafka-console-producer": "org.apache.kafka.tools.ConsoleProducer",
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
+    "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+    "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-share-consumer-perf-test": "org.apache.kafka.tools.ShareConsumerPerformance",
 }
 
 # kafka-run-class.sh's default KAFKA_JVM_PERFORMANCE_OPTS (jvm_options() takes that
