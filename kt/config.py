@@ -192,6 +192,8 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.share.record.lock.duration.ms", "int", 30000, between(1000, 3600000)),
     ("group.share.partition.max.record.locks", "int", 2000, between(100, 10000)),
     ("group.share.max.share.sessions", "int", 2000, at_least(1)),
+    # internal in Kafka 4.4; below offsets.commit.timeout.ms that is used
+    ("group.share.initialize.retry.interval.ms", "int", 30000, at_least(1)),
     ("share.coordinator.state.topic.num.partitions", "int", 50, at_least(1)),
     ("share.coordinator.state.topic.replication.factor", "short", 3, at_least(1)),
     ("share.coordinator.state.topic.min.isr", "short", 2, at_least(1)),

@@ -338,10 +338,12 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
 )  # fmt: skip
 
-_KAFKA_4_GROUPS = Accepted("Kafka 4's group coordinator's tuning, share and streams groups' "
-                           "(KIP-932, KIP-1071), which kt does not serve yet; kt computes a "
-                           "consumer group's assignment at once, in the heartbeat")  # fmt: skip
-_KAFKA_4_SHARE = Accepted("Kafka 4's share coordinator's (KIP-932), which kt does not run yet")
+_KAFKA_4_GROUPS = Accepted("Kafka 4's group coordinator's tuning, and streams groups' "
+                           "(KIP-1071), which kt does not serve yet; kt computes a consumer or "
+                           "share group's assignment at once, in the heartbeat")  # fmt: skip
+_KAFKA_4_SHARE = Accepted("the tuning of Kafka 4's share coordinator (KIP-932) and its "
+                          "dead-letter queues (KIP-1191): kt's share coordinator appends each "
+                          "state change at once, and kt has no dead-letter queue yet")  # fmt: skip
 _KAFKA_4_OAUTH = Accepted("Kafka 4's OAUTHBEARER client credentials and JWT assertion "
                           "login (KIP-1139): a client's; kt's brokers log in with unsecured "
                           "JWS")  # fmt: skip
@@ -395,7 +397,6 @@ KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("group.share.min.assignment.interval.ms", "int", 0),
         ("group.share.max.assignment.interval.ms", "int", 15000),
         ("group.share.assignor.offload.enable", "bool", True),
-        ("group.share.initialize.retry.interval.ms", "int", 30000),
         ("group.share.max.delivery.count.limit", "int", 10),
         ("group.share.min.delivery.count.limit", "int", 2),
         ("group.share.max.partition.max.record.locks", "int", 4000),

@@ -37,8 +37,11 @@ FAMILIES = (
      (4, 5, 6, 7, 56, 67)),
     ("share_groups", "share groups (KIP-932): membership, share fetches, acknowledgements, "
      "and the share coordinator's internal RPCs",
-     (76, 77, 78, 79, 83, 84, 85)),
+     (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)),
 )  # fmt: skip
+# Kafka 3.9's share group APIs were early access (KIP-932); Kafka 4 changed some of them
+# at the same version.
+EARLY_ACCESS = frozenset((76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92))
 KT_API_KEYS = frozenset(key for _, _, keys in FAMILIES for key in keys)
 PRIMITIVES = {
     "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "bool", "uuid",
@@ -320,9 +323,10 @@ def main(argv: list[str]) -> int:
     by_key = read_docs(source)
     if len(argv) == 3:
         for key, doc in read_docs(Path(argv[2])).items():
-            if key not in by_key or doc["name"] != by_key[key]["name"]:
+            if key not in by_key or doc["name"] != by_key[key]["name"] or key[0] in EARLY_ACCESS:
                 # New, or renamed with its fields (74: ListClientMetricsResources became
-                # ListConfigResources, v0 the same bytes): the newer file alone.
+                # ListConfigResources, v0 the same bytes), or early access in the base
+                # (changed since without a new version): the newer file alone.
                 by_key[key] = doc
             elif top_version(doc) > top_version(by_key[key]):  # not the ZooKeeper-era ones
                 by_key[key] = merge_docs(by_key[key], doc)

@@ -299,6 +299,10 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "6000", lambda c: share_group_settings(c).heartbeat_interval_ms, 6000
     ),
     "group.share.max.size": Built("7", lambda c: share_group_settings(c).max_size, 7),
+    # offsets.commit.timeout.ms (5000) is the floor, as in Kafka
+    "group.share.initialize.retry.interval.ms": Built(
+        "9000", lambda c: share_group_settings(c).initialize_retry_interval_ms, 9000
+    ),
     "group.share.delivery.count.limit": Built(
         "4", lambda c: share_fetch_settings(c).partition.max_delivery_count, 4
     ),

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from kt.broker.replication.controller_requests import ControllerRequests
     from kt.broker.replication.replica_manager import ReplicaManager
     from kt.broker.share.share_coordinator_service import ShareCoordinatorService
+    from kt.broker.share.share_group_offsets import ShareGroupOffsets
     from kt.broker.share.share_partition_manager import SharePartitionManager
     from kt.broker.share.share_session import ShareSessionCache
     from kt.broker.store_executor import StoreExecutor
@@ -58,6 +59,7 @@ class BrokerServices:
     share_partitions: SharePartitionManager  # the share partitions led here
     share_sessions: ShareSessionCache  # share group members' fetch sessions
     share_coordinator: ShareCoordinatorService  # share partitions' state held here
+    share_offsets: ShareGroupOffsets  # share groups' offsets, for the admin side
     txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
     admin_manager: AdminManager  # topics and partitions

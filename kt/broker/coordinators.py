@@ -18,11 +18,13 @@ from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.group.share_group_coordinator import ShareGroupCoordinator, ShareGroupSettings
 from kt.broker.inter_broker_connections import InterBrokerConnections
+from kt.broker.partition_metadata_client import PartitionMetadataClient
 from kt.broker.share.persister import Persister
 from kt.broker.share.share_coordinator_service import (
     SHARE_GROUP_STATE_TOPIC,
     ShareCoordinatorService,
 )
+from kt.broker.share.share_group_offsets import ShareGroupOffsets
 from kt.broker.share.share_partition import SharePartitionConfig
 from kt.broker.share.share_partition_manager import ShareFetchSettings, SharePartitionManager
 from kt.broker.share.share_session import ShareSessionCache
@@ -174,6 +176,9 @@ def share_group_settings(cfg: KafkaConfig) -> ShareGroupSettings:
         max_size=cfg["group.share.max.size"],
         session_timeout_ms=cfg["group.share.session.timeout.ms"],
         heartbeat_interval_ms=cfg["group.share.heartbeat.interval.ms"],
+        initialize_retry_interval_ms=max(
+            cfg["group.share.initialize.retry.interval.ms"], cfg["offsets.commit.timeout.ms"]
+        ),
     )
 
 
@@ -196,6 +201,7 @@ class ShareGroupParts:
     coordinator: ShareCoordinatorService
     partitions: SharePartitionManager
     sessions: ShareSessionCache
+    offsets: ShareGroupOffsets  # the admin side: a share group's offsets
 
 
 def create_share_group_parts(
@@ -203,8 +209,6 @@ def create_share_group_parts(
     manager: GroupMetadataManager, create_state_topic: Callable[[], Any],
     broker_endpoint: Callable[[int], tuple[str, int] | None], security: dict[str, Any],
 ) -> ShareGroupParts:  # fmt: skip
-    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg))
-
     def state_partitions() -> int:
         known = cache.topic_partitions(SHARE_GROUP_STATE_TOPIC)
         return len(known) or cfg["share.coordinator.state.topic.num.partitions"]
@@ -230,7 +234,12 @@ def create_share_group_parts(
                                          broker_endpoint, security)  # fmt: skip
     persister = Persister(coordinator, coordinator_leader, broker_id, create_state_topic,
                           connections, cfg["request.timeout.ms"] / 1000)  # fmt: skip
+    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg), persister.initialize)
     settings = share_fetch_settings(cfg)
     partitions = SharePartitionManager(replica_manager, persister, lambda group: settings)
     sessions = ShareSessionCache(cfg["group.share.max.share.sessions"])
-    return ShareGroupParts(groups, coordinator, partitions, sessions)
+    latest = PartitionMetadataClient(broker_id, replica_manager, cache, InterBrokerConnections(
+        f"broker-{broker_id}-partition-metadata", broker_endpoint, security),
+        cfg["request.timeout.ms"] / 1000)  # fmt: skip
+    offsets = ShareGroupOffsets(groups, persister, cache, latest)
+    return ShareGroupParts(groups, coordinator, partitions, sessions, offsets)

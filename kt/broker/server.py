@@ -325,6 +325,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
             share_partitions=self.share.partitions,
             share_sessions=self.share.sessions,
             share_coordinator=self.share.coordinator,
+            share_offsets=self.share.offsets,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,

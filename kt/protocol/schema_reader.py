@@ -10,6 +10,7 @@ struct.error, which the callers turn into their own messages.
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Callable
 
 _I8 = struct.Struct(">b")
@@ -42,6 +43,9 @@ class SchemaReader:
 
     def int64(self) -> int:
         return self._fixed(_I64)
+
+    def uuid(self) -> uuid.UUID:
+        return uuid.UUID(bytes=self._take(16))
 
     def uvarint(self) -> int:
         result = shift = 0

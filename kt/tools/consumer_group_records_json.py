@@ -1,4 +1,4 @@
-"""Kafka 4's consumer group records of `__consumer_offsets` as DumpLogSegments prints them
+"""Kafka 4's consumer and share group records of `__consumer_offsets` as DumpLogSegments prints them
 (CoordinatorRecordJsonConverters): the key's fields and the value's, in the schema's
 order and under its camelCase names, tagged fields only where they hold other than their
 default, topic ids as Kafka's Uuid.toString (URL-safe base64).
@@ -27,8 +27,16 @@ KEYS: dict[int, list[tuple[str, str]]] = {
     6: [("groupId", "string")],
     7: [("groupId", "string"), ("memberId", "string")],
     8: [("groupId", "string"), ("memberId", "string")],
+    10: [("groupId", "string"), ("memberId", "string")],
+    11: [("groupId", "string")],
+    12: [("groupId", "string")],
+    13: [("groupId", "string"), ("memberId", "string")],
+    14: [("groupId", "string"), ("memberId", "string")],
+    15: [("groupId", "string")],
     16: [("groupId", "string"), ("regularExpression", "string")],
 }
+_SHARE_TOPICS: list = [("topicId", "uuid"), ("partitions", "[]int32"), {}]
+_SHARE_INIT: list = [("topicId", "uuid"), ("topicName", "string"), ("partitions", "[]int32"), {}]
 
 VALUES: dict[int, list] = {
     3: [("epoch", "int32"), {0: ("metadataHash", "int64")}],
@@ -47,6 +55,16 @@ VALUES: dict[int, list] = {
     8: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
         ("assignedPartitions", _TOPIC_PARTITIONS),
         ("partitionsPendingRevocation", _TOPIC_PARTITIONS), {}],
+    # share groups (KIP-932)
+    10: [("rackId", "string?"), ("clientId", "string"), ("clientHost", "string"),
+         ("subscribedTopicNames", "[]string"), {}],
+    11: [("epoch", "int32"), ("metadataHash", "int64"), {}],
+    12: [("assignmentEpoch", "int32"), {0: ("assignmentTimestamp", "int64")}],
+    13: [("topicPartitions", _SHARE_TOPICS), {}],
+    14: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
+         ("assignedPartitions", _SHARE_TOPICS), {}],
+    15: [("initializingTopics", _SHARE_INIT), ("initializedTopics", _SHARE_INIT),
+         ("deletingTopics", [("topicId", "uuid"), ("topicName", "string"), {}]), {}],
     16: [("topics", "[]string"), ("version", "int64"), ("timestamp", "int64"), {}],
 }  # fmt: skip
 

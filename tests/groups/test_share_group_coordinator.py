@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from kt.broker.group import share_partition_metadata as spm
 from kt.broker.group.consumer_group_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
@@ -25,6 +26,12 @@ from kt.broker.group.share_group_coordinator import (
     ShareGroupSettings,
     ShareHeartbeatRequest,
 )
+from kt.broker.metadata_cache import PartitionState
+from kt.broker.share.share_coordinator_service import (
+    SHARE_GROUP_STATE_TOPIC,
+    ShareCoordinatorService,
+)
+from kt.broker.share.share_state import SharePartitionKey
 from kt.config import KafkaConfig
 from tests.groups.test_group_coordinator import coordinator_on, wait_loaded, wait_until
 
@@ -50,7 +57,28 @@ class Topics:
 
 
 def share_coordinator(manager: GroupMetadataManager, **settings: int) -> ShareGroupCoordinator:
-    return ShareGroupCoordinator(manager, Topics(), ShareGroupSettings(**settings))
+    """A share group coordinator whose share partitions' state a share coordinator on
+    the same replica manager initializes (its `__share_group_state` partition led here)."""
+    replicas = manager.replica_manager
+    states = ShareCoordinatorService(replicas, lambda: 1,
+                                     lambda t: 2 if t == ORDERS else None)  # fmt: skip
+    replicas.leadership_listeners.append(states.on_leadership_change)
+    state = PartitionState(SHARE_GROUP_STATE_TOPIC, 0, 0, 0, [0], [0])
+    replicas.become_leader_or_follower(0, 1, [state], {})
+    c = ShareGroupCoordinator(manager, Topics(), ShareGroupSettings(**settings), states.initialize)
+    c.states = states  # type: ignore[attr-defined]
+    return c
+
+
+async def initialized(c: ShareGroupCoordinator, group: str = "sg") -> None:
+    """Until the group's share partitions of "orders" have their state initialized."""
+
+    def done() -> bool:
+        found = c.describe(group)[2]
+        return found is not None and spm.initialized_partitions(found.partition_metadata) == {
+            ORDERS: frozenset({0, 1})}  # fmt: skip
+
+    await wait_until(done, "the share partitions initialized")
 
 
 def beat(member: str, epoch: int, topics: list[str] | None = None, group: str = "sg"):  # type: ignore[no-untyped-def]
@@ -63,13 +91,20 @@ def test_members_share_the_partitions_leave_and_are_reloaded(tmp_path) -> None:
         await wait_loaded(classic)
         c = share_coordinator(classic.manager)
         a = await c.heartbeat(beat("a", 0, ["orders"]))
-        assert (a.error, a.member_epoch, a.assignment) == ("NONE", 2, {ORDERS: frozenset({0, 1})})
+        # nothing to assign until the share partitions' state is initialized
+        assert (a.error, a.member_epoch, a.assignment) == ("NONE", 2, {})
+        await initialized(c)
+        for partition in (0, 1):  # at the group epoch, where share.auto.offset.reset says
+            state = c.states.summary(SharePartitionKey("sg", ORDERS, partition))
+            assert (state.state_epoch, state.start_offset) == (2, -1)
+        a = await c.heartbeat(beat("a", 2))  # a new epoch assigns them
+        assert (a.error, a.member_epoch, a.assignment) == ("NONE", 3, {ORDERS: frozenset({0, 1})})
         b = await c.heartbeat(beat("b", 0, ["orders"]))
-        assert (b.member_epoch, b.assignment) == (3, {ORDERS: frozenset({1})})
-        a = await c.heartbeat(beat("a", 2))  # a takes its share of the new target at once
-        assert (a.member_epoch, a.assignment) == (3, {ORDERS: frozenset({0})})
+        assert (b.member_epoch, b.assignment) == (4, {ORDERS: frozenset({1})})
+        a = await c.heartbeat(beat("a", 3))  # a takes its share of the new target at once
+        assert (a.member_epoch, a.assignment) == (4, {ORDERS: frozenset({0})})
         three = [await c.heartbeat(beat(m, 0, ["orders"])) for m in ("c", "d")]
-        assert [r.member_epoch for r in three] == [4, 5]
+        assert [r.member_epoch for r in three] == [5, 6]
         _, _, group = c.describe("sg")
         assert group is not None and group.state == ShareGroupState.STABLE
         assert sorted(len(a) for a in group.target.values()) == [1, 1, 1, 1]  # shared by two
@@ -85,7 +120,9 @@ def test_members_share_the_partitions_leave_and_are_reloaded(tmp_path) -> None:
         await wait_until(lambda: not reloaded_manager.loading, "loading")
         group = reloaded.describe("sg")[2]
         assert group is not None and sorted(group.members) == ["a", "b", "c"]
-        assert group.group_epoch == 6
+        assert group.group_epoch == 7
+        assert spm.initialized_partitions(group.partition_metadata) == {
+            ORDERS: frozenset({0, 1})}  # fmt: skip
         again = await reloaded.heartbeat(beat("a", group.members["a"].member_epoch))
         assert again.error == "NONE"
         reloaded.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import re
 import subprocess
 import threading
 import time
@@ -10,10 +11,15 @@ import time
 from confluent_kafka import Producer
 
 from kt.reference_kafka import KAFKA4_VERSION, run_tool, tool_command
+from tests.oracle.conftest import dump_group_partition
 from tests.share.test_share_consumers import (
     SHARE,
     classic_requests_on_a_share_group,
+    consume,
+    consumer,
+    end_offset,
     produce,
+    ready,
     topic_with,
 )
 
@@ -68,3 +74,60 @@ def test_kafka4s_console_share_consumer_reads_every_record_from_kt(broker_factor
     listed = run_tool("kafka-share-groups", "--bootstrap-server", kt.bootstrap, "--list",
                       version=KAFKA4_VERSION)  # fmt: skip
     assert listed.stdout.split() == ["console"], listed.stderr
+
+
+def described(bootstrap: str, topic: str, *options: str) -> list[list[str]]:
+    """kafka-share-groups --describe of group "described": the table's rows, split, the
+    topic's name as <topic> and the coordinator's address and id masked."""
+    result = run_tool("kafka-share-groups", "--bootstrap-server", bootstrap, "--describe",
+                      "--group", "described", *options, version=KAFKA4_VERSION)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.replace(topic, "<topic>").replace(bootstrap, "<coordinator>")
+    text = re.sub(r"\(\d+\)", "(<id>)", text)  # the coordinator's broker id
+    return [line.split() for line in text.splitlines() if line.strip()]
+
+
+def share_group_scenario(bootstrap: str) -> tuple[list[int], dict[str, list[list[str]]]]:
+    """A member reads and accepts ten records, leaves; five more are produced. Then
+    kafka-share-groups describes the group's offsets (start offset, lag), its state (the
+    group and assignment epochs of the initialization) and, verbose, the leader epochs.
+    Returns how far each table's start offset is behind the log end, and the tables
+    without it: Kafka persists a share partition's start offset as it was before the
+    acknowledgements it writes moved it (SharePartition writes the state, then advances),
+    so its START-OFFSET may trail kt's; the lag, which counts what was delivered past it,
+    is the same."""
+    topic = topic_with(bootstrap, 0)
+    member = consumer(bootstrap, "described", topic, explicit=True)
+    try:
+        ready(bootstrap, "described", topic, [member], explicit=True)
+        produce(bootstrap, topic, range(10))
+        assert len(consume(member, 10)) == 10
+    finally:
+        member.close()
+    produce(bootstrap, topic, range(5))
+    tables = {"offsets": described(bootstrap, topic),
+              "verbose": described(bootstrap, topic, "--verbose"),
+              "state": described(bootstrap, topic, "--state", "--verbose")}  # fmt: skip
+    log_end = end_offset(bootstrap, topic)
+    behind = []
+    for name, start_column in (("offsets", 3), ("verbose", 4)):
+        header, row = tables[name]
+        assert header[start_column] == "START-OFFSET"
+        behind.append(log_end - int(row.pop(start_column)))
+        del header[start_column]
+    return behind, tables
+
+
+def test_kafka_share_groups_describes_the_same_on_kafka4_and_kt(kafka_factory, broker_factory):
+    kafka = kafka_factory(version=KAFKA4_VERSION, overrides=KAFKA4_SHARE)
+    behind, theirs = share_group_scenario(kafka.bootstrap)
+    assert all(b >= 5 for b in behind)
+    assert theirs["offsets"][1] == ["described", "<topic>", "0", "5"]  # the lag
+    assert theirs["state"][1][-4:] == ["Empty", "4", "4", "0"]  # joined, initialized, left
+    kt = broker_factory(**SHARE)
+    behind, ours = share_group_scenario(kt.bootstrap)
+    assert behind == [5, 5]  # every accepted record is behind kt's start offset
+    assert ours == theirs
+    kafka_dump, kt_dump = dump_group_partition(kt.log_dir, "described")
+    assert '"type":"15"' in kafka_dump and "Unknown record type" not in kafka_dump
+    assert kt_dump == kafka_dump

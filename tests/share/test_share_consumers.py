@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kt.broker.share import share_state as ss
@@ -154,6 +154,15 @@ def consume(c: ShareConsumer, want: int, decide: Any = None,
         if batch:
             assert all(error is None for error in c.commit_sync(30).values())
     return got
+
+
+def end_offset(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The partition's log end (its high watermark)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-offset"})
+    try:
+        return reader.get_watermark_offsets(TopicPartition(topic, partition), 30)[1]
+    finally:
+        reader.close()
 
 
 def coordinator(client: KafkaClient, group: str) -> int | None:
@@ -437,3 +446,53 @@ def test_deleting_an_empty_share_group_is_refused_out_loud(broker) -> None:
         (group, Errors("INVALID_REQUEST").code)]  # fmt: skip
     assert [(g.group_id, g.group_state) for g in listed.groups if g.group_id == group] == [
         (group, "Empty")]  # fmt: skip
+
+
+def describe_offsets(bootstrap: str, group: str, topics: list | None) -> Any:
+    """DescribeShareGroupOffsets v1 at the group's coordinator: the group's answer."""
+    R = m.DescribeShareGroupOffsetsRequest
+    wanted = (
+        None
+        if topics is None
+        else [
+            R.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=ps) for t, ps in topics
+        ]
+    )
+    request = R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=wanted)])
+    with KafkaClient(bootstrap) as client:
+        node = coordinator(client, group)
+        response = client.connection(node).send(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, request, 1)
+    (answer,) = response.groups
+    return answer
+
+
+def offsets_of(answer: Any) -> dict[tuple[str, int], tuple[int, int, int, int]]:
+    """(topic, partition) -> (start offset, leader epoch, lag, error code)."""
+    return {(t.topic_name, p.partition_index): (p.start_offset, p.leader_epoch, p.lag,
+                                                 p.error_code)
+            for t in answer.topics for p in t.partitions}  # fmt: skip
+
+
+def test_a_share_groups_offsets_are_its_start_and_lag(broker) -> None:
+    """DescribeShareGroupOffsets: each initialized share partition's start offset and lag
+    (the log end, less the start, less what was delivered past it); a partition never
+    read has no start offset yet; a topic that does not exist answers none."""
+    topic = topic_with(broker.bootstrap, 0, partitions=2)
+    member = consumer(broker.bootstrap, "offsets", topic, explicit=True)
+    try:
+        ready(broker.bootstrap, "offsets", topic, [member], explicit=True)  # reads partition 0
+        produce(broker.bootstrap, topic, range(10))  # ten on partition 0
+        assert len(consume(member, 10)) == 10
+    finally:
+        member.close()
+    produce(broker.bootstrap, topic, range(5), partitions=1)
+    end = end_offset(broker.bootstrap, topic)
+    everything = describe_offsets(broker.bootstrap, "offsets", None)
+    assert everything.error_code == 0
+    assert offsets_of(everything) == {(topic, 0): (end - 5, 0, 5, 0), (topic, 1): (-1, 0, -1, 0)}
+    named = describe_offsets(broker.bootstrap, "offsets", [(topic, [0]), ("no-such-topic", [3])])
+    assert offsets_of(named) == {(topic, 0): (end - 5, 0, 5, 0),
+                                 ("no-such-topic", 3): (-1, 0, -1, 0)}  # fmt: skip
+    assert [t.topic_id.int for t in named.topics if t.topic_name == "no-such-topic"] == [0]
+    unknown = describe_offsets(broker.bootstrap, "never-was", None)
+    assert (unknown.error_code, unknown.topics) == (0, [])

@@ -115,6 +115,9 @@ HANDLERS = {
     ApiKey.INITIALIZE_SHARE_GROUP_STATE: share_groups.initialize_share_group_state,
     ApiKey.READ_SHARE_GROUP_STATE: share_groups.read_share_group_state,
     ApiKey.WRITE_SHARE_GROUP_STATE: share_groups.write_share_group_state,
+    ApiKey.DELETE_SHARE_GROUP_STATE: share_groups.delete_share_group_state,
+    ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_groups.read_share_group_state_summary,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
 }
 # Served while group.coordinator.rebalance.protocols lists their protocol.
 _PROTOCOL_APIS = {
@@ -127,6 +130,9 @@ _PROTOCOL_APIS = {
         ApiKey.INITIALIZE_SHARE_GROUP_STATE,
         ApiKey.READ_SHARE_GROUP_STATE,
         ApiKey.WRITE_SHARE_GROUP_STATE,
+        ApiKey.DELETE_SHARE_GROUP_STATE,
+        ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
     ),
 }
 

@@ -384,8 +384,7 @@ def _read_assignment(
     """[TopicId, Partitions]; their AssignmentEpochs (tag 0) into `epochs` if given."""
     assignment: Assignment = {}
     for _ in range(max(0, r.array_length())):
-        topic_id = uuid.UUID(bytes=bytes(r.data[r.pos : r.pos + 16]))
-        r.pos += 16
+        topic_id = r.uuid()
         partitions = r.array(r.int32) or []
         assignment[topic_id] = frozenset(partitions)
         tag = _read_tags(r).get(0)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 Assignment = dict[uuid.UUID, frozenset[int]]
 Partition = tuple[uuid.UUID, int]
@@ -24,12 +24,12 @@ Partition = tuple[uuid.UUID, int]
 
 def assign(
     subscriptions: Mapping[str, frozenset[uuid.UUID]],
-    partition_counts: Mapping[uuid.UUID, int],
+    assignable: Mapping[uuid.UUID, Collection[int]],
     current: Mapping[str, Assignment],
 ) -> dict[str, Assignment]:
     """Each member's target: `subscriptions` the topic ids each subscribes to,
-    `partition_counts` the assignable partitions' count per topic, `current` the
-    previous target assignment."""
+    `assignable` each topic's assignable partitions (those with initialized state),
+    `current` the previous target assignment."""
     members = sorted(subscriptions)
     if not members:
         return {}
@@ -42,7 +42,7 @@ def assign(
         every = sorted({t for m in members for t in subscriptions[m]}, key=str)
         groups = [([t], [m for m in members if t in subscriptions[m]]) for t in every]
     for topics, subscribers in groups:
-        partitions = [(t, p) for t in topics for p in range(partition_counts.get(t, 0))]
+        partitions = [(t, p) for t in topics for p in sorted(assignable.get(t, ()))]
         old = {m: {(t, p) for t, ps in current.get(m, {}).items() if t in topics for p in ps}
                for m in subscribers}  # fmt: skip
         for member, taken in _balanced(subscribers, partitions, old).items():

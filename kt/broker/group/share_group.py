@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from kt.broker.group.modern_group import Assignment, ModernGroup
+from kt.broker.group.share_partition_metadata import SharePartitionMetadata
 
 STABLE = 0  # the only MemberState a share group member has (ShareGroupAssignmentBuilder)
 
@@ -45,7 +46,12 @@ class ShareGroupMember:
 
 
 class ShareGroup(ModernGroup[ShareGroupMember]):
-    """Members, epochs and target assignment of one share group."""
+    """Members, epochs and target assignment of one share group, and which of its share
+    partitions have their state initialized (share_partition_metadata.py)."""
+
+    def __init__(self, group_id: str) -> None:
+        super().__init__(group_id)
+        self.partition_metadata: SharePartitionMetadata | None = None
 
     def __repr__(self) -> str:
         return (f"ShareGroup(groupId={self.group_id}, epoch={self.group_epoch}, "

@@ -4,7 +4,10 @@ Kafka's GroupMetadataManager.shareGroupHeartbeat: the member is created or updat
 the group epoch bumped when a member joins or changes its subscription or the
 subscribed topics change; the target assignment (the `simple` assignor) is recomputed
 when the group epoch is ahead of it; the member takes its target at once (members share
-partitions: nothing to revoke first). Leaving (epoch -1) and an expired session remove the
+partitions: nothing to revoke first). Only share partitions whose state the share
+coordinator holds are assigned: a heartbeat finding subscribed partitions without state
+has them initialized first (share_partition_metadata.py), and the group epoch is bumped
+once they are, to assign them. Leaving (epoch -1) and an expired session remove the
 member and bump the group epoch. Every change is a list of records, replayed into the
 group and appended to `__consumer_offsets` with acks=all before the answer.
 
@@ -16,11 +19,13 @@ reverse, as on Kafka.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
+from kt.broker.group import share_partition_metadata as spm
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import GroupMetadataManager, now_ms
 from kt.broker.group.heartbeat_request import GroupError, HeartbeatResult, refuse_empty
@@ -40,6 +45,7 @@ class ShareGroupSettings:
     max_size: int = 200
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
+    initialize_retry_interval_ms: int = spm.INITIALIZE_RETRY_INTERVAL_MS
 
 
 @dataclass
@@ -73,12 +79,16 @@ class ShareGroupCoordinator:
         manager: GroupMetadataManager,
         topics: TopicsView,
         settings: ShareGroupSettings,
+        initialize_state: Callable[[Any, int, int], Awaitable[None]],
         *,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.manager = manager
         self.topics = topics
         self.settings = settings
+        # The persister's InitializeShareGroupState: (SharePartitionKey, state epoch, start
+        # offset), ShareStateError when refused.
+        self.initialize_state = initialize_state
         self.clock = clock
         self.session_timers = MemberTimers()
         self._tasks = TaskSet()
@@ -86,6 +96,7 @@ class ShareGroupCoordinator:
     # -- ShareGroupHeartbeat -------------------------------------------------------------
 
     async def heartbeat(self, request: ShareHeartbeatRequest) -> HeartbeatResult:
+        init = None
         try:
             validate(request)
             status = self.manager.group_status(request.group_id)
@@ -94,15 +105,19 @@ class ShareGroupCoordinator:
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
                 result, records = self._leave(request)
             else:
-                result, records = self._heartbeat(request)
+                result, records, init = self._heartbeat(request)
         except GroupError as e:
             return HeartbeatResult(e.error, e.message, request.member_id, request.member_epoch)
         error = await self.manager.write(request.group_id, records)
         if error != "NONE":
             return HeartbeatResult(error, None, result.member_id, result.member_epoch)
+        if init is not None:
+            self._tasks.spawn(self._initialize_state(init))
         return result
 
-    def _heartbeat(self, request: ShareHeartbeatRequest) -> tuple[HeartbeatResult, list]:
+    def _heartbeat(
+        self, request: ShareHeartbeatRequest
+    ) -> tuple[HeartbeatResult, list, spm.InitializeRequest | None]:
         records: list[sr.ShareRecord] = []
         group_id, member_id = request.group_id, request.member_id
         joining = request.member_epoch == 0
@@ -122,6 +137,10 @@ class ShareGroupCoordinator:
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
         members = {**group.members, member_id: updated}
         group_epoch = group.group_epoch
+        if group.assignment_epoch >= group_epoch and group.members:
+            # initialized share partitions not assigned yet: a new assignment takes them
+            bump |= spm.assignment_pending(group.partition_metadata, group.subscribed_names(),
+                                           group.target.values())  # fmt: skip
         metadata_hash = group.metadata_hash
         version = self.topics.topics_version
         if bump or group.metadata_refresh_deadline != version:
@@ -139,6 +158,7 @@ class ShareGroupCoordinator:
         reconciled = self._reconcile(updated, target_epoch, target, bump)
         if reconciled != updated:
             records.append(sr.current_assignment(group_id, reconciled))
+        init = self._initialization(group, group_epoch, members.values(), records)
         self.apply(group_id, records)
         self._schedule_session_timeout(group_id, member_id)
         result = HeartbeatResult(
@@ -147,7 +167,7 @@ class ShareGroupCoordinator:
         )  # fmt: skip
         if joining or names is not None or reconciled.assigned != member.assigned:
             result.assignment = reconciled.assigned
-        return result, records
+        return result, records, init
 
     def _member(self, group: ShareGroup, request: ShareHeartbeatRequest) -> ShareGroupMember:
         """getOrMaybeSubscribeShareGroupMember: a new member joins with epoch 0."""
@@ -201,7 +221,9 @@ class ShareGroupCoordinator:
         records: list[sr.ShareRecord],
         epoch: int,
     ) -> dict[str, Assignment]:
-        counts = {}
+        """The simple assignor over the subscribed topics' initialized partitions."""
+        initialized = spm.initialized_partitions(group.partition_metadata)
+        assignable = {}
         subscriptions = {}
         for member_id, member in members.items():
             ids = set()
@@ -209,15 +231,79 @@ class ShareGroupCoordinator:
                 count = len(self.topics.topic_partitions(topic))
                 if count:
                     topic_id = self.topics.topic_id(topic)
-                    counts[topic_id] = count
+                    assignable[topic_id] = frozenset(
+                        p for p in initialized.get(topic_id, ()) if p < count
+                    )
                     ids.add(topic_id)
             subscriptions[member_id] = frozenset(ids)
-        targets = share_assignor.assign(subscriptions, counts, group.target)
+        targets = share_assignor.assign(subscriptions, assignable, group.target)
         for member_id, target in targets.items():
             if target != group.target.get(member_id):
                 records.append(sr.target_member(group.group_id, member_id, target))
         records.append(sr.target_epoch(group.group_id, epoch, self.clock()))
         return targets
+
+    # -- share partitions' state initialized -------------------------------------------
+
+    def _initialization(
+        self,
+        group: ShareGroup,
+        group_epoch: int,
+        members: Iterable[ShareGroupMember],
+        records: list[sr.ShareRecord],
+    ) -> spm.InitializeRequest | None:
+        """maybeCreateInitializeShareGroupStateRequest: the subscribed topics' partitions
+        without state join the initializing ones (a record); the request for them."""
+        subscribed = {t for m in members for t in m.subscribed_topic_names}
+        topics = {}
+        for name in subscribed:
+            count = len(self.topics.topic_partitions(name))
+            if count:
+                topics[name] = (self.topics.topic_id(name), count)
+        info = group.partition_metadata
+        change = spm.topics_to_initialize(info, sorted(subscribed), topics, self.clock(),
+                                          self.settings.initialize_retry_interval_ms)  # fmt: skip
+        if not change:
+            return None
+        records.append(sr.partition_metadata(group.group_id, spm.with_initializing(info, change)))
+        return spm.initialize_request(group.group_id, group_epoch, info, change)
+
+    async def _initialize_state(self, request: spm.InitializeRequest) -> None:
+        """Initialize the share partitions' state on the share coordinator, then record them
+        as initialized, or no longer initializing when that failed (Kafka's
+        persisterInitialize and its initialize/uninitializeShareGroupState writes)."""
+        from kt.broker.share.share_coordinator import ShareStateError
+        from kt.broker.share.share_state import SharePartitionKey
+
+        group_id = request.group_id
+        failure = None
+        for topic_id in sorted(request.topics, key=str):
+            partitions, start = request.topics[topic_id]
+            for partition in sorted(partitions):
+                key = SharePartitionKey(group_id, topic_id, partition)
+                try:
+                    await self.initialize_state(key, request.state_epoch, start)
+                except ShareStateError as e:
+                    failure = e.error
+                    break
+            if failure is not None:
+                break
+        holder = self.manager.get_group(group_id)
+        group = holder.share if holder is not None else None
+        if group is None or self.manager.group_status(group_id) != "NONE":
+            return
+        info = group.partition_metadata
+        if failure is None:
+            done = {t: spm.InitTopic(self.topics.topic_for_id(t) or "<UNKNOWN>", ps, self.clock())
+                    for t, ps in request.partitions().items()}  # fmt: skip
+            value: spm.SharePartitionMetadata | None = spm.with_initialized(info, done)
+        else:
+            log.error("Unable to initialize share group state %s: %s.", group_id, failure)
+            value = spm.without_initializing(info, request.partitions())
+        if value is not None:
+            records = [sr.partition_metadata(group_id, value)]
+            self.apply(group_id, records)
+            await self.manager.write(group_id, records)
 
     # -- leaving and fencing -------------------------------------------------------------
 

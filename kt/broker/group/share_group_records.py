@@ -13,12 +13,16 @@ version 0 and a flexible struct in the value; a null value is a tombstone):
                                                                 [TopicId uuid, Partitions [int32]]
   14 ShareGroupCurrentMemberAssignment key group, member  value MemberEpoch int32,
       PreviousMemberEpoch int32, State int8, AssignedPartitions [TopicId, Partitions]
+  15 ShareGroupStatePartitionMetadata  key group          value
+      InitializingTopics [TopicId uuid, TopicName string, Partitions [int32]],
+      InitializedTopics (the same), DeletingTopics [TopicId uuid, TopicName string]
 
 `replay` applies one record to a share group, for writes and loads alike.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from kt.broker.group import consumer_group_records as cr
@@ -39,15 +43,17 @@ from kt.broker.group.consumer_group_records import (
 )
 from kt.broker.group.group_metadata import GroupMetadata
 from kt.broker.group.share_group import Assignment, ShareGroup, ShareGroupMember
+from kt.broker.group.share_partition_metadata import InitMap, InitTopic, SharePartitionMetadata
 from kt.protocol.schema_reader import SchemaReader
-from kt.protocol.types import write_compact_string
+from kt.protocol.types import write_compact_string, write_uuid
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
 TARGET_ASSIGNMENT_METADATA = 12
 TARGET_ASSIGNMENT_MEMBER = 13
 CURRENT_MEMBER_ASSIGNMENT = 14
-RECORD_TYPES = frozenset(range(10, 15))
+STATE_PARTITION_METADATA = 15
+RECORD_TYPES = frozenset(range(10, 16))
 _WITH_SUBKEY = frozenset((MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT))
 
 
@@ -63,7 +69,7 @@ class CurrentAssignment:
 class ShareRecord:
     """One record: type, group, member id (`sub`) and value (None: a tombstone). Values:
     cr.GroupEpoch, ShareGroupMember (its subscription part), cr.TargetEpoch, an
-    Assignment, CurrentAssignment."""
+    Assignment, CurrentAssignment, SharePartitionMetadata."""
 
     type: int
     group_id: str
@@ -107,6 +113,10 @@ def current_assignment(group_id: str, member: ShareGroupMember) -> ShareRecord:
     return ShareRecord(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id, value)
 
 
+def partition_metadata(group_id: str, value: SharePartitionMetadata) -> ShareRecord:
+    return ShareRecord(STATE_PARTITION_METADATA, group_id, None, value)
+
+
 def member_removal(group_id: str, member_id: str) -> list[ShareRecord]:
     """removeMember's tombstones, in Kafka's order."""
     kinds = (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
@@ -114,10 +124,14 @@ def member_removal(group_id: str, member_id: str) -> list[ShareRecord]:
 
 
 def group_removal(group: ShareGroup) -> list[ShareRecord]:
-    """The tombstones that delete an empty group."""
-    records = [r for m in group.members for r in member_removal(group.group_id, m)]
-    records.append(ShareRecord(TARGET_ASSIGNMENT_METADATA, group.group_id, None, None))
-    records.append(ShareRecord(GROUP_METADATA, group.group_id, None, None))
+    """The tombstones that delete a group (ShareGroup.createGroupTombstoneRecords)."""
+    group_id = group.group_id
+    records = [ShareRecord(t, group_id, m, None) for t in (CURRENT_MEMBER_ASSIGNMENT,
+               TARGET_ASSIGNMENT_MEMBER) for m in group.members]  # fmt: skip
+    records.append(ShareRecord(TARGET_ASSIGNMENT_METADATA, group_id, None, None))
+    records += [ShareRecord(MEMBER_METADATA, group_id, m, None) for m in group.members]
+    records.append(ShareRecord(STATE_PARTITION_METADATA, group_id, None, None))
+    records.append(ShareRecord(GROUP_METADATA, group_id, None, None))
     return records
 
 
@@ -161,6 +175,8 @@ def replay(group: ShareGroup, record: ShareRecord) -> None:
     elif record.type == TARGET_ASSIGNMENT_METADATA:
         if isinstance(value, cr.TargetEpoch):
             group.assignment_epoch, group.assignment_timestamp = value.epoch, value.timestamp
+    elif record.type == STATE_PARTITION_METADATA:
+        group.partition_metadata = value  # type: ignore[assignment]
     elif record.type == CURRENT_MEMBER_ASSIGNMENT:
         old = group.members.get(sub) or ShareGroupMember(sub)
         a = value if isinstance(value, CurrentAssignment) else CurrentAssignment(-1, -1, 0, {})
@@ -189,12 +205,28 @@ def _encode_current(v: CurrentAssignment) -> bytes:
                      _I8.pack(v.state), _topic_partitions(v.assigned), _NO_TAGS))  # fmt: skip
 
 
+def _encode_init_map(topics: InitMap) -> bytes:
+    return _compact_array([
+        write_uuid(t) + write_compact_string(v.name)
+        + _compact_array([_I32.pack(p) for p in sorted(v.partitions)]) + _NO_TAGS
+        for t, v in sorted(topics.items(), key=lambda kv: str(kv[0]))
+    ])  # fmt: skip
+
+
+def _encode_partition_metadata(v: SharePartitionMetadata) -> bytes:
+    deleting = _compact_array([write_uuid(t) + write_compact_string(name) + _NO_TAGS
+                               for t, name in sorted(v.deleting.items(),
+                                                     key=lambda kv: str(kv[0]))])  # fmt: skip
+    return _encode_init_map(v.initializing) + _encode_init_map(v.initialized) + deleting + _NO_TAGS
+
+
 _ENCODERS = {
     MEMBER_METADATA: _encode_member,
     GROUP_METADATA: _encode_group_epoch,
     TARGET_ASSIGNMENT_METADATA: _encode_target_epoch,
     TARGET_ASSIGNMENT_MEMBER: lambda a: _topic_partitions(a) + _NO_TAGS,
     CURRENT_MEMBER_ASSIGNMENT: _encode_current,
+    STATE_PARTITION_METADATA: _encode_partition_metadata,
 }
 
 
@@ -238,10 +270,34 @@ def _decode_current(r: SchemaReader, _sub: str) -> CurrentAssignment:
     return value
 
 
+def _decode_init_map(r: SchemaReader, loaded_at: int) -> InitMap:
+    out: InitMap = {}
+    for _ in range(max(0, r.array_length())):
+        topic_id = r.uuid()
+        name = r.nullable_string() or ""
+        out[topic_id] = InitTopic(name, frozenset(r.array(r.int32) or ()), loaded_at)
+        _read_tags(r)
+    return out
+
+
+def _decode_partition_metadata(r: SchemaReader, _sub: str) -> SharePartitionMetadata:
+    # A loaded record's topics are as recent as the load (Kafka's replay).
+    now = int(time.time() * 1000)
+    initializing, initialized = _decode_init_map(r, now), _decode_init_map(r, now)
+    deleting = {}
+    for _ in range(max(0, r.array_length())):
+        topic_id = r.uuid()
+        deleting[topic_id] = r.nullable_string() or ""
+        _read_tags(r)
+    _read_tags(r)
+    return SharePartitionMetadata(initializing, initialized, deleting)
+
+
 _DECODERS = {
     MEMBER_METADATA: _decode_member,
     GROUP_METADATA: _decode_group_epoch,
     TARGET_ASSIGNMENT_METADATA: lambda r, _sub: cr.TargetEpoch(*_epoch_and_tag(r)),
     TARGET_ASSIGNMENT_MEMBER: _decode_target_member,
     CURRENT_MEMBER_ASSIGNMENT: _decode_current,
+    STATE_PARTITION_METADATA: _decode_partition_metadata,
 }

@@ -1,7 +1,7 @@
 """How a share partition's leader reaches the share coordinator (Kafka's
 DefaultStatePersister): this broker's own when it leads the key's `__share_group_state`
-partition, another broker's over the internal RPCs (Initialize, Read and
-WriteShareGroupState) when that one does.
+partition, another broker's over the internal RPCs (Initialize, Read, Write and
+DeleteShareGroupState, ReadShareGroupStateSummary) when that one does.
 
 `__share_group_state` is created the first time a share partition needs it. While the
 key's partition has no leader, or it is still loading, or leadership is moving, the
@@ -82,6 +82,28 @@ class Persister:
         await self._call(w.key, lambda: self.service.write(w), ApiKey.WRITE_SHARE_GROUP_STATE,
                          request, _no_result)  # fmt: skip
 
+    async def delete(self, key: SharePartitionKey) -> None:
+        R = m.DeleteShareGroupStateRequest
+        partition = R.PartitionData(partition=key.partition)
+        request = R(group_id=key.group_id, topics=[
+            R.DeleteStateData(topic_id=key.topic_id, partitions=[partition])])  # fmt: skip
+        await self._call(key, lambda: self.service.delete(key), ApiKey.DELETE_SHARE_GROUP_STATE,
+                         request, _no_result)  # fmt: skip
+
+    async def read_summary(self, key: SharePartitionKey) -> ShareGroupOffset:
+        """The partition's start offset, delivered count and epochs (start offset and
+        delivered count -1, epochs 0, when it was never initialized)."""
+        R = m.ReadShareGroupStateSummaryRequest
+        partition = R.PartitionData(partition=key.partition)
+        request = R(group_id=key.group_id, topics=[
+            R.ReadStateSummaryData(topic_id=key.topic_id, partitions=[partition])])  # fmt: skip
+
+        async def local() -> ShareGroupOffset:
+            return self.service.summary(key) or NEVER_INITIALIZED
+
+        return await self._call(key, local, ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, request,
+                                _summary_result)  # fmt: skip
+
     async def _call(self, key: SharePartitionKey, local: Callable[[], Awaitable[T]],
                     api: ApiKey, request: Any, result: Callable[[Any], T]) -> T:  # fmt: skip
         deadline = time.monotonic() + self.wait_s
@@ -118,6 +140,16 @@ def _checked(partition: Any) -> Any:
 
 def _no_result(partition: Any) -> None:
     _checked(partition)
+
+
+# ReadShareGroupStateSummaryResponse.toResponseData(topic, partition, -1, -1, 0, 0)
+NEVER_INITIALIZED = ShareGroupOffset(0, 0, 0, -1, -1)
+
+
+def _summary_result(partition: Any) -> ShareGroupOffset:
+    p = _checked(partition)
+    return ShareGroupOffset(0, p.state_epoch, p.leader_epoch, p.start_offset,
+                            p.delivery_complete_count)  # fmt: skip
 
 
 def _read_result(partition: Any) -> ShareGroupOffset:

@@ -162,6 +162,12 @@ class SharePartition:
         return [(r.first, r.last, int(r.state), r.delivery_count) for r in self.runs
                 if r.state != RecordState.ACQUIRED]  # fmt: skip
 
+    def delivery_complete_count(self) -> int:
+        """The in-flight records (all at or past the start offset) whose delivery is
+        complete: acknowledged or archived (KIP-1226; a share partition's lag leaves them
+        out)."""
+        return sum(r.last - r.first + 1 for r in self.runs if r.state in TERMINAL)
+
     # -- reading ---------------------------------------------------------------------------
 
     def in_flight_records(self) -> int:

@@ -2,8 +2,10 @@
 SharePartitionManager).
 
 A share partition is created on its first fetch: its durable state is read from the
-share coordinator (initialized first when the group never read the partition; the start
-offset then follows share.auto.offset.reset, `latest` by default: the log end). A fetch
+share coordinator, which the group coordinator initialized before it assigned the
+partition (a start offset of -1 follows share.auto.offset.reset, `latest` by default:
+the log end). A state the share coordinator cannot give fails the fetch of that
+partition with Kafka's error for it (SharePartition.fetchPersisterError). A fetch
 reads the log from each share partition's next available offset (waiting up to MaxWaitMs
 for MinBytes, as a consumer's fetch does), acquires for the member what it may, and
 answers the records with their acquired ranges. Acknowledgements, and locks that expire,
@@ -39,13 +41,20 @@ from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
 
-READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
+# SharePartition.fetchPersisterError: the share coordinator's error as a fetch's.
+PERSISTER_ERRORS = {
+    "NOT_COORDINATOR": "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_NOT_AVAILABLE": "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS": "COORDINATOR_NOT_AVAILABLE",
+    "GROUP_ID_NOT_FOUND": "GROUP_ID_NOT_FOUND",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UNKNOWN_TOPIC_OR_PARTITION",
+    "FENCED_LEADER_EPOCH": "NOT_LEADER_OR_FOLLOWER",
+    "FENCED_STATE_EPOCH": "NOT_LEADER_OR_FOLLOWER",
+}
 
 
 class Persister(Protocol):
     """The share coordinator's operations, wherever it runs."""
-
-    async def initialize(self, key: SharePartitionKey, state_epoch: int, start: int) -> None: ...
 
     async def read(self, key: SharePartitionKey, leader_epoch: int) -> ShareGroupOffset: ...
 
@@ -104,13 +113,7 @@ class SharePartitionManager:
             return held
         key = SharePartitionKey(group_id, topic_id, tp.partition)
         epoch = partition.leader_epoch
-        try:
-            state = await self.persister.read(key, epoch)
-        except ShareStateError as e:
-            if e.message != READ_UNINITIALIZED:
-                raise
-            await self.persister.initialize(key, 0, UNINITIALIZED_START_OFFSET)
-            state = await self.persister.read(key, epoch)
+        state = await self.persister.read(key, epoch)
         settings = self.settings(group_id)
         start = state.start_offset
         if start == UNINITIALIZED_START_OFFSET:
@@ -136,7 +139,7 @@ class SharePartitionManager:
         sp = held.partition
         batches = [StateBatch(*b) for b in sp.state_batches()]
         request = WriteRequest(held.key, held.state_epoch, held.leader_epoch, sp.start_offset,
-                               batches)  # fmt: skip
+                               batches, sp.delivery_complete_count())  # fmt: skip
         async with held.writing:
             try:
                 await self.persister.write(request)
@@ -171,7 +174,9 @@ class SharePartitionManager:
             except KafkaError as e:
                 out[tp] = PartitionFetch(e.name)
             except ShareStateError as e:
-                out[tp] = PartitionFetch(e.error)
+                log.error("Failed to initialize the share partition: %s-%s. Exception occurred: "
+                          "%s.", group_id, tp, e.message or e.error)  # fmt: skip
+                out[tp] = PartitionFetch(PERSISTER_ERRORS.get(e.error, "UNKNOWN_SERVER_ERROR"))
         requests = [FetchRequestPartition(tp, h.partition.next_fetch_offset(), max_bytes)
                     for tp, h in held.items()]  # fmt: skip
         if requests:

@@ -147,8 +147,7 @@ def read_record(key: bytes, value: bytes | None) -> StateRecord:
     if record_type not in (SNAPSHOT, UPDATE):
         raise ValueError(f"Unknown share state record type {record_type}")
     group = r.string()
-    topic_id = uuid.UUID(bytes=bytes(r.data[r.pos : r.pos + 16]))
-    r.pos += 16
+    topic_id = r.uuid()
     spk = SharePartitionKey(group, topic_id, r.int32())
     if value is None:
         return record_type, spk, None

@@ -9,7 +9,7 @@ from kt.protocol.schema import Field as F
 from kt.protocol.schema import MessageSchema as M
 
 SCHEMAS = (
-    M('ShareGroupHeartbeatRequest', 76, 'request', (0, 1), (0, None),
+    M('ShareGroupHeartbeatRequest', 76, 'request', (1, 1), (0, None),
       fields=(
         F('group_id', 'GroupId', 'string', (0, None), default=''),
         F('member_id', 'MemberId', 'string', (0, None), default=''),
@@ -19,7 +19,7 @@ SCHEMAS = (
       ),
       structs={
       }),
-    M('ShareGroupHeartbeatResponse', 76, 'response', (0, 1), (0, None),
+    M('ShareGroupHeartbeatResponse', 76, 'response', (1, 1), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
@@ -38,14 +38,14 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
-    M('ShareGroupDescribeRequest', 77, 'request', (0, 1), (0, None),
+    M('ShareGroupDescribeRequest', 77, 'request', (1, 1), (0, None),
       fields=(
         F('group_ids', 'GroupIds', '[]string', (0, None), default=()),
         F('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', (0, None), default=False),
       ),
       structs={
       }),
-    M('ShareGroupDescribeResponse', 77, 'response', (0, 1), (0, None),
+    M('ShareGroupDescribeResponse', 77, 'response', (1, 1), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('groups', 'Groups', '[]DescribedGroup', (0, None), default=()),
@@ -80,7 +80,7 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
-    M('ShareFetchRequest', 78, 'request', (0, 2), (0, None),
+    M('ShareFetchRequest', 78, 'request', (1, 2), (0, None),
       fields=(
         F('group_id', 'GroupId', 'string', (0, None), nullable=(0, None)),
         F('member_id', 'MemberId', 'string', (0, None), nullable=(0, None), default=''),
@@ -115,7 +115,7 @@ SCHEMAS = (
           F('partitions', 'Partitions', '[]int32', (0, None), default=()),
         ),
       }),
-    M('ShareFetchResponse', 78, 'response', (0, 2), (0, None),
+    M('ShareFetchResponse', 78, 'response', (1, 2), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
@@ -155,7 +155,7 @@ SCHEMAS = (
           F('rack', 'Rack', 'string', (0, None), nullable=(0, None)),
         ),
       }),
-    M('ShareAcknowledgeRequest', 79, 'request', (0, 2), (0, None),
+    M('ShareAcknowledgeRequest', 79, 'request', (1, 2), (0, None),
       fields=(
         F('group_id', 'GroupId', 'string', (0, None), nullable=(0, None)),
         F('member_id', 'MemberId', 'string', (0, None), nullable=(0, None), default=''),
@@ -178,7 +178,7 @@ SCHEMAS = (
           F('acknowledge_types', 'AcknowledgeTypes', '[]int8', (0, None), default=()),
         ),
       }),
-    M('ShareAcknowledgeResponse', 79, 'response', (0, 2), (0, None),
+    M('ShareAcknowledgeResponse', 79, 'response', (1, 2), (0, None),
       fields=(
         F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
         F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
@@ -315,6 +315,168 @@ SCHEMAS = (
         ),
         'PartitionResult': (
           F('partition', 'Partition', 'int32', (0, None), default=0),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        ),
+      }),
+    M('DeleteShareGroupStateRequest', 86, 'request', (0, 0), (0, None),
+      fields=(
+        F('group_id', 'GroupId', 'string', (0, None), default=''),
+        F('topics', 'Topics', '[]DeleteStateData', (0, None), default=()),
+      ),
+      structs={
+        'DeleteStateData': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]PartitionData', (0, None), default=()),
+        ),
+        'PartitionData': (
+          F('partition', 'Partition', 'int32', (0, None), default=0),
+        ),
+      }),
+    M('DeleteShareGroupStateResponse', 86, 'response', (0, 0), (0, None),
+      fields=(
+        F('results', 'Results', '[]DeleteStateResult', (0, None), default=()),
+      ),
+      structs={
+        'DeleteStateResult': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]PartitionResult', (0, None), default=()),
+        ),
+        'PartitionResult': (
+          F('partition', 'Partition', 'int32', (0, None), default=0),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        ),
+      }),
+    M('ReadShareGroupStateSummaryRequest', 87, 'request', (0, 1), (0, None),
+      fields=(
+        F('group_id', 'GroupId', 'string', (0, None), default=''),
+        F('topics', 'Topics', '[]ReadStateSummaryData', (0, None), default=()),
+      ),
+      structs={
+        'ReadStateSummaryData': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]PartitionData', (0, None), default=()),
+        ),
+        'PartitionData': (
+          F('partition', 'Partition', 'int32', (0, None), default=0),
+          F('leader_epoch', 'LeaderEpoch', 'int32', (0, None), default=0),
+        ),
+      }),
+    M('ReadShareGroupStateSummaryResponse', 87, 'response', (0, 1), (0, None),
+      fields=(
+        F('results', 'Results', '[]ReadStateSummaryResult', (0, None), default=()),
+      ),
+      structs={
+        'ReadStateSummaryResult': (
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]PartitionResult', (0, None), default=()),
+        ),
+        'PartitionResult': (
+          F('partition', 'Partition', 'int32', (0, None), default=0),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+          F('state_epoch', 'StateEpoch', 'int32', (0, None), default=0),
+          F('leader_epoch', 'LeaderEpoch', 'int32', (0, None), default=0),
+          F('start_offset', 'StartOffset', 'int64', (0, None), default=0),
+          F('delivery_complete_count', 'DeliveryCompleteCount', 'int32', (1, None), default=-1),
+        ),
+      }),
+    M('DescribeShareGroupOffsetsRequest', 90, 'request', (0, 1), (0, None),
+      fields=(
+        F('groups', 'Groups', '[]DescribeShareGroupOffsetsRequestGroup', (0, None), default=()),
+      ),
+      structs={
+        'DescribeShareGroupOffsetsRequestGroup': (
+          F('group_id', 'GroupId', 'string', (0, None), default=''),
+          F('topics', 'Topics', '[]DescribeShareGroupOffsetsRequestTopic', (0, None), nullable=(0, None), default=()),
+        ),
+        'DescribeShareGroupOffsetsRequestTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]int32', (0, None), default=()),
+        ),
+      }),
+    M('DescribeShareGroupOffsetsResponse', 90, 'response', (0, 1), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('groups', 'Groups', '[]DescribeShareGroupOffsetsResponseGroup', (0, None), default=()),
+      ),
+      structs={
+        'DescribeShareGroupOffsetsResponseGroup': (
+          F('group_id', 'GroupId', 'string', (0, None), default=''),
+          F('topics', 'Topics', '[]DescribeShareGroupOffsetsResponseTopic', (0, None), default=()),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        ),
+        'DescribeShareGroupOffsetsResponseTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]DescribeShareGroupOffsetsResponsePartition', (0, None), default=()),
+        ),
+        'DescribeShareGroupOffsetsResponsePartition': (
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+          F('start_offset', 'StartOffset', 'int64', (0, None), default=0),
+          F('leader_epoch', 'LeaderEpoch', 'int32', (0, None), default=0),
+          F('lag', 'Lag', 'int64', (1, None), default=-1),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        ),
+      }),
+    M('AlterShareGroupOffsetsRequest', 91, 'request', (0, 0), (0, None),
+      fields=(
+        F('group_id', 'GroupId', 'string', (0, None), default=''),
+        F('topics', 'Topics', '[]AlterShareGroupOffsetsRequestTopic', (0, None), default=()),
+      ),
+      structs={
+        'AlterShareGroupOffsetsRequestTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('partitions', 'Partitions', '[]AlterShareGroupOffsetsRequestPartition', (0, None), default=()),
+        ),
+        'AlterShareGroupOffsetsRequestPartition': (
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+          F('start_offset', 'StartOffset', 'int64', (0, None), default=0),
+        ),
+      }),
+    M('AlterShareGroupOffsetsResponse', 91, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        F('responses', 'Responses', '[]AlterShareGroupOffsetsResponseTopic', (0, None), default=()),
+      ),
+      structs={
+        'AlterShareGroupOffsetsResponseTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
+          F('partitions', 'Partitions', '[]AlterShareGroupOffsetsResponsePartition', (0, None), default=()),
+        ),
+        'AlterShareGroupOffsetsResponsePartition': (
+          F('partition_index', 'PartitionIndex', 'int32', (0, None), default=0),
+          F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+          F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        ),
+      }),
+    M('DeleteShareGroupOffsetsRequest', 92, 'request', (0, 0), (0, None),
+      fields=(
+        F('group_id', 'GroupId', 'string', (0, None), default=''),
+        F('topics', 'Topics', '[]DeleteShareGroupOffsetsRequestTopic', (0, None), default=()),
+      ),
+      structs={
+        'DeleteShareGroupOffsetsRequestTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+        ),
+      }),
+    M('DeleteShareGroupOffsetsResponse', 92, 'response', (0, 0), (0, None),
+      fields=(
+        F('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, None), default=0),
+        F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
+        F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
+        F('responses', 'Responses', '[]DeleteShareGroupOffsetsResponseTopic', (0, None), default=()),
+      ),
+      structs={
+        'DeleteShareGroupOffsetsResponseTopic': (
+          F('topic_name', 'TopicName', 'string', (0, None), default=''),
+          F('topic_id', 'TopicId', 'uuid', (0, None)),
           F('error_code', 'ErrorCode', 'int16', (0, None), default=0),
           F('error_message', 'ErrorMessage', 'string', (0, None), nullable=(0, None)),
         ),

@@ -225,6 +225,58 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
                         for t, ps in by_topic.items()])  # fmt: skip
 
 
+async def describe_share_group_offsets(broker: BrokerServices, header: Any, request: Any,
+                                       ctx: Any) -> Any:  # fmt: skip
+    """KafkaApis.handleDescribeShareGroupOffsetsRequest: Describe on the group; the topics
+    the principal may not describe are left out (all of the group's) or refused (those
+    named)."""
+    R = m.DescribeShareGroupOffsetsResponse
+    groups = []
+    for g in request.groups:
+        if not authz.group_allowed(broker, ctx, a.DESCRIBE, g.group_id):
+            groups.append(R.DescribeShareGroupOffsetsResponseGroup(
+                group_id=g.group_id, error_code=_code("GROUP_AUTHORIZATION_FAILED")))  # fmt: skip
+            continue
+        refused = []
+        if g.topics is None:
+            wanted = None
+        else:
+            allowed = authz.topics_allowed(broker, ctx, a.DESCRIBE,
+                                           {t.topic_name for t in g.topics})  # fmt: skip
+            wanted = [(t.topic_name, t.partitions) for t in g.topics if t.topic_name in allowed]
+            refused = [t for t in g.topics if t.topic_name not in allowed]
+        if wanted == [] and not refused:
+            groups.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id))
+            continue
+        found = await broker.share_offsets.describe(g.group_id, wanted)
+        if found.error != "NONE":
+            groups.append(R.DescribeShareGroupOffsetsResponseGroup(
+                group_id=g.group_id, error_code=_code(found.error),
+                error_message=found.message or KafkaError(found.error).error.message))  # fmt: skip
+            continue
+        topics = found.topics
+        if g.topics is None:
+            allowed = authz.topics_allowed(broker, ctx, a.DESCRIBE, {t.name for t in topics})
+            topics = [t for t in topics if t.name in allowed]
+        answer = [R.DescribeShareGroupOffsetsResponseTopic(
+            topic_name=t.name, topic_id=t.topic_id, partitions=[
+                R.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition, start_offset=p.start_offset,
+                    leader_epoch=p.leader_epoch, lag=p.lag, error_code=_code(p.error),
+                    error_message=p.message)
+                for p in t.partitions]) for t in topics]  # fmt: skip
+        denied = KafkaError("TOPIC_AUTHORIZATION_FAILED").error
+        answer += [R.DescribeShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=uuid.UUID(int=0), partitions=[
+                R.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=p, start_offset=-1, error_code=denied.code,
+                    error_message=denied.message)
+                for p in t.partitions]) for t in refused]  # fmt: skip
+        groups.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id,
+                                                               topics=answer))  # fmt: skip
+    return R(groups=groups)
+
+
 # -- the share coordinator's internal RPCs (a share partition's leader to the coordinator) --
 
 
@@ -303,3 +355,37 @@ async def write_share_group_state(broker: BrokerServices, header: Any, request: 
             R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)])
         for t, p, e, msg, _ in await _state_call(broker, ctx, request, call)
     ])  # fmt: skip
+
+
+async def delete_share_group_state(broker: BrokerServices, header: Any, request: Any,
+                                   ctx: Any) -> Any:  # fmt: skip
+    R = m.DeleteShareGroupStateResponse
+
+    async def call(key: Any, p: Any) -> None:
+        await broker.share_coordinator.delete(key)
+
+    return R(results=[
+        R.DeleteStateResult(topic_id=t, partitions=[
+            R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)])
+        for t, p, e, msg, _ in await _state_call(broker, ctx, request, call)
+    ])  # fmt: skip
+
+
+async def read_share_group_state_summary(broker: BrokerServices, header: Any, request: Any,
+                                         ctx: Any) -> Any:  # fmt: skip
+    from kt.broker.share.persister import NEVER_INITIALIZED
+
+    R = m.ReadShareGroupStateSummaryResponse
+
+    async def call(key: Any, p: Any) -> Any:
+        return broker.share_coordinator.summary(key) or NEVER_INITIALIZED
+
+    results = []
+    for t, p, e, msg, state in await _state_call(broker, ctx, request, call):
+        part = R.PartitionResult(partition=p, error_code=_code(e), error_message=msg)
+        if state is not None:
+            part.state_epoch, part.leader_epoch = state.state_epoch, state.leader_epoch
+            part.start_offset = state.start_offset
+            part.delivery_complete_count = state.delivery_complete_count
+        results.append(R.ReadStateSummaryResult(topic_id=t, partitions=[part]))
+    return R(results=results)
