@@ -234,7 +234,7 @@ def create_share_group_parts(
                                          broker_endpoint, security)  # fmt: skip
     persister = Persister(coordinator, coordinator_leader, broker_id, create_state_topic,
                           connections, cfg["request.timeout.ms"] / 1000)  # fmt: skip
-    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg), persister.initialize)
+    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg), persister)
     settings = share_fetch_settings(cfg)
     partitions = SharePartitionManager(replica_manager, persister, lambda group: settings)
     sessions = ShareSessionCache(cfg["group.share.max.share.sessions"])

@@ -65,7 +65,7 @@ def share_coordinator(manager: GroupMetadataManager, **settings: int) -> ShareGr
     replicas.leadership_listeners.append(states.on_leadership_change)
     state = PartitionState(SHARE_GROUP_STATE_TOPIC, 0, 0, 0, [0], [0])
     replicas.become_leader_or_follower(0, 1, [state], {})
-    c = ShareGroupCoordinator(manager, Topics(), ShareGroupSettings(**settings), states.initialize)
+    c = ShareGroupCoordinator(manager, Topics(), ShareGroupSettings(**settings), states)
     c.states = states  # type: ignore[attr-defined]
     return c
 

@@ -90,7 +90,8 @@ def described(bootstrap: str, topic: str, *options: str) -> list[list[str]]:
 def share_group_scenario(bootstrap: str) -> tuple[list[int], dict[str, list[list[str]]]]:
     """A member reads and accepts ten records, leaves; five more are produced. Then
     kafka-share-groups describes the group's offsets (start offset, lag), its state (the
-    group and assignment epochs of the initialization) and, verbose, the leader epochs.
+    group and assignment epochs of the initialization) and, verbose, the leader epochs;
+    then deletes the group (with its share partitions' state) and lists the groups.
     Returns how far each table's start offset is behind the log end, and the tables
     without it: Kafka persists a share partition's start offset as it was before the
     acknowledgements it writes moved it (SharePartition writes the state, then advances),
@@ -108,6 +109,10 @@ def share_group_scenario(bootstrap: str) -> tuple[list[int], dict[str, list[list
     tables = {"offsets": described(bootstrap, topic),
               "verbose": described(bootstrap, topic, "--verbose"),
               "state": described(bootstrap, topic, "--state", "--verbose")}  # fmt: skip
+    for name, options in (("delete", ("--delete", "--group", "described")), ("list", ("--list",))):
+        result = run_tool("kafka-share-groups", "--bootstrap-server", bootstrap, *options,
+                          version=KAFKA4_VERSION)  # fmt: skip
+        tables[name] = [result.stdout.split(), [str(result.returncode)]]
     log_end = end_offset(bootstrap, topic)
     behind = []
     for name, start_column in (("offsets", 3), ("verbose", 4)):
@@ -124,6 +129,7 @@ def test_kafka_share_groups_describes_the_same_on_kafka4_and_kt(kafka_factory, b
     assert all(b >= 5 for b in behind)
     assert theirs["offsets"][1] == ["described", "<topic>", "0", "5"]  # the lag
     assert theirs["state"][1][-4:] == ["Empty", "4", "4", "0"]  # joined, initialized, left
+    assert theirs["list"] == [[], ["0"]]  # deleted
     kt = broker_factory(**SHARE)
     behind, ours = share_group_scenario(kt.bootstrap)
     assert behind == [5, 5]  # every accepted record is behind kt's start offset

@@ -427,25 +427,31 @@ def test_classic_group_apis_treat_a_share_group_as_kafka_does(broker) -> None:
     }
 
 
-def test_deleting_an_empty_share_group_is_refused_out_loud(broker) -> None:
-    """Kafka deletes an empty share group with its share partitions' state, which kt
-    cannot delete yet: DeleteGroups is refused (INVALID_REQUEST) and the group stays,
-    rather than the group going while its state stays behind."""
+def test_deleting_an_empty_share_group_deletes_its_state_too(broker) -> None:
+    """DeleteGroups of an empty share group deletes its share partitions' state on the
+    share coordinator (DeleteShareGroupState), then the group: a group of that id starts
+    afresh, with no start offset."""
     topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
-    c = consumer(broker.bootstrap, group, topic)
-    c.poll(0.1)
-    joined(broker.bootstrap, group, 1)
-    c.close()
+    member = consumer(broker.bootstrap, group, topic, explicit=True)
+    try:
+        ready(broker.bootstrap, group, topic, [member], explicit=True)
+        produce(broker.bootstrap, topic, range(3))
+        assert len(consume(member, 3)) == 3
+    finally:
+        member.close()
     wait_until(lambda: described_members(broker.bootstrap, group) == [], 30, "the member gone")
+    end = end_offset(broker.bootstrap, topic)
+    assert offsets_of(describe_offsets(broker.bootstrap, group, [(topic, [0])])) == {
+        (topic, 0): (end, 0, 0, 0)}  # fmt: skip
     with KafkaClient(broker.bootstrap) as client:
         connection = client.connection(coordinator(client, group))
         deleted = connection.send(ApiKey.DELETE_GROUPS,
                                   m.DeleteGroupsRequest(groups_names=[group]), 2)  # fmt: skip
         listed = connection.send(ApiKey.LIST_GROUPS, m.ListGroupsRequest(types_filter=["share"]))
-    assert [(r.group_id, r.error_code) for r in deleted.results] == [
-        (group, Errors("INVALID_REQUEST").code)]  # fmt: skip
-    assert [(g.group_id, g.group_state) for g in listed.groups if g.group_id == group] == [
-        (group, "Empty")]  # fmt: skip
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, 0)]
+    assert group not in [g.group_id for g in listed.groups]
+    assert offsets_of(describe_offsets(broker.bootstrap, group, [(topic, [0])])) == {
+        (topic, 0): (-1, 0, -1, 0)}  # fmt: skip
 
 
 def describe_offsets(bootstrap: str, group: str, topics: list | None) -> Any:

@@ -332,11 +332,9 @@ async def _delete_group(coordinator: GroupCoordinator, group_id: str) -> str:
     if group.share is not None:
         if group.share.members:
             return "NON_EMPTY_GROUP"  # ShareGroup.validateDeleteGroup
-        # Kafka deletes the share partitions' state too (DeleteShareGroupState), which kt
-        # cannot do yet: the group is kept rather than half deleted.
-        log.warning("[GroupId %s] Deleting a share group is not supported yet: its share "
-                    "partitions' state would be left behind", group_id)  # fmt: skip
-        return "INVALID_REQUEST"
+        # its share partitions' state went first (ShareGroupCoordinator.delete_state)
+        await coordinator.manager.delete_group(group)
+        return "NONE"
     if not group.is_(GroupState.EMPTY) or (group.consumer is not None and group.consumer.members):
         return "NON_EMPTY_GROUP"
     await coordinator.manager.delete_group(group)

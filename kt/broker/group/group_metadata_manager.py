@@ -239,14 +239,18 @@ class GroupMetadataManager:
         return await self.append(group.group_id, entries)
 
     async def delete_group(self, group: GroupMetadata) -> str:
-        """Tombstones for the group's metadata (a consumer group's records too) and all
-        its offsets; the group is Dead."""
+        """Tombstones for the group's metadata (a consumer or share group's records too) and
+        all its offsets; the group is Dead."""
         group.transition_to(GroupState.DEAD, self.clock())
         self.remove_group(group)
         entries = [(rec.offset_commit_key(group.group_id, t, p), None) for t, p in group.offsets]
         group.remove_offsets(list(group.offsets))
         if group.consumer is not None:
             entries += self.drop_consumer_group(group)
+        if group.share is not None:  # a share group has no classic metadata to delete
+            entries += [(r.key(), None) for r in sr.group_removal(group.share)]
+            group.share = None
+            return await self.append(group.group_id, entries)
         entries.append((rec.group_metadata_key(group.group_id), None))
         return await self.append(group.group_id, entries)
 

@@ -19,9 +19,9 @@ reverse, as on Kafka.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
@@ -46,6 +46,15 @@ class ShareGroupSettings:
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
     initialize_retry_interval_ms: int = spm.INITIALIZE_RETRY_INTERVAL_MS
+
+
+class StatePersister(Protocol):
+    """The share coordinator's operations the group coordinator calls (Kafka's Persister),
+    wherever the share coordinator runs; ShareStateError when refused."""
+
+    async def initialize(self, key: Any, state_epoch: int, start: int) -> None: ...
+
+    async def delete(self, key: Any) -> None: ...
 
 
 @dataclass
@@ -79,16 +88,14 @@ class ShareGroupCoordinator:
         manager: GroupMetadataManager,
         topics: TopicsView,
         settings: ShareGroupSettings,
-        initialize_state: Callable[[Any, int, int], Awaitable[None]],
+        persister: StatePersister,
         *,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.manager = manager
         self.topics = topics
         self.settings = settings
-        # The persister's InitializeShareGroupState: (SharePartitionKey, state epoch, start
-        # offset), ShareStateError when refused.
-        self.initialize_state = initialize_state
+        self.persister = persister
         self.clock = clock
         self.session_timers = MemberTimers()
         self._tasks = TaskSet()
@@ -282,7 +289,7 @@ class ShareGroupCoordinator:
             for partition in sorted(partitions):
                 key = SharePartitionKey(group_id, topic_id, partition)
                 try:
-                    await self.initialize_state(key, request.state_epoch, start)
+                    await self.persister.initialize(key, request.state_epoch, start)
                 except ShareStateError as e:
                     failure = e.error
                     break
@@ -304,6 +311,67 @@ class ShareGroupCoordinator:
             records = [sr.partition_metadata(group_id, value)]
             self.apply(group_id, records)
             await self.manager.write(group_id, records)
+
+    # -- deleting share groups ---------------------------------------------------------
+
+    async def delete_state(self, group_ids: Iterable[str]) -> dict[str, str]:
+        """Before DeleteGroups deletes them (Kafka's deleteShareGroups): each empty share
+        group's share partitions go to its deleting topics (a record), and their state is
+        deleted on the share coordinator. The errors of the share groups that cannot be
+        deleted (NON_EMPTY_GROUP, or the share coordinator's); other groups are not named."""
+        from kt.broker.share.share_coordinator import ShareStateError
+        from kt.broker.share.share_state import SharePartitionKey
+
+        errors = {}
+        for group_id in group_ids:
+            if self.manager.group_status(group_id) != "NONE":
+                continue
+            holder = self.manager.get_group(group_id)
+            group = holder.share if holder is not None else None
+            if group is None:
+                continue
+            if group.members:
+                errors[group_id] = "NON_EMPTY_GROUP"  # ShareGroup.validateDeleteGroup
+                continue
+            deleting = self._partitions_to_delete(group)
+            if group.partition_metadata is None:
+                continue
+            records = [sr.partition_metadata(group_id, spm.SharePartitionMetadata(
+                deleting={t: v.name for t, v in deleting.items()}))]  # fmt: skip
+            self.apply(group_id, records)
+            error = await self.manager.write(group_id, records)
+            for topic_id in sorted(deleting, key=str):
+                for partition in sorted(deleting[topic_id].partitions):
+                    if error != "NONE":
+                        break
+                    try:
+                        await self.persister.delete(SharePartitionKey(group_id, topic_id,
+                                                                      partition))  # fmt: skip
+                    except ShareStateError as e:
+                        log.error("Unable to delete share group partition(s) - %s: %s",
+                                  group_id, e.error)  # fmt: skip
+                        error = e.error
+            if error != "NONE":
+                errors[group_id] = error
+        return errors
+
+    def _partitions_to_delete(self, group: ShareGroup) -> spm.InitMap:
+        """shareGroupBuildPartitionDeleteRequest: the initialized and initializing
+        partitions, and every partition of a topic still deleting that still exists."""
+        info = group.partition_metadata
+        if info is None:
+            return {}
+        out = spm.combine(info.initialized, info.initializing)
+        retry = {}
+        for topic_id in info.deleting:
+            name = self.topics.topic_for_id(topic_id)
+            count = len(self.topics.topic_partitions(name)) if name is not None else 0
+            if count:
+                retry[topic_id] = spm.InitTopic(name, frozenset(range(count)))  # type: ignore[arg-type]
+            else:
+                log.warning("Some topics for share group id %s were not found in the "
+                            "metadata image - %s", group.group_id, topic_id)  # fmt: skip
+        return spm.combine(out, retry)
 
     # -- leaving and fencing -------------------------------------------------------------
 

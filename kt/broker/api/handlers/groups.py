@@ -437,7 +437,11 @@ async def list_groups(broker: BrokerServices, header: Any, request: Any, ctx: An
 
 async def delete_groups(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     allowed = [g for g in request.groups_names if authz.group_allowed(broker, ctx, a.DELETE, g)]
-    results = await group_admin.delete_groups(broker.group_coordinator, allowed)
+    # share groups' partitions' state first (GroupCoordinatorService.deleteGroups)
+    refused = await broker.share_groups.delete_state(allowed)
+    results = await group_admin.delete_groups(broker.group_coordinator,
+                                              [g for g in allowed if g not in refused])  # fmt: skip
+    results.update(refused)
     results.update({g: "GROUP_AUTHORIZATION_FAILED" for g in request.groups_names
                     if g not in allowed})  # fmt: skip
     Result = m.DeleteGroupsResponse.DeletableGroupResult
