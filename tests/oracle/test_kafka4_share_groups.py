@@ -76,22 +76,28 @@ def test_kafka4s_console_share_consumer_reads_every_record_from_kt(broker_factor
     assert listed.stdout.split() == ["console"], listed.stderr
 
 
-def described(bootstrap: str, topic: str, *options: str) -> list[list[str]]:
-    """kafka-share-groups --describe of group "described": the table's rows, split, the
-    topic's name as <topic> and the coordinator's address and id masked."""
-    result = run_tool("kafka-share-groups", "--bootstrap-server", bootstrap, "--describe",
-                      "--group", "described", *options, version=KAFKA4_VERSION)  # fmt: skip
+def share_groups(bootstrap: str, topic: str, *options: str) -> list[list[str]]:
+    """kafka-share-groups' output: its rows, split, the topic's name as <topic> and the
+    coordinator's address and id masked."""
+    result = run_tool("kafka-share-groups", "--bootstrap-server", bootstrap, *options,
+                      version=KAFKA4_VERSION)  # fmt: skip
     assert result.returncode == 0, result.stderr
     text = result.stdout.replace(topic, "<topic>").replace(bootstrap, "<coordinator>")
     text = re.sub(r"\(\d+\)", "(<id>)", text)  # the coordinator's broker id
     return [line.split() for line in text.splitlines() if line.strip()]
 
 
+def described(bootstrap: str, topic: str, *options: str) -> list[list[str]]:
+    """kafka-share-groups --describe of group "described"."""
+    return share_groups(bootstrap, topic, "--describe", "--group", "described", *options)
+
+
 def share_group_scenario(bootstrap: str) -> tuple[list[int], dict[str, list[list[str]]]]:
     """A member reads and accepts ten records, leaves; five more are produced. Then
     kafka-share-groups describes the group's offsets (start offset, lag), its state (the
     group and assignment epochs of the initialization) and, verbose, the leader epochs;
-    then deletes the group (with its share partitions' state) and lists the groups.
+    then resets its offsets to the earliest and describes them, deletes them and describes
+    none, deletes the group (with its share partitions' state) and lists the groups.
     Returns how far each table's start offset is behind the log end, and the tables
     without it: Kafka persists a share partition's start offset as it was before the
     acknowledgements it writes moved it (SharePartition writes the state, then advances),
@@ -109,11 +115,18 @@ def share_group_scenario(bootstrap: str) -> tuple[list[int], dict[str, list[list
     tables = {"offsets": described(bootstrap, topic),
               "verbose": described(bootstrap, topic, "--verbose"),
               "state": described(bootstrap, topic, "--state", "--verbose")}  # fmt: skip
-    for name, options in (("delete", ("--delete", "--group", "described")), ("list", ("--list",))):
-        result = run_tool("kafka-share-groups", "--bootstrap-server", bootstrap, *options,
-                          version=KAFKA4_VERSION)  # fmt: skip
-        tables[name] = [result.stdout.split(), [str(result.returncode)]]
     log_end = end_offset(bootstrap, topic)
+    group = ("--group", "described")
+    tables["reset"] = share_groups(bootstrap, topic, "--reset-offsets", *group, "--topic", topic,
+                                   "--to-earliest", "--execute")  # fmt: skip
+    tables["reset offsets"] = described(bootstrap, topic)
+    assert tables["reset offsets"][1][-1] == str(log_end)  # every record to read again
+    tables["reset offsets"][1][-1] = "<log end>"
+    tables["delete offsets"] = share_groups(bootstrap, topic, "--delete-offsets", *group,
+                                            "--topic", topic)  # fmt: skip
+    tables["deleted offsets"] = described(bootstrap, topic)
+    tables["delete"] = share_groups(bootstrap, topic, "--delete", *group)
+    tables["list"] = share_groups(bootstrap, topic, "--list")
     behind = []
     for name, start_column in (("offsets", 3), ("verbose", 4)):
         header, row = tables[name]
@@ -129,7 +142,10 @@ def test_kafka_share_groups_describes_the_same_on_kafka4_and_kt(kafka_factory, b
     assert all(b >= 5 for b in behind)
     assert theirs["offsets"][1] == ["described", "<topic>", "0", "5"]  # the lag
     assert theirs["state"][1][-4:] == ["Empty", "4", "4", "0"]  # joined, initialized, left
-    assert theirs["list"] == [[], ["0"]]  # deleted
+    assert theirs["reset offsets"][1] == ["described", "<topic>", "0", "0", "<log end>"]
+    assert theirs["deleted offsets"] == [["Share", "group", "'described'", "has", "no", "offset",
+                                          "information."]]  # fmt: skip
+    assert theirs["list"] == []  # deleted
     kt = broker_factory(**SHARE)
     behind, ours = share_group_scenario(kt.bootstrap)
     assert behind == [5, 5]  # every accepted record is behind kt's start offset

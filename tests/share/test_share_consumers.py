@@ -502,3 +502,69 @@ def test_a_share_groups_offsets_are_its_start_and_lag(broker) -> None:
     assert [t.topic_id.int for t in named.topics if t.topic_name == "no-such-topic"] == [0]
     unknown = describe_offsets(broker.bootstrap, "never-was", None)
     assert (unknown.error_code, unknown.topics) == (0, [])
+
+
+def at_coordinator(bootstrap: str, group: str, api: ApiKey, request: Any) -> Any:
+    """`request`'s answer from the group's coordinator (once it has one)."""
+    with KafkaClient(bootstrap) as client:
+        wait_until(lambda: coordinator(client, group) is not None, 30, "a coordinator")
+        return client.connection(coordinator(client, group)).send(api, request)
+
+
+def alter_offsets(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> Any:
+    R = m.AlterShareGroupOffsetsRequest
+    return at_coordinator(bootstrap, group, ApiKey.ALTER_SHARE_GROUP_OFFSETS, R(
+        group_id=group, topics=[R.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+            R.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+            for p, o in offsets.items()])]))  # fmt: skip
+
+
+def delete_offsets(bootstrap: str, group: str, *topics: str) -> Any:
+    R = m.DeleteShareGroupOffsetsRequest
+    return at_coordinator(bootstrap, group, ApiKey.DELETE_SHARE_GROUP_OFFSETS, R(
+        group_id=group, topics=[R.DeleteShareGroupOffsetsRequestTopic(topic_name=t)
+                                for t in topics]))  # fmt: skip
+
+
+def test_a_share_groups_offsets_are_altered_and_deleted_while_it_is_empty(broker) -> None:
+    """AlterShareGroupOffsets sets where an empty (or new) share group reads each
+    partition from; DeleteShareGroupOffsets forgets a topic's; both refused while the
+    group has members, with Kafka's errors."""
+    topic, group = topic_with(broker.bootstrap, 10, partitions=1), f"g{next(_names)}"
+    altered = alter_offsets(broker.bootstrap, group, topic, {0: 4, 7: 0})
+    assert altered.error_code == 0
+    assert [(p.partition_index, p.error_code) for t in altered.responses for p in t.partitions] == [
+        (0, 0), (7, Errors("UNKNOWN_TOPIC_OR_PARTITION").code)]  # fmt: skip
+    assert offsets_of(describe_offsets(broker.bootstrap, group, None)) == {
+        (topic, 0): (4, 0, 6, 0)}  # fmt: skip
+    member = consumer(broker.bootstrap, group, topic, explicit=True)
+    try:
+        assert sorted(v for v, _ in consume(member, 6)) == [4, 5, 6, 7, 8, 9]
+        busy = alter_offsets(broker.bootstrap, group, topic, {0: 0})
+        assert (busy.error_code, busy.error_message) == (Errors("NON_EMPTY_GROUP").code,
+                                                         "The group is not empty.")  # fmt: skip
+        assert delete_offsets(broker.bootstrap, group, topic).error_code == Errors(
+            "NON_EMPTY_GROUP").code  # fmt: skip
+    finally:
+        member.close()
+    wait_until(lambda: described_members(broker.bootstrap, group) == [], 30, "the member gone")
+    deleted = delete_offsets(broker.bootstrap, group, topic, "no-such-topic")
+    assert deleted.error_code == 0
+    assert sorted((t.topic_name, t.error_code, t.error_message) for t in deleted.responses) == [
+        ("no-such-topic", Errors("UNKNOWN_TOPIC_OR_PARTITION").code,
+         "This server does not host this topic-partition."),
+        (topic, 0, None),
+    ]  # fmt: skip
+    assert offsets_of(describe_offsets(broker.bootstrap, group, None)) == {}
+    again = delete_offsets(broker.bootstrap, group, topic)
+    assert [(t.error_code, t.error_message) for t in again.responses] == [
+        (Errors("UNKNOWN_TOPIC_OR_PARTITION").code, "There is no offset information to delete.")
+    ]
+    # the share partition the member read was dropped with the group's last session: a
+    # new member reads from the altered offset, not from where the first one stopped
+    assert alter_offsets(broker.bootstrap, group, topic, {0: 2}).error_code == 0
+    member = consumer(broker.bootstrap, group, topic, explicit=True)
+    try:
+        assert sorted(v for v, _ in consume(member, 8)) == list(range(2, 10))
+    finally:
+        member.close()

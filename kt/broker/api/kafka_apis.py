@@ -118,6 +118,8 @@ HANDLERS = {
     ApiKey.DELETE_SHARE_GROUP_STATE: share_groups.delete_share_group_state,
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: share_groups.read_share_group_state_summary,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_groups.alter_share_group_offsets,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_groups.delete_share_group_offsets,
 }
 # Served while group.coordinator.rebalance.protocols lists their protocol.
 _PROTOCOL_APIS = {
@@ -133,6 +135,8 @@ _PROTOCOL_APIS = {
         ApiKey.DELETE_SHARE_GROUP_STATE,
         ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
     ),
 }
 

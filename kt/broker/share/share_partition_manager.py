@@ -231,5 +231,12 @@ class SharePartitionManager:
                 if held.partition.state_batches() != before:
                     self._tasks.spawn(self._persist(held))
 
+    def forget_group(self, group_id: str) -> None:
+        """The group has no share session here any more (onGroupEmpty): its share
+        partitions leave the cache, to be read again from the share coordinator when a
+        member fetches (their offsets may have been altered or deleted meanwhile)."""
+        for key in [k for k in self._held if k[0] == group_id]:
+            del self._held[key]
+
     def shutdown(self) -> None:
         self._tasks.cancel_all()

@@ -94,5 +94,8 @@ class ShareSessionCache:
                 raise ShareSessionError("INVALID_SHARE_SESSION_EPOCH")
             session.epoch = next_epoch(session.epoch)
 
-    def close(self, group_id: str, member_id: str) -> None:
+    def close(self, group_id: str, member_id: str) -> bool:
+        """End the member's session; whether it was the group's last one here (Kafka's
+        ShareGroupListener.onGroupEmpty)."""
         self.sessions.pop((group_id, member_id), None)
+        return not any(group == group_id for group, _ in self.sessions)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 READ_COMMITTED_LEVEL = {"read_uncommitted": 0, "read_committed": 1}
 RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: 0 batch_optimized, 1 record_limit
 RENEW_REFUSED = "Renewing acquisition locks is not enabled for the group."
+ZERO_UUID = uuid.UUID(int=0)
 
 
 def _code(name: str) -> int:
@@ -104,6 +105,15 @@ async def _acknowledge_all(
     return out
 
 
+def _end_session(broker: BrokerServices, group_id: str, member_id: str) -> None:
+    """The member's share session ends: what it holds goes back; the group's last one
+    here drops the group's share partitions from the cache."""
+    last = broker.share_sessions.close(group_id, member_id)
+    broker.share_partitions.release_member(group_id, member_id)
+    if last:
+        broker.share_partitions.forget_group(group_id)
+
+
 async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.ShareFetchResponse
     group_id, member_id = request.group_id, request.member_id
@@ -145,8 +155,7 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
     acked = await _acknowledge_all(broker, group_id, member_id, acks)
     fetched: dict[TopicPartition, PartitionFetch] = {}
     if session is None:  # the final request: acknowledgements only, then the session ends
-        sessions.close(group_id, member_id)
-        broker.share_partitions.release_member(group_id, member_id)
+        _end_session(broker, group_id, member_id)
     elif request.max_records > 0 or header.api_version == 0:
         targets = list(session.partitions.items())
         allowed = authz.topics_allowed(broker, ctx, a.READ, {tp.topic for tp, _ in targets})
@@ -214,8 +223,7 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
                 ids[tp] = topic.topic_id
     acked = await _acknowledge_all(broker, group_id, member_id, acks)
     if request.share_session_epoch == -1:
-        broker.share_sessions.close(group_id, member_id)
-        broker.share_partitions.release_member(group_id, member_id)
+        _end_session(broker, group_id, member_id)
     by_topic: dict[uuid.UUID, list] = defaultdict(list)
     for tp, (error, message) in acked.items():
         data = R.PartitionData(partition_index=tp.partition, error_code=_code(error),
@@ -267,7 +275,7 @@ async def describe_share_group_offsets(broker: BrokerServices, header: Any, requ
                 for p in t.partitions]) for t in topics]  # fmt: skip
         denied = KafkaError("TOPIC_AUTHORIZATION_FAILED").error
         answer += [R.DescribeShareGroupOffsetsResponseTopic(
-            topic_name=t.topic_name, topic_id=uuid.UUID(int=0), partitions=[
+            topic_name=t.topic_name, topic_id=ZERO_UUID, partitions=[
                 R.DescribeShareGroupOffsetsResponsePartition(
                     partition_index=p, start_offset=-1, error_code=denied.code,
                     error_message=denied.message)
@@ -275,6 +283,78 @@ async def describe_share_group_offsets(broker: BrokerServices, header: Any, requ
         groups.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id,
                                                                topics=answer))  # fmt: skip
     return R(groups=groups)
+
+
+def _error_message(name: str, message: str | None = None) -> str | None:
+    return message or (KafkaError(name).error.message if name != "NONE" else None)
+
+
+def _group_refusal(broker: BrokerServices, ctx: Any, operation: Any, group_id: str) -> str | None:
+    """Why an offsets request on `group_id` is refused as a whole, if it is."""
+    if not authz.group_allowed(broker, ctx, operation, group_id):
+        return "GROUP_AUTHORIZATION_FAILED"
+    return None if group_id else "INVALID_GROUP_ID"
+
+
+async def alter_share_group_offsets(broker: BrokerServices, header: Any, request: Any,
+                                    ctx: Any) -> Any:  # fmt: skip
+    """KafkaApis.handleAlterShareGroupOffsetsRequest: Read on the group and each topic;
+    an unknown topic is answered here, the others by the group coordinator."""
+    R = m.AlterShareGroupOffsetsResponse
+    group_id = request.group_id
+    refused = _group_refusal(broker, ctx, a.READ, group_id)
+    if refused is not None:
+        return R(error_code=_code(refused), error_message=_error_message(refused))
+    cache = broker.metadata_cache
+    allowed = authz.topics_allowed(broker, ctx, a.READ, {t.topic_name for t in request.topics})
+    answered = []
+    wanted = []
+    for topic in request.topics:
+        error = ("TOPIC_AUTHORIZATION_FAILED" if topic.topic_name not in allowed
+                 else "NONE" if cache.topic_partitions(topic.topic_name)
+                 else "UNKNOWN_TOPIC_OR_PARTITION")  # fmt: skip
+        if error == "NONE":
+            wanted.append((topic.topic_name, [(p.partition_index, p.start_offset)
+                                              for p in topic.partitions]))  # fmt: skip
+            continue
+        answered.append(R.AlterShareGroupOffsetsResponseTopic(
+            topic_name=topic.topic_name, topic_id=cache.topic_id(topic.topic_name) or ZERO_UUID,
+            partitions=[R.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=_code(error),
+                error_message=_error_message(error)) for p in topic.partitions]))  # fmt: skip
+    error, message, results = await broker.share_groups.alter_offsets(group_id, wanted)
+    if error != "NONE":
+        return R(error_code=_code(error), error_message=_error_message(error, message))
+    answered += [R.AlterShareGroupOffsetsResponseTopic(
+        topic_name=t.name, topic_id=t.topic_id or ZERO_UUID, partitions=[
+            R.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p, error_code=_code(e), error_message=_error_message(e))
+            for p, e in t.partitions]) for t in results]  # fmt: skip
+    return R(responses=answered)
+
+
+async def delete_share_group_offsets(broker: BrokerServices, header: Any, request: Any,
+                                     ctx: Any) -> Any:  # fmt: skip
+    """KafkaApis.handleDeleteShareGroupOffsetsRequest: Delete on the group, Read on each
+    topic."""
+    R = m.DeleteShareGroupOffsetsResponse
+    group_id = request.group_id
+    refused = _group_refusal(broker, ctx, a.DELETE, group_id)
+    if refused is not None:
+        return R(error_code=_code(refused), error_message=_error_message(refused))
+    names = [t.topic_name for t in request.topics]
+    allowed = authz.topics_allowed(broker, ctx, a.READ, set(names))
+    denied = [R.DeleteShareGroupOffsetsResponseTopic(
+        topic_name=n, topic_id=ZERO_UUID, error_code=_code("TOPIC_AUTHORIZATION_FAILED"),
+        error_message=_error_message("TOPIC_AUTHORIZATION_FAILED"))
+        for n in names if n not in allowed]  # fmt: skip
+    error, message, results = await broker.share_groups.delete_offsets(
+        group_id, [n for n in names if n in allowed])  # fmt: skip
+    if error != "NONE":
+        return R(error_code=_code(error), error_message=_error_message(error, message))
+    return R(responses=[R.DeleteShareGroupOffsetsResponseTopic(
+        topic_name=t.name, topic_id=t.topic_id or ZERO_UUID, error_code=_code(t.error),
+        error_message=t.message) for t in results] + denied)  # fmt: skip
 
 
 # -- the share coordinator's internal RPCs (a share partition's leader to the coordinator) --
