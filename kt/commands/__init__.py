@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "reassign-partitions": "kt.commands.reassign:reassign_partitions",
     "server-start": "kt.commands.server:server_start",
     "server-stop": "kt.commands.server:server_stop",
+    "share-groups": "kt.commands.share_groups:share_groups",
     "topics": "kt.commands.topics:topics",
     "top": "kt.commands.top:top",
     "transactions": "kt.commands.transactions:transactions",

@@ -76,6 +76,16 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group audit "
          "--members --verbose"),
     ],
+    "kt share-groups": [
+        ("Each share partition's start offset and lag (the records not yet delivered):",
+         "kt share-groups --bootstrap-server 127.0.0.1:9092 --describe --group jobs"),
+        ("The members sharing the partitions, with their member epochs:",
+         "kt share-groups --bootstrap-server 127.0.0.1:9092 --describe --group jobs --members "
+         "--verbose"),
+        ("Make an empty share group deliver a topic again from its start:",
+         "kt share-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group jobs "
+         "--topic orders --to-earliest --execute"),
+    ],
     "kt features": [
         ("The feature flags of the cluster (group.version 1: the consumer group protocol):",
          "kt features --bootstrap-server 127.0.0.1:9092 describe"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import queue
 import re
 import subprocess
+import sys
 import threading
 import time
 
@@ -153,3 +154,78 @@ def test_kafka_share_groups_describes_the_same_on_kafka4_and_kt(kafka_factory, b
     kafka_dump, kt_dump = dump_group_partition(kt.log_dir, "described")
     assert '"type":"15"' in kafka_dump and "Unknown record type" not in kafka_dump
     assert kt_dump == kafka_dump
+
+
+def twin_tools(bootstrap: str, theirs_group: str, ours_group: str, *args: str) -> None:
+    """Kafka 4.4's kafka-share-groups on `theirs_group` and `kt share-groups` on
+    `ours_group` (in the same state) print the same, the group's name aside; kt exits 1
+    where Kafka's tool prints an error and exits 0."""
+
+    def command(tool: list[str], group: str) -> tuple[int, str, str]:
+        argv = [a.replace("<group>", group) for a in args]
+        run = subprocess.run([*tool, "--bootstrap-server", bootstrap, *argv],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        last = run.stderr.strip().splitlines()[-1:]
+        if last and (last[0].startswith("[") or "\tat " in run.stderr):
+            last = []  # Java's log lines and stack traces
+        return run.returncode, run.stdout.replace(group, "<group>"), "".join(last)
+
+    kafka = command(tool_command("kafka-share-groups", version=KAFKA4_VERSION), theirs_group)
+    kt = command([sys.executable, "-m", "kt", "share-groups"], ours_group)
+    failed = "Error:" in kafka[1] or kafka[0] != 0
+    assert (kt[1], kt[2].replace(ours_group, "<group>")) == (
+        kafka[1], kafka[2].replace(theirs_group, "<group>")), args  # fmt: skip
+    assert kt[0] == (1 if failed else 0), (args, kt)
+
+
+def alter(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
+    from tests.share.test_share_consumers import alter_offsets
+
+    assert alter_offsets(bootstrap, group, topic, offsets).error_code == 0
+
+
+def test_kt_share_groups_prints_what_kafka4s_tool_prints(broker_factory) -> None:
+    """`kt share-groups` beside Kafka 4.4's kafka-share-groups, on one kt broker: a group
+    with a member (list, describe offsets, members and state, the refusals of an active
+    group), then twin empty groups set to the same offsets, one per tool (resets of each
+    kind, dry run and executed, CSV export, deleting offsets and groups)."""
+    kt = broker_factory(**SHARE)
+    bootstrap = kt.bootstrap
+    topic = topic_with(bootstrap, 10, partitions=2)
+    member = consumer(bootstrap, "live", topic, explicit=True)
+    try:
+        ready(bootstrap, "live", topic, [member], explicit=True)
+        for args in (
+            ["--list"], ["--list", "--state"], ["--list", "--state", "stable"],
+            ["--describe", "--group", "<group>"], ["--describe", "--group", "<group>", "--verbose"],
+            ["--describe", "--group", "<group>", "--members"],
+            ["--describe", "--group", "<group>", "--members", "--verbose"],
+            ["--describe", "--group", "<group>", "--state"],
+            ["--describe", "--group", "<group>", "--state", "--verbose"],
+            ["--reset-offsets", "--group", "<group>", "--topic", topic, "--to-earliest",
+             "--execute"],
+            ["--delete", "--group", "<group>"],
+            ["--delete-offsets", "--group", "<group>", "--topic", topic],
+        ):  # fmt: skip
+            twin_tools(bootstrap, "live", "live", *args)
+        twin_tools(bootstrap, "missing", "missing", "--describe", "--group", "<group>")
+    finally:
+        member.close()
+    for group in ("twin-a", "twin-b"):  # names of one length: the same padding
+        alter(bootstrap, group, topic, {0: 3, 1: 0})
+    for args in (
+        ["--describe", "--group", "<group>", "--verbose"],
+        ["--describe", "--group", "<group>", "--state"],
+        ["--reset-offsets", "--group", "<group>", "--topic", topic, "--to-earliest", "--dry-run"],
+        ["--reset-offsets", "--group", "<group>", "--all-topics", "--to-latest", "--execute"],
+        ["--describe", "--group", "<group>"],
+        ["--reset-offsets", "--group", "<group>", "--topic", f"{topic}:1", "--to-offset", "2",
+         "--execute"],
+        ["--reset-offsets", "--group", "<group>", "--all-topics", "--to-current", "--dry-run",
+         "--export"],
+        ["--delete-offsets", "--group", "<group>", "--topic", topic, "--topic", "no-such-topic"],
+        ["--describe", "--group", "<group>"],
+        ["--delete", "--group", "<group>", "--group", "missing"],
+        ["--describe", "--group", "<group>", "--members"],
+    ):  # fmt: skip
+        twin_tools(bootstrap, "twin-a", "twin-b", *args)
