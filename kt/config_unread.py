@@ -44,8 +44,13 @@ _KRAFT = Accepted("KRaft's: read only with process.roles set, which kt refuses")
 _ZK_TLS = Accepted("ZooKeeper TLS's: read only with zookeeper.ssl.client.enable=true, "
                    "which kt refuses")  # fmt: skip
 _NEW_GROUPS = Accepted("Kafka 4's group coordinator's threads and append linger (kt's coordinator "
-                       "runs on the event loop and appends at once), and share groups' "
-                       "(KIP-932), which kt does not serve yet")  # fmt: skip
+                       "runs on the event loop and appends at once), and its limit on the "
+                       "number of share groups, which kt does not limit")  # fmt: skip
+_SHARE_BOUNDS = Accepted(
+    "the bounds of a share group's configs (share.*), which kt checks IncrementalAlterConfigs "
+    "on a GROUP against; Kafka also checks the broker's own group.share.* keys against them "
+    "at start-up, kt not"
+)
 _KERBEROS = Accepted("GSSAPI (Kerberos)'s, which kt refuses in sasl.enabled.mechanisms")
 _OIDC = Accepted("the OIDC token validator's (sasl.oauthbearer.jwks.endpoint.url), which kt "
                  "refuses: its OAUTHBEARER takes unsecured JWS tokens")  # fmt: skip
@@ -302,10 +307,16 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("controller.quorum.retry.backoff.ms", "int", 20),
     )),
     # -- Kafka 4's groups: share groups
-    *((name, kind, default, None, _NEW_GROUPS) for name, kind, default in (
+    ("group.share.max.groups", "short", 10, None, _NEW_GROUPS),
+    *((name, kind, default, None, _SHARE_BOUNDS) for name, kind, default in (
         ("group.share.min.record.lock.duration.ms", "int", 15000),
         ("group.share.max.record.lock.duration.ms", "int", 60000),
-        ("group.share.max.groups", "short", 10),
+        ("group.share.min.assignment.interval.ms", "int", 0),
+        ("group.share.max.assignment.interval.ms", "int", 15000),
+        ("group.share.max.delivery.count.limit", "int", 10),
+        ("group.share.min.delivery.count.limit", "int", 2),
+        ("group.share.max.partition.max.record.locks", "int", 4000),
+        ("group.share.min.partition.max.record.locks", "int", 100),
     )),
     # -- tiered storage (refused above)
     *((name, kind, default, None, _TIERED) for name, kind, default in (
@@ -394,13 +405,7 @@ KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("group.consumer.regex.refresh.interval.ms", "int", 600000),
         ("group.share.assignors", "list", "simple"),
         ("group.share.assignment.interval.ms", "int", 1000),
-        ("group.share.min.assignment.interval.ms", "int", 0),
-        ("group.share.max.assignment.interval.ms", "int", 15000),
         ("group.share.assignor.offload.enable", "bool", True),
-        ("group.share.max.delivery.count.limit", "int", 10),
-        ("group.share.min.delivery.count.limit", "int", 2),
-        ("group.share.max.partition.max.record.locks", "int", 4000),
-        ("group.share.min.partition.max.record.locks", "int", 100),
         ("group.share.persister.class.name", "string",
          "org.apache.kafka.server.share.persister.DefaultStatePersister"),
         ("group.share.dlq.manager.class.name", "string",

@@ -304,13 +304,17 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "9000", lambda c: share_group_settings(c).initialize_retry_interval_ms, 9000
     ),
     "group.share.delivery.count.limit": Built(
-        "4", lambda c: share_fetch_settings(c).partition.max_delivery_count, 4
+        "4", lambda c: share_fetch_settings(c, GroupConfigs(c), "g").partition.max_delivery_count, 4
     ),
     "group.share.record.lock.duration.ms": Built(
-        "20000", lambda c: share_fetch_settings(c).partition.record_lock_duration_ms, 20000
+        "20000",
+        lambda c: share_fetch_settings(c, GroupConfigs(c), "g").partition.record_lock_duration_ms,
+        20000,
     ),
     "group.share.partition.max.record.locks": Built(
-        "300", lambda c: share_fetch_settings(c).partition.max_in_flight_records, 300
+        "300",
+        lambda c: share_fetch_settings(c, GroupConfigs(c), "g").partition.max_in_flight_records,
+        300,
     ),
     **dict.fromkeys(
         (

@@ -12,7 +12,11 @@ from kt.broker.group.consumer_group_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
 )
-from kt.broker.group.group_config import GroupConfigs
+from kt.broker.group.group_config import (
+    SHARE_AUTO_OFFSET_RESET,
+    SHARE_ISOLATION_LEVEL,
+    GroupConfigs,
+)
 from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
@@ -182,13 +186,19 @@ def share_group_settings(cfg: KafkaConfig) -> ShareGroupSettings:
     )
 
 
-def share_fetch_settings(cfg: KafkaConfig) -> ShareFetchSettings:
-    """The broker's share group settings a share partition reads (group.share.*)."""
-    return ShareFetchSettings(SharePartitionConfig(
-        max_in_flight_records=cfg["group.share.partition.max.record.locks"],
-        max_delivery_count=cfg["group.share.delivery.count.limit"],
-        record_lock_duration_ms=cfg["group.share.record.lock.duration.ms"],
-    ))  # fmt: skip
+def share_fetch_settings(cfg: KafkaConfig, configs: GroupConfigs,
+                         group_id: str) -> ShareFetchSettings:  # fmt: skip
+    """The share settings a share partition of `group_id` reads: its group configs
+    (share.*), else the broker's group.share.* keys."""
+    return ShareFetchSettings(
+        SharePartitionConfig(
+            max_in_flight_records=configs.value(group_id, "share.partition.max.record.locks"),
+            max_delivery_count=configs.value(group_id, "share.delivery.count.limit"),
+            record_lock_duration_ms=configs.value(group_id, "share.record.lock.duration.ms"),
+        ),
+        auto_offset_reset=configs.text(group_id, SHARE_AUTO_OFFSET_RESET),
+        isolation_level=configs.text(group_id, SHARE_ISOLATION_LEVEL),
+    )
 
 
 @dataclass
@@ -208,6 +218,7 @@ def create_share_group_parts(
     cfg: KafkaConfig, broker_id: int, cache: MetadataCache, replica_manager: ReplicaManager,
     manager: GroupMetadataManager, create_state_topic: Callable[[], Any],
     broker_endpoint: Callable[[int], tuple[str, int] | None], security: dict[str, Any],
+    group_configs: GroupConfigs,
 ) -> ShareGroupParts:  # fmt: skip
     def state_partitions() -> int:
         known = cache.topic_partitions(SHARE_GROUP_STATE_TOPIC)
@@ -234,9 +245,11 @@ def create_share_group_parts(
                                          broker_endpoint, security)  # fmt: skip
     persister = Persister(coordinator, coordinator_leader, broker_id, create_state_topic,
                           connections, cfg["request.timeout.ms"] / 1000)  # fmt: skip
-    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg), persister)
-    settings = share_fetch_settings(cfg)
-    partitions = SharePartitionManager(replica_manager, persister, lambda group: settings)
+    groups = ShareGroupCoordinator(manager, cache, share_group_settings(cfg), persister,
+                                   group_configs=group_configs)  # fmt: skip
+    partitions = SharePartitionManager(
+        replica_manager, persister, lambda group: share_fetch_settings(cfg, group_configs, group)
+    )
     sessions = ShareSessionCache(cfg["group.share.max.share.sessions"])
     latest = PartitionMetadataClient(broker_id, replica_manager, cache, InterBrokerConnections(
         f"broker-{broker_id}-partition-metadata", broker_endpoint, security),

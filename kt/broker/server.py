@@ -199,7 +199,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
         self.share = create_share_group_parts(
             cfg, self.broker_id, self.metadata_cache, self.replica_manager,
             self.group_coordinator.manager, self._create_share_state_topic,
-            self._broker_endpoint, self.inter_broker_security,
+            self._broker_endpoint, self.inter_broker_security, self.consumer_groups.group_configs,
         )  # fmt: skip
         self.group_service = create_group_coordinator_service(
             self.replica_manager, self.group_coordinator, self.consumer_groups, self.share.groups

@@ -226,18 +226,39 @@ def test_uniform_gives_a_fresh_group_contiguous_runs_as_kafka() -> None:
     }
 
 
-def test_group_configs_of_groups_kt_does_not_serve_are_refused() -> None:
-    """share.* and streams.* group configs would be expected to act: refused, while the
-    consumer group's are taken within the broker's bounds."""
+def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
+    """streams.* group configs and renewing locks would be expected to act: refused,
+    while the consumer and share groups' are taken within the broker's bounds, with
+    GroupConfig.validate's messages."""
     from kt.broker.group import group_config
     from kt.config import InvalidConfigError, KafkaConfig
 
     config = KafkaConfig({})
-    group_config.validate({"consumer.session.timeout.ms": "50000"}, config)
+    group_config.validate({"consumer.session.timeout.ms": "50000",
+                           "share.record.lock.duration.ms": "20000",
+                           "share.auto.offset.reset": "by_duration:PT1H"}, config)  # fmt: skip
     for name, feature in (
-        ("share.record.lock.duration.ms", "share groups (KIP-932)"),
         ("streams.num.standby.replicas", "streams groups (KIP-1071)"),
+        ("share.renew.acknowledge.enable", "renewing acquisition locks (share.version 2)"),
     ):
         with pytest.raises(InvalidConfigError) as refused:
             group_config.validate({name: "1"}, config)
         assert str(refused.value) == f"{name}: kt does not support {feature} yet"
+    for overrides, message in (
+        ({"share.record.lock.duration.ms": "1000"},
+         "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."),
+        ({"share.session.timeout.ms": "45000", "share.heartbeat.interval.ms": "15000"}, None),
+        ({"share.auto.offset.reset": "none"},
+         "Invalid value none for configuration share.auto.offset.reset: Invalid value `none` "
+         "for configuration share.auto.offset.reset. The value must be either 'earliest', "
+         "'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."),
+        ({"share.isolation.level": "serializable"},
+         "Invalid value serializable for configuration share.isolation.level: String must be "
+         "one of: read_committed, read_uncommitted"),
+    ):  # fmt: skip
+        if message is None:
+            group_config.validate(overrides, config)
+            continue
+        with pytest.raises(InvalidConfigError) as refused:
+            group_config.validate(overrides, config)
+        assert str(refused.value) == message

@@ -229,3 +229,35 @@ def test_kt_share_groups_prints_what_kafka4s_tool_prints(broker_factory) -> None
         ["--describe", "--group", "<group>", "--members"],
     ):  # fmt: skip
         twin_tools(bootstrap, "twin-a", "twin-b", *args)
+
+
+def test_kafka4_configs_sets_and_refuses_share_group_configs_as_on_kafka4(
+    kafka_factory, broker_factory
+) -> None:
+    """A share group's configs (share.*) through kafka-configs: Kafka 4.4's tool sets,
+    refuses (its messages, the broker's bounds) and describes the same against both."""
+    from tests.oracle.test_kafka4_consumer_groups import configs
+
+    runs = (
+        ("--alter", "--add-config", "share.auto.offset.reset=earliest"),
+        ("--alter", "--add-config", "share.auto.offset.reset=none"),
+        ("--alter", "--add-config", "share.isolation.level=read_committed"),
+        ("--alter", "--add-config", "share.isolation.level=serializable"),
+        ("--alter", "--add-config", "share.record.lock.duration.ms=1000"),
+        ("--alter", "--add-config", "share.delivery.count.limit=11"),
+        ("--alter", "--add-config", "share.delivery.count.limit=3"),
+        ("--alter", "--add-config", "share.heartbeat.interval.ms=50000"),
+        ("--alter", "--add-config", "share.session.timeout.ms=50000"),
+        ("--describe",),
+        ("--alter", "--delete-config", "share.delivery.count.limit"),
+        ("--describe",),
+    )
+    kafka = kafka_factory(version=KAFKA4_VERSION, overrides=KAFKA4_SHARE)
+    theirs = [configs(kafka.bootstrap, *args) for args in runs]
+    # the same broker settings as Kafka's (its synonyms show them), share groups served
+    protocols = "group.coordinator.rebalance.protocols"
+    kt = broker_factory(**KAFKA4_SHARE, **{protocols: SHARE[protocols]})
+    ours = [configs(kt.bootstrap, *args) for args in runs]
+    assert "share.delivery.count.limit=3" in theirs[9][1]
+    assert "must be in the range 15000 to 60000 inclusive" in theirs[4][2]
+    assert ours == theirs

@@ -336,26 +336,31 @@ def test_renewing_locks_is_refused_out_loud(broker) -> None:
     )
 
 
+def assigned_raw(client: KafkaClient, group: str, member: str, topic: str) -> tuple[Any, Any]:
+    """A member of `group` by raw ShareGroupHeartbeats until it is assigned `topic`: the
+    coordinator's connection and the topic's id."""
+    wait_until(lambda: coordinator(client, group) is not None, 30, "a coordinator")
+    connection = client.connection(coordinator(client, group))
+    epoch, deadline = 0, time.monotonic() + 30
+    while True:
+        beat = connection.send(ApiKey.SHARE_GROUP_HEARTBEAT, m.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch,
+            subscribed_topic_names=[topic]))  # fmt: skip
+        assert beat.error_code == 0, beat.error_message
+        epoch = beat.member_epoch
+        if beat.assignment is not None and beat.assignment.topic_partitions:
+            return connection, beat.assignment.topic_partitions[0].topic_id
+        assert time.monotonic() < deadline, "never assigned"
+        time.sleep(0.2)
+
+
 def test_record_limit_acquires_no_more_than_max_records(broker) -> None:
     """ShareAcquireMode record_limit (ShareFetch v2): a member asking for 3 records of a
     10-record log batch acquires those 3, not the whole batch (batch_optimized's way)."""
     topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
     member = "bGltaXRlZC1tZW1iZXItMDE"
     with KafkaClient(broker.bootstrap) as client:
-        wait_until(lambda: coordinator(client, group) is not None, 30, "a coordinator")
-        connection = client.connection(coordinator(client, group))
-        epoch, deadline = 0, time.monotonic() + 30
-        while True:
-            beat = connection.send(ApiKey.SHARE_GROUP_HEARTBEAT, m.ShareGroupHeartbeatRequest(
-                group_id=group, member_id=member, member_epoch=epoch,
-                subscribed_topic_names=[topic]))  # fmt: skip
-            assert beat.error_code == 0, beat.error_message
-            epoch = beat.member_epoch
-            if beat.assignment is not None and beat.assignment.topic_partitions:
-                break
-            assert time.monotonic() < deadline, "never assigned"
-            time.sleep(0.2)
-        topic_id = beat.assignment.topic_partitions[0].topic_id
+        connection, topic_id = assigned_raw(client, group, member, topic)
         R = m.ShareFetchRequest
 
         def fetch(session_epoch: int, wait_ms: int):  # type: ignore[no-untyped-def]
@@ -568,3 +573,50 @@ def test_a_share_groups_offsets_are_altered_and_deleted_while_it_is_empty(broker
         assert sorted(v for v, _ in consume(member, 8)) == list(range(2, 10))
     finally:
         member.close()
+
+
+def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
+    """IncrementalAlterConfigs SET on the GROUP resource, with confluent-kafka's admin."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in configs.items()]  # fmt: skip
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
+def test_a_share_groups_configs_decide_where_it_starts_and_what_it_reads(broker) -> None:
+    """share.auto.offset.reset=earliest: a new share group reads a topic from its start;
+    share.isolation.level=read_committed: the records of aborted transactions are
+    archived, never acquired, the committed ones are."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    producer = Producer({"bootstrap.servers": broker.bootstrap,
+                         "transactional.id": f"txn-{group}"})  # fmt: skip
+    producer.init_transactions(30)
+    for start, commit in ((0, True), (100, False), (10, True), (110, False), (20, True)):
+        producer.begin_transaction()  # five records, then the marker: six offsets each
+        for i in range(start, start + 5):
+            producer.produce(topic, b"%d" % i)
+        producer.flush(30)  # written before the abort (which drops what was not sent)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    wait_until(lambda: end_offset(broker.bootstrap, topic) == 30, 30, "the last marker")
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest",
+                      share_isolation_level="read_committed")  # fmt: skip
+    R = m.ShareFetchRequest
+    with KafkaClient(broker.bootstrap) as client:
+        connection, topic_id = assigned_raw(client, group, "cmVhZC1jb21taXR0ZWQtbWVtYmVy", topic)
+        answer = connection.send(ApiKey.SHARE_FETCH, R(
+            group_id=group, member_id="cmVhZC1jb21taXR0ZWQtbWVtYmVy", share_session_epoch=0,
+            max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+            topics=[R.FetchTopic(topic_id=topic_id, partitions=[
+                R.FetchPartition(partition_index=0)])]), 1)  # fmt: skip
+    [partition] = answer.responses[0].partitions
+    # 0-5 and 12-17, 24-29 committed with their markers; 6-10 and 18-22 aborted (their
+    # abort markers 11 and 23 acquired, as on Kafka: only the aborted data is archived)
+    assert [(a.first_offset, a.last_offset) for a in partition.acquired_records] == [
+        (0, 5), (11, 17), (23, 29)]  # fmt: skip
+    delivered = [r.value for b in iter_batches(partition.records) if not b.is_control
+                 for r in b.records()]  # fmt: skip
+    assert sorted(int(v) for v in delivered) == [*range(5), *range(10, 15), *range(20, 25)]

@@ -4,12 +4,16 @@ DescribeConfigs (Kafka's GroupConfig).
 
 Each key has Kafka 4.4's default and the broker key that supplies it (its synonym). kt
 honours consumer.session.timeout.ms and consumer.heartbeat.interval.ms (the session timer
-and the interval a heartbeat answer names); consumer.assignment.interval.ms is taken and
-changes nothing, kt computing an assignment in the heartbeat that needs it (as an
-interval of 0 would). The share and streams groups' keys are described with their
-defaults and refused, those groups not being served yet. Overrides live in
-/config/groups/<group> with a change notification, as topic configs do, so every broker
-learns them.
+and the interval a heartbeat answer names), and a share group's share.* keys: its
+session and heartbeat timings, its share partitions' record lock duration, delivery
+count limit and record locks (read at each fetch), where a share partition it never read
+starts (share.auto.offset.reset) and what it reads (share.isolation.level).
+consumer.assignment.interval.ms and share.assignment.interval.ms are taken and change
+nothing, kt computing an assignment in the heartbeat that needs it (as an interval of 0
+would). The keys of what kt does not serve yet (streams groups, dead-letter queues,
+renewing acquisition locks) are described with their defaults and refused. Overrides
+live in /config/groups/<group> with a change notification, as topic configs do, so every
+broker learns them.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from kt.errors import InvalidConfigError
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"
+SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
+SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
 
 
 @dataclass(frozen=True)
@@ -47,17 +55,26 @@ GROUP_KEYS = {k.name: k for k in (
              ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms")),
     GroupKey("errors.deadletterqueue.copy.record.enable", "bool", "false", None),
     GroupKey("errors.deadletterqueue.topic.name", "string", "", None),
-    GroupKey("share.assignment.interval.ms", "int", "1000", "group.share.assignment.interval.ms"),
-    GroupKey("share.auto.offset.reset", "string", "latest", None),
-    GroupKey("share.delivery.count.limit", "int", "5", "group.share.delivery.count.limit"),
-    GroupKey("share.heartbeat.interval.ms", "int", "5000", "group.share.heartbeat.interval.ms"),
-    GroupKey("share.isolation.level", "string", "read_uncommitted", None),
+    GroupKey("share.assignment.interval.ms", "int", "1000", "group.share.assignment.interval.ms",
+             ("group.share.min.assignment.interval.ms",
+              "group.share.max.assignment.interval.ms")),
+    GroupKey(SHARE_AUTO_OFFSET_RESET, "string", "latest", None),
+    GroupKey("share.delivery.count.limit", "int", "5", "group.share.delivery.count.limit",
+             ("group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit")),
+    GroupKey(SHARE_HEARTBEAT_INTERVAL, "int", "5000", "group.share.heartbeat.interval.ms",
+             ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms")),
+    GroupKey(SHARE_ISOLATION_LEVEL, "string", "read_uncommitted", None),
     GroupKey("share.partition.max.record.locks", "int", "2000",
-             "group.share.partition.max.record.locks"),
+             "group.share.partition.max.record.locks",
+             ("group.share.min.partition.max.record.locks",
+              "group.share.max.partition.max.record.locks")),
     GroupKey("share.record.lock.duration.ms", "int", "30000",
-             "group.share.record.lock.duration.ms"),
+             "group.share.record.lock.duration.ms",
+             ("group.share.min.record.lock.duration.ms",
+              "group.share.max.record.lock.duration.ms")),
     GroupKey("share.renew.acknowledge.enable", "bool", "true", None),
-    GroupKey("share.session.timeout.ms", "int", "45000", "group.share.session.timeout.ms"),
+    GroupKey(SHARE_SESSION_TIMEOUT, "int", "45000", "group.share.session.timeout.ms",
+             ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
     GroupKey("streams.assignment.interval.ms", "int", "1000",
              "group.streams.assignment.interval.ms"),
     GroupKey("streams.assignor.name", "string", "sticky", "group.streams.assignors"),
@@ -70,13 +87,47 @@ GROUP_KEYS = {k.name: k for k in (
              "group.streams.rack.aware.assignment.tags"),
     GroupKey("streams.session.timeout.ms", "int", "45000", "group.streams.session.timeout.ms"),
 )}  # fmt: skip
-# The keys of the groups kt does not serve yet: described with their defaults, refused.
-_NOT_SERVED = {"share": "share groups (KIP-932)", "streams": "streams groups (KIP-1071)",
-               "errors": "share groups' dead-letter queues"}  # fmt: skip
-_BOUND_DEFAULTS = {
+# The keys of what kt does not serve yet: described with their defaults, refused.
+_NOT_SERVED = {
+    "streams": "streams groups (KIP-1071)",
+    "errors": "share groups' dead-letter queues",
+    "share.renew.acknowledge.enable": "renewing acquisition locks (share.version 2)",
+}
+_BOUND_DEFAULTS = {  # Kafka 4.4's defaults of the bounds kt does not read
     "group.consumer.min.assignment.interval.ms": "0",
     "group.consumer.max.assignment.interval.ms": "15000",
+    "group.share.min.assignment.interval.ms": "0",
+    "group.share.max.assignment.interval.ms": "15000",
+    "group.share.min.delivery.count.limit": "2",
+    "group.share.max.delivery.count.limit": "10",
+    "group.share.min.partition.max.record.locks": "100",
+    "group.share.max.partition.max.record.locks": "4000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
 }
+# GroupConfig.validateSessionExceedsHeartbeat
+_SESSION_AND_HEARTBEAT = ((SESSION_TIMEOUT, HEARTBEAT_INTERVAL),
+                          (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL))  # fmt: skip
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def parse_auto_offset_reset(text: str) -> tuple[str, int]:
+    """ShareGroupAutoOffsetResetStrategy.fromString: (earliest | latest | by_duration, the
+    duration in ms); ValueError for anything else."""
+    value = text.strip().lower()
+    if value in ("earliest", "latest"):
+        return value, 0
+    if value.startswith("by_duration:"):
+        from kt.tools.consumer_groups import ConsumerGroupCommandError, parse_duration_ms
+
+        duration = text.strip()[len("by_duration:") :]
+        if duration.startswith("-"):
+            raise ValueError("Negative duration is not allowed.")
+        try:
+            return "by_duration", parse_duration_ms(duration)
+        except ConsumerGroupCommandError as e:
+            raise ValueError(str(e)) from None
+    raise ValueError(f"Unsupported strategy: {text}")
 
 
 def broker_value(config: KafkaConfig, broker_key: str, default: str) -> tuple[str, bool]:
@@ -94,9 +145,10 @@ def validate(overrides: Mapping[str, str], config: KafkaConfig) -> None:
         key = GROUP_KEYS.get(name)
         if key is None:
             raise InvalidConfigError(f"Unknown group config name: {name}")
-        feature = _NOT_SERVED.get(name.split(".")[0])
+        feature = _NOT_SERVED.get(name, _NOT_SERVED.get(name.split(".")[0]))
         if feature is not None:  # kept, it would be expected to act
             raise InvalidConfigError(f"{name}: kt does not support {feature} yet")
+        _check_string(name, text)
         try:
             value = PARSERS[key.kind](text)
         except ValueError as e:
@@ -107,6 +159,35 @@ def validate(overrides: Mapping[str, str], config: KafkaConfig) -> None:
                          for b in key.bounds)  # fmt: skip
             if not low <= value <= high:
                 raise InvalidConfigError(f"{name} must be in the range {low} to {high} inclusive.")
+    for session_key, heartbeat_key in _SESSION_AND_HEARTBEAT:
+        if session_key in overrides or heartbeat_key in overrides:
+            session = _effective(overrides, config, session_key)
+            if session <= _effective(overrides, config, heartbeat_key):
+                raise InvalidConfigError(f"{session_key} must be greater than {heartbeat_key}")
+
+
+def _effective(overrides: Mapping[str, str], config: KafkaConfig, name: str) -> int:
+    if name in overrides:
+        return int(overrides[name])
+    key = GROUP_KEYS[name]
+    assert key.synonym is not None
+    return int(broker_value(config, key.synonym, key.default)[0])
+
+
+def _check_string(name: str, text: str) -> None:
+    """The validators of the string keys (ConfigException's message)."""
+    prefix = f"Invalid value {text} for configuration {name}: "
+    if name == SHARE_AUTO_OFFSET_RESET:
+        try:
+            parse_auto_offset_reset(text)
+        except ValueError:
+            raise InvalidConfigError(
+                f"{prefix}Invalid value `{text}` for configuration {name}. The value must be "
+                "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+            ) from None
+    elif name == SHARE_ISOLATION_LEVEL and text not in ISOLATION_LEVELS:
+        raise InvalidConfigError(f"{prefix}String must be one of: "
+                                 + ", ".join(ISOLATION_LEVELS))  # fmt: skip
 
 
 class GroupConfigs:
@@ -125,9 +206,8 @@ class GroupConfigs:
 
     def value(self, group_id: str, name: str) -> int:
         """An int key's value for `group_id`: its override, else the broker's."""
-        override = self.overrides.get(group_id, {}).get(name)
-        if override is not None:
-            return int(override)
-        key = GROUP_KEYS[name]
-        assert key.synonym is not None
-        return int(broker_value(self.config, key.synonym, key.default)[0])
+        return _effective(self.overrides.get(group_id, {}), self.config, name)
+
+    def text(self, group_id: str, name: str) -> str:
+        """A string key's value for `group_id`: its override, else Kafka's default."""
+        return self.overrides.get(group_id, {}).get(name, GROUP_KEYS[name].default)

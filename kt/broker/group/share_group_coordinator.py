@@ -27,6 +27,11 @@ from typing import Any, Protocol
 from kt.broker.group import share_assignor
 from kt.broker.group import share_group_records as sr
 from kt.broker.group import share_partition_metadata as spm
+from kt.broker.group.group_config import (
+    SHARE_HEARTBEAT_INTERVAL,
+    SHARE_SESSION_TIMEOUT,
+    GroupConfigs,
+)
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import GroupMetadataManager, now_ms
 from kt.broker.group.heartbeat_request import GroupError, HeartbeatResult, refuse_empty
@@ -116,12 +121,14 @@ class ShareGroupCoordinator:
         settings: ShareGroupSettings,
         persister: StatePersister,
         *,
+        group_configs: GroupConfigs | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.manager = manager
         self.topics = topics
         self.settings = settings
         self.persister = persister
+        self.group_configs = group_configs  # each group's share.* overrides
         self.clock = clock
         self.session_timers = MemberTimers()
         self._tasks = TaskSet()
@@ -196,7 +203,7 @@ class ShareGroupCoordinator:
         self._schedule_session_timeout(group_id, member_id)
         result = HeartbeatResult(
             member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            heartbeat_interval_ms=self._timing(group_id, SHARE_HEARTBEAT_INTERVAL),
         )  # fmt: skip
         if joining or names is not None or reconciled.assigned != member.assigned:
             result.assignment = reconciled.assigned
@@ -576,8 +583,18 @@ class ShareGroupCoordinator:
             self.manager.write(group_id, self._fence(group, group.members[member_id]))
         )
 
+    def _timing(self, group_id: str, name: str) -> int:
+        """The group's share.session.timeout.ms or share.heartbeat.interval.ms: its group
+        config, else the broker's."""
+        if self.group_configs is not None:
+            return self.group_configs.value(group_id, name)
+        if name == SHARE_SESSION_TIMEOUT:
+            return self.settings.session_timeout_ms
+        return self.settings.heartbeat_interval_ms
+
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.session_timers.schedule((group_id, member_id), self.settings.session_timeout_ms,
+        self.session_timers.schedule((group_id, member_id),
+                                     self._timing(group_id, SHARE_SESSION_TIMEOUT),
                                      self._fence_later, group_id, member_id)  # fmt: skip
 
     # -- state and the log ---------------------------------------------------------------

@@ -248,6 +248,35 @@ class SharePartition:
                                            lambda: self._lock_expired(lock))  # fmt: skip
         return acquired
 
+    def archive_acquired(self, member_id: str, ranges: Sequence[tuple[int, int]],
+                         acquired: list[AcquiredRecords]) -> list[AcquiredRecords]:  # fmt: skip
+        """The records of `ranges` (the aborted transactions' log batches, read_committed)
+        that `member_id` just acquired are archived, never delivered; the acquired records
+        left (Kafka's filterAbortedTransactionalAcquiredRecords)."""
+        runs = self.runs
+        for first, last in ranges:
+            out: list[Run] = []
+            for run in runs:
+                if (run.state != RecordState.ACQUIRED or run.member_id != member_id
+                        or run.last < first or run.first > last):  # fmt: skip
+                    out.append(run)
+                    continue
+                piece = replace(run, first=max(run.first, first), last=min(run.last, last),
+                                state=RecordState.ARCHIVED, member_id="", lock=0)  # fmt: skip
+                out += _around(run, piece)
+            runs = out
+        self.runs = _merged(runs)
+        self._advance_start()
+        self._drop_unused_timers()
+        left: list[AcquiredRecords] = []
+        for a in acquired:
+            pieces = [(a.first, a.last)]
+            for first, last in ranges:
+                cut = [((lo, min(hi, first - 1)), (max(lo, last + 1), hi)) for lo, hi in pieces]
+                pieces = [p for pair in cut for p in pair if p[0] <= p[1]]
+            left += [AcquiredRecords(lo, hi, a.delivery_count) for lo, hi in pieces]
+        return left
+
     def _lock_expired(self, lock: int) -> None:
         """The acquisition's records not yet acknowledged are released."""
         self._timers.pop(lock, None)

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kt.broker.group.group_config import parse_auto_offset_reset
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.share.share_coordinator import ShareStateError, WriteRequest
 from kt.broker.share.share_partition import (
@@ -37,6 +39,7 @@ from kt.broker.share.share_state import (
     StateBatch,
 )
 from kt.broker.task_set import TaskSet
+from kt.storage.control_records import ABORT, parse_control_type
 from kt.storage.records import iter_batches
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,42 @@ class Persister(Protocol):
     async def read(self, key: SharePartitionKey, leader_epoch: int) -> ShareGroupOffset: ...
 
     async def write(self, request: WriteRequest) -> None: ...
+
+
+def aborted_batches(batches: Iterable[Any], aborted: Iterable[Any]) -> list[tuple[int, int]]:
+    """The (base, last) offsets of the log batches of aborted transactions among
+    `batches` (SharePartition.fetchAbortedTransactionRecordBatches): a producer's
+    transactional batches from its aborted transaction's first offset until its abort
+    marker."""
+    pending = sorted(aborted, key=lambda t: t.first_offset)
+    producers: set[int] = set()
+    out = []
+    for batch in batches:
+        if batch.producer_id < 0:
+            continue
+        while pending and pending[0].first_offset <= batch.last_offset:
+            producers.add(pending.pop(0).producer_id)
+        if batch.is_control:
+            records = batch.records()
+            if records and parse_control_type(records[0].key) == ABORT:
+                producers.discard(batch.producer_id)
+        elif batch.is_transactional and batch.producer_id in producers:
+            out.append((batch.base_offset, batch.last_offset))
+    return out
+
+
+def _reset_offset(log: Any, auto_offset_reset: str) -> int:
+    """Where a share partition the group never read starts (SharePartition's
+    startOffsetDuringInitialization): the log start (earliest), the first offset at or
+    after now less the duration (by_duration; the log end when none is), else the log end."""
+    strategy, duration_ms = parse_auto_offset_reset(auto_offset_reset)
+    if strategy == "earliest":
+        return log.log_start_offset
+    if strategy == "by_duration":
+        found = log.fetch_offset_by_timestamp(int(time.time() * 1000) - duration_ms)
+        if found is not None:
+            return min(found.offset, log.high_watermark)
+    return log.high_watermark
 
 
 @dataclass(frozen=True)
@@ -109,17 +148,16 @@ class SharePartitionManager:
         held = self._held.get((group_id, tp))
         partition = self.replica_manager.get_partition(tp)  # KafkaError when not leading
         partition.check_leader(-1)
+        settings = self.settings(group_id)
         if held is not None and held.leader_epoch == partition.leader_epoch:
+            held.partition.config = settings.partition  # the group's configs, as they are now
             return held
         key = SharePartitionKey(group_id, topic_id, tp.partition)
         epoch = partition.leader_epoch
         state = await self.persister.read(key, epoch)
-        settings = self.settings(group_id)
         start = state.start_offset
         if start == UNINITIALIZED_START_OFFSET:
-            log_ = partition.log
-            earliest = settings.auto_offset_reset == "earliest"
-            start = log_.log_start_offset if earliest else log_.high_watermark
+            start = _reset_offset(partition.log, settings.auto_offset_reset)
         loop = asyncio.get_running_loop()
         sp = SharePartition.from_state(
             start,
@@ -193,10 +231,15 @@ class SharePartitionManager:
                 continue
             data = result.records
             data = data if isinstance(data, bytes | bytearray) else data.read_bytes()
-            batches = [(b.base_offset, b.last_offset, b.position, b.size)
-                       for b in iter_batches(data)]  # fmt: skip
+            log_batches = list(iter_batches(data))
+            batches = [(b.base_offset, b.last_offset, b.position, b.size) for b in log_batches]
             acquired = h.partition.acquire(member_id, [(f, last) for f, last, _, _ in batches],
                                            budget, record_limit) if budget > 0 else []  # fmt: skip
+            if acquired and result.aborted_transactions:  # read_committed: never delivered
+                aborted = aborted_batches(log_batches, result.aborted_transactions)
+                if aborted:
+                    acquired = h.partition.archive_acquired(member_id, aborted, acquired)
+                    self._tasks.spawn(self._persist(h))
             budget -= sum(a.last - a.first + 1 for a in acquired)
             kept = [bytes(data[at : at + size]) for f, last, at, size in batches
                     if any(a.first <= last and f <= a.last for a in acquired)]  # fmt: skip
