@@ -10,6 +10,7 @@ COMMANDS: dict[str, str] = {
     "configs": "kt.commands.configs:configs",
     "console-consumer": "kt.commands.console:console_consumer",
     "console-producer": "kt.commands.console:console_producer",
+    "console-share-consumer": "kt.commands.console:console_share_consumer",
     "consumer-groups": "kt.commands.consumer_groups:consumer_groups",
     "consumer-perf-test": "kt.commands.perf:consumer_perf_test",
     "delete-records": "kt.commands.offsets:delete_records",

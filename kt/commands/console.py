@@ -355,3 +355,119 @@ def _start_offset(offset: str, from_beginning: bool, earliest: int, latest: int)
             "'latest', or a non-negative long."
         )
     return value
+
+
+@click.command("console-share-consumer", cls=KafkaCommand)
+@click.option("--bootstrap-server", required=True, help="REQUIRED: The server(s) to connect to.")
+@click.option("--topic", help="The topic to consume from.")
+@click.option("--group", help="The share group id of the consumer.")
+@click.option("--max-messages", type=INT, help="Exit after this many messages.")
+@click.option("--timeout-ms", type=INT, help="Exit when no message arrives for this long.")
+@click.option("--reject", is_flag=True, help="Reject the messages as they are consumed.")
+@click.option("--release", is_flag=True, help="Release the messages as they are consumed.")
+@click.option("--reject-message-on-error", is_flag=True,
+              help="Reject a message that cannot be printed instead of halting.")  # fmt: skip
+@click.option("--formatter", default=TOOLS_FORMATTER, show_default=True,
+              help="The class formatting records (DefaultMessageFormatter's options).")  # fmt: skip
+@click.option("--formatter-config", type=click.Path(dir_okay=False),
+              help="Properties file of the formatter.")  # fmt: skip
+@click.option("--formatter-property", "formatter_properties", multiple=True,
+              help="Formatter property k=v (print.delivery=true: the delivery count).")  # fmt: skip
+@click.option("--property", "properties", multiple=True,
+              help="(deprecated) Formatter property k=v.")  # fmt: skip
+@click.option("--key-deserializer", help="Deserializer class for keys (formatter's).")
+@click.option("--value-deserializer", help="Deserializer class for values (formatter's).")
+@click.option("--command-property", "command_properties", multiple=True,
+              help="Consumer property k=v.")  # fmt: skip
+@click.option("--consumer-property", "consumer_properties", multiple=True,
+              help="(deprecated) Consumer property k=v.")  # fmt: skip
+@click.option("--command-config", type=click.Path(dir_okay=False),
+              help="Consumer properties file.")  # fmt: skip
+@click.option("--consumer-config", type=click.Path(dir_okay=False),
+              help="(deprecated) Consumer properties file.")  # fmt: skip
+def console_share_consumer(**o: Any) -> None:
+    """Print records of a topic read as a member of a share group (each record once to
+    one member of the group), acknowledging each as it is printed."""
+    from kt.client.client import KafkaClient
+    from kt.client.share_consumer import ACCEPT, REJECT, RELEASE, ShareConsumer
+    from kt.errors import KafkaError
+    from kt.tools.console import SerializationError, formatter_class
+
+    if o["reject"] and o["release"]:
+        usage_error("At most one of --reject and --release may be specified.")
+    if o["consumer_properties"] and o["command_properties"]:
+        usage_error("Options --consumer-property and --command-property cannot be specified "
+                    "together.")  # fmt: skip
+    if o["consumer_config"] and o["command_config"]:
+        usage_error("Options --consumer-config and --command-config cannot be specified "
+                    "together.")  # fmt: skip
+    if o["properties"] and o["formatter_properties"]:
+        usage_error("Options --property and --formatter-property cannot be specified together.")
+    if o["topic"] is None:
+        usage_error("--topic is a required argument")
+    props = checked_client_props({
+        **load_client_config(o["command_config"] or o["consumer_config"]),
+        **parse_key_values(o["command_properties"] or o["consumer_properties"],
+                           "--command-property"),
+    })  # fmt: skip
+    groups = {g for g in (o["group"], props.get("group.id")) if g}
+    if len(groups) > 1:
+        usage_error(
+            "The group ids provided in different places (directly using '--group', via "
+            "'--consumer-property', or via '--consumer-config') do not match. Detected group "
+            "ids: " + ", ".join(f"'{g}'" for g in sorted(groups))
+        )
+    group = next(iter(groups), "console-share-consumer")
+    formatter_props = {**load_client_config(o["formatter_config"]),
+                       **parse_key_values(o["formatter_properties"] or o["properties"],
+                                          "--formatter-property")}  # fmt: skip
+    for key in ("key_deserializer", "value_deserializer"):
+        if o[key]:
+            formatter_props[key.replace("_", ".")] = o[key]
+    try:
+        printer = formatter_class(o["formatter"]).from_props(formatter_props)
+    except ValueError as e:
+        usage_error(str(e))
+    kind = REJECT if o["reject"] else RELEASE if o["release"] else ACCEPT
+    max_messages, timeout_ms = o["max_messages"], o["timeout_ms"]
+    processed = 0
+    client = consumer = None
+    try:
+        client = KafkaClient(o["bootstrap_server"],
+                             client_id=props.get("client.id", "console-share-consumer"),
+                             **client_security(props))  # fmt: skip
+        consumer = ShareConsumer(client, group, [o["topic"]])
+        last_data = time.monotonic()
+        out = sys.stdout
+        while max_messages is None or processed < max_messages:
+            records = consumer.poll(500)
+            if records:
+                last_data = time.monotonic()
+            for record in records:
+                if max_messages is not None and processed >= max_messages:
+                    consumer.acknowledge(record, RELEASE)  # not printed: for another
+                    continue
+                processed += 1
+                try:
+                    out.write(printer.format(record))
+                    consumer.acknowledge(record, kind)
+                except SerializationError as e:
+                    if not o["reject_message_on_error"]:
+                        raise
+                    click.echo(f"Error processing message, rejecting this message: {e}", err=True)
+                    consumer.acknowledge(record, REJECT)
+            out.flush()
+            if timeout_ms is not None and (time.monotonic() - last_data) * 1000 >= timeout_ms:
+                break
+    except KafkaError as e:
+        fail(f"ERROR {e}")
+    except SerializationError as e:
+        fail(f"ERROR Error processing message, terminating consumer process: {e}")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if consumer is not None:
+            consumer.close()
+        click.echo(f"Processed a total of {processed} messages", err=True)
+        if client is not None:
+            client.close()

@@ -235,6 +235,7 @@ class MessageFormatter:
     print_timestamp: bool = False
     print_key: bool = False
     print_offset: bool = False
+    print_delivery: bool = False
     print_epoch: bool = False
     print_partition: bool = False
     print_headers: bool = False
@@ -256,6 +257,7 @@ class MessageFormatter:
             print_timestamp=_flag(props, "print.timestamp", False),
             print_key=_flag(props, "print.key", False),
             print_offset=_flag(props, "print.offset", False),
+            print_delivery=_flag(props, "print.delivery", False),
             print_epoch=_flag(props, "print.epoch", False),
             print_partition=_flag(props, "print.partition", False),
             print_headers=_flag(props, "print.headers", False),
@@ -286,6 +288,9 @@ class MessageFormatter:
             fields.append(f"Partition:{record.partition}")
         if self.print_offset:
             fields.append(f"Offset:{record.offset}")
+        if self.print_delivery:  # a share group's record has its delivery count
+            count = getattr(record, "delivery_count", None)
+            fields.append(f"Delivery:{'NOT_PRESENT' if count is None else count}")
         if self.print_epoch:
             fields.append("Epoch:NOT_PRESENT")  # ConsoleConsumer hands the formatter none
         if self.print_headers:

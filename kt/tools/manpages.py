@@ -76,6 +76,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt consumer-groups --bootstrap-server 127.0.0.1:9092 --describe --group audit "
          "--members --verbose"),
     ],
+    "kt console-share-consumer": [
+        ("Read a topic as a member of share group jobs, each record with its delivery count:",
+         "kt console-share-consumer --bootstrap-server 127.0.0.1:9092 --topic orders "
+         "--group jobs --formatter-property print.delivery=true"),
+        ("Hand ten records back to the group (released: delivered again, counted):",
+         "kt console-share-consumer --bootstrap-server 127.0.0.1:9092 --topic orders "
+         "--group jobs --release --max-messages 10"),
+    ],
     "kt share-groups": [
         ("Each share partition's start offset and lag (the records not yet delivered):",
          "kt share-groups --bootstrap-server 127.0.0.1:9092 --describe --group jobs"),

@@ -261,3 +261,50 @@ def test_kafka4_configs_sets_and_refuses_share_group_configs_as_on_kafka4(
     assert "share.delivery.count.limit=3" in theirs[9][1]
     assert "must be in the range 15000 to 60000 inclusive" in theirs[4][2]
     assert ours == theirs
+
+
+def test_kt_console_share_consumer_prints_what_kafka4s_prints(broker_factory) -> None:
+    """`kt console-share-consumer` beside Kafka 4.4's kafka-console-share-consumer (the Java
+    KafkaShareConsumer), each in its own share group reading the same topic from its start:
+    the same records with their delivery counts; released ones come back counted twice;
+    at the end every record is acknowledged in both groups."""
+    from tests.share.test_share_consumers import (
+        describe_offsets,
+        offsets_of,
+        set_group_configs,
+    )
+
+    kt = broker_factory(**SHARE)
+    topic = topic_with(kt.bootstrap, 20, partitions=2)
+    for group in ("twin-a", "twin-b"):
+        set_group_configs(kt.bootstrap, group, share_auto_offset_reset="earliest")
+    args = ["--bootstrap-server", kt.bootstrap, "--topic", topic, "--max-messages", "20",
+            "--formatter-property", "print.delivery=true", "--formatter-property",
+            "print.partition=true", "--formatter-property", "print.offset=true"]  # fmt: skip
+
+    def both(*extra: str) -> list[list[str]]:
+        outputs = []
+        for tool, group in ((tool_command("kafka-console-share-consumer",
+                                          version=KAFKA4_VERSION), "twin-a"),
+                            ([sys.executable, "-m", "kt", "console-share-consumer"],
+                             "twin-b")):  # fmt: skip
+            run = subprocess.run([*tool, *args, "--group", group, *extra], capture_output=True,
+                                 text=True, timeout=120)  # fmt: skip
+            assert run.returncode == 0, run.stderr
+            assert "Processed a total of 20 messages" in run.stderr
+            outputs.append(sorted(run.stdout.splitlines()))
+        return outputs
+
+    theirs, ours = both("--release")
+    assert ours == theirs and all("Delivery:1" in line for line in theirs)
+    theirs, ours = both()
+    assert ours == theirs and all("Delivery:2" in line for line in theirs)
+    assert len(theirs) == 20
+    assert (
+        offsets_of(describe_offsets(kt.bootstrap, "twin-b", None))
+        == offsets_of(describe_offsets(kt.bootstrap, "twin-a", None))
+        == {  # fmt: skip
+            (topic, 0): (10, 0, 0, 0),
+            (topic, 1): (10, 0, 0, 0),
+        }
+    )
