@@ -6,7 +6,8 @@ brokers) at random moments and starts it again.
 
 On an error inside a transaction it aborts and rewinds to the group's committed offsets;
 on a fatal error (fenced by a newer instance, as producer or as static group member, in a
-transaction or in the consumer's poll) it exits 1. A watchdog ends it (exit 2) when one
+transaction or in the consumer's poll, through error_cb or a consumed message's error) it
+exits 1. A watchdog ends it (exit 2) when one
 pass of its loop has taken longer than STUCK_S: librdkafka 2.16 was seen to hang in
 abort_transaction after a TxnOffsetCommit failed with _DESTROY_BROKER (its handle of the
 killed coordinator's broker, gone from the metadata, destroyed under it), and an
@@ -68,8 +69,13 @@ def main() -> int:
     while True:
         last_pass[0] = time.monotonic()
         batch = consumer.consume(o.batch, 1.0)
+        # a fatal error (fenced as a static member) comes through error_cb, or as a
+        # message's error out of consume() (seen in a full run: the loop then spun on an
+        # empty consumer for minutes, its group stuck waiting for it)
+        dead += [m.error() for m in batch if m.error() is not None and (
+            m.error().fatal() or m.error().code() == KafkaError.FENCED_INSTANCE_ID)]  # fmt: skip
         if dead:  # the consumer was fenced: it only ever fails again, so stop, as an
-            # application must (librdkafka reports it through error_cb, not consume())
+            # application must
             print(f"consumer failed: {dead[0]}", file=sys.stderr, flush=True)
             return 1
         messages = [m for m in batch if m.error() is None]

@@ -191,6 +191,17 @@ CASES = [
     Case("groups-no-action", ["consumer-groups", "--bootstrap-server", B], ["Command must "
          "include exactly one action: --list, --describe, --delete, --reset-offsets, "
          "--delete-offsets"], usage=True),
+    # -- share-groups and console-share-consumer (Kafka 4.4's tools' words) --------------
+    Case("share-groups-no-action", ["share-groups", "--bootstrap-server", B], ["Command must "
+         "include exactly one action: --list, --describe, --delete, --reset-offsets, "
+         "--delete-offsets."], usage=True),
+    Case("share-groups-reset-no-mode", ["share-groups", "--bootstrap-server", B,
+         "--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest"],
+         ["Option [reset-offsets] takes the option: [execute] or [dry-run]"],
+         usage=True),
+    Case("share-consumer-reject-and-release", ["console-share-consumer", "--bootstrap-server",
+         B, "--topic", "t", "--reject", "--release"],
+         ["At most one of --reject and --release may be specified."], usage=True),
     # -- configs -----------------------------------------------------------------------
     Case("configs-no-entity", ["configs", "--bootstrap-server", B, "--describe"],
          ["Must specify --entity-type (or --topic, --broker, --broker-defaults)"]),

@@ -33,6 +33,10 @@ RECORDS = 5000
 RATE = 200  # input records a second: the input lasts 25 s
 TXN_PARTITIONS = 3
 PROCESSOR = Path(__file__).with_name("eos_processor.py")
+# An instance that commits nothing for this long while input waits is restarted, as a
+# supervisor's liveness check would (a librdkafka consumer that failed fatally but kept
+# running was seen so in a full run).
+STALLED_S = 60.0
 
 
 def start_processor(bootstrap: str, log: Path) -> subprocess.Popen:
@@ -129,10 +133,20 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
             if processor.poll() is not None:  # fenced or failed: a new instance
                 processor = start_processor(cluster.bootstrap, log)
 
+        last = [consumed(cluster.bootstrap), time.monotonic()]
+
         def done() -> bool:
             nonlocal processor
             if processor.poll() is not None:
                 processor = start_processor(cluster.bootstrap, log)
+            elif time.monotonic() - last[1] > STALLED_S:  # alive but making no progress:
+                processor.kill()  # its supervisor's liveness check restarts it
+                processor.wait()
+                processor = start_processor(cluster.bootstrap, log)
+                last[1] = time.monotonic()
+            now = consumed(cluster.bootstrap)
+            if now != last[0]:
+                last[:] = [now, time.monotonic()]
             return set(read_committed(cluster.bootstrap)) >= expected
 
         feeder.join(120)
