@@ -19,6 +19,18 @@ LATEST = -1  # ListOffsets' LATEST_TIMESTAMP
 OffsetResponse = tuple[str, int]  # (Kafka error name, offset)
 
 
+def latest_offsets_request(tps: Iterable[TopicPartition]) -> Any:
+    """ListOffsets LATEST at read_uncommitted (the high watermarks), as a consumer asks."""
+    R = m.ListOffsetsRequest
+    topics: dict[str, list[int]] = {}
+    for tp in sorted(set(tps)):
+        topics.setdefault(tp.topic, []).append(tp.partition)
+    return R(replica_id=-1, isolation_level=0, topics=[
+        R.ListOffsetsTopic(name=t, partitions=[
+            R.ListOffsetsPartition(partition_index=p, timestamp=LATEST) for p in parts])
+        for t, parts in topics.items()])  # fmt: skip
+
+
 class PartitionMetadataClient:
     def __init__(
         self,
@@ -65,15 +77,8 @@ class PartitionMetadataClient:
     async def _ask(
         self, leader: int, tps: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetResponse]:
-        R = m.ListOffsetsRequest
-        topics: dict[str, list[int]] = {}
-        for tp in sorted(set(tps)):
-            topics.setdefault(tp.topic, []).append(tp.partition)
-        request = R(replica_id=-1, isolation_level=0, topics=[
-            R.ListOffsetsTopic(name=t, partitions=[
-                R.ListOffsetsPartition(partition_index=p, timestamp=LATEST) for p in parts])
-            for t, parts in topics.items()])  # fmt: skip
         try:
+            request = latest_offsets_request(tps)
             response = await self.connections.send(leader, ApiKey.LIST_OFFSETS, request,
                                                    self.timeout_s)  # fmt: skip
         except (KafkaError, OSError, EOFError) as e:

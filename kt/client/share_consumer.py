@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kt.client.client import KafkaClient
+from kt.client.consumer import ConsumerRecord
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
@@ -29,16 +30,10 @@ _SESSION_LOST = frozenset(("SHARE_SESSION_NOT_FOUND", "INVALID_SHARE_SESSION_EPO
 
 
 @dataclass(slots=True)
-class ShareRecord:
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: Any
-    delivery_count: int
+class ShareRecord(ConsumerRecord):
+    """A record and how many times it was delivered (this time included)."""
+
+    delivery_count: int = 1
 
 
 def _member_id() -> str:

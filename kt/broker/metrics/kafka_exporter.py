@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.inter_broker_connections import InterBrokerConnections
+from kt.broker.partition_metadata_client import latest_offsets_request
 from kt.broker.replication.partition import TopicPartition
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
-from kt.protocol import messages as m
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REFRESH_TIMEOUT_S = 5.0
-LATEST = -1
 
 Row = tuple[tuple[str, ...], float]
 
@@ -133,17 +132,9 @@ class KafkaExporterSeries:
         await asyncio.gather(*(self._ask(leader, tps) for leader, tps in by_leader.items()))
 
     async def _ask(self, leader: int, tps: list[TopicPartition]) -> None:
-        R = m.ListOffsetsRequest
-        topics: dict[str, list[int]] = {}
-        for tp in sorted(set(tps)):
-            topics.setdefault(tp.topic, []).append(tp.partition)
-        request = R(replica_id=-1, isolation_level=0, topics=[
-            R.ListOffsetsTopic(name=t, partitions=[
-                R.ListOffsetsPartition(partition_index=p, timestamp=LATEST) for p in parts])
-            for t, parts in topics.items()])  # fmt: skip
         try:
             connection = await self._connections.connection(leader)
-            response = await connection.send(ApiKey.LIST_OFFSETS, request)
+            response = await connection.send(ApiKey.LIST_OFFSETS, latest_offsets_request(tps))
         except (KafkaError, OSError, EOFError) as e:
             log.info("consumer lag: broker %s did not answer ListOffsets: %s", leader, e)
             self._connections.close(leader)
