@@ -9,6 +9,13 @@ alone reaches, and four together, on kt and on Kafka 4.4. The point of share gro
 members share a partition, so four consumers go about four times as fast. Target
 (issue 41): four >= 3.5x one, and kt's four >= Kafka 4.4's four. Also printed: the
 broker's CPU seconds per acknowledged record (target: kt <= 0.5x Kafka's).
+
+  python benchmarks/share_groups.py --kill [--records 3000]
+
+Four consumers of one share group read every record of a partition while the broker is
+killed -9 and started again mid-run (kt and Kafka 4.4 alike): the records whose
+acceptance the broker confirmed and that were delivered again after (target 0), and the
+records produced (acks=all) that no member ever got accepted (target 0).
 """
 
 from __future__ import annotations
@@ -19,13 +26,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from broker import KtBroker, cpu_seconds  # noqa: E402
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
+from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, unavailable_reason  # noqa: E402
@@ -104,11 +112,128 @@ def run(bootstrap: str, pid: int, consumers: int, records: int, work_ms: float,
     return done[0] / elapsed, cpu / max(done[0], 1)
 
 
+def set_earliest(bootstrap: str, group: str) -> None:
+    """share.auto.offset.reset=earliest and the shortest lock Kafka allows, as group
+    configs (IncrementalAlterConfigs on the GROUP)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    settings = (("share.auto.offset.reset", "earliest"), ("share.record.lock.duration.ms", "15000"))
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in settings]  # fmt: skip
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    for future in AdminClient({"bootstrap.servers": bootstrap}).incremental_alter_configs(
+            [resource]).values():  # fmt: skip
+        future.result(60)
+
+
+def run_through_kill(bootstrap: str, restart: Callable[[], None], records: int,
+                     name: str) -> tuple[int, int, float]:  # fmt: skip
+    """(confirmed acceptances delivered again, produced records never accepted, seconds)
+    of four members reading `records` while `restart` kills -9 and restarts the broker
+    once a third are accepted."""
+    topic, group = f"kill-{name}", f"kill-group-{name}"
+    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+        [NewTopic(topic, 1, 1)])[topic].result(60)  # fmt: skip
+    set_earliest(bootstrap, group)
+    confirmed: set[bytes] = set()
+    again = [0]
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def work() -> None:
+        c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "share.acknowledgement.mode": "explicit"})  # fmt: skip
+        c.subscribe([topic])
+        while not stop.is_set():
+            try:
+                batch = [x for x in c.poll(0.2) if x.error() is None]
+            except KafkaException:
+                continue  # the broker is away
+            with lock:
+                again[0] += sum(1 for x in batch if x.value() in confirmed)
+            for x in batch:
+                c.acknowledge(x, AcknowledgeType.ACCEPT)
+            if batch:
+                try:
+                    results = c.commit_sync(30)
+                except KafkaException:
+                    continue  # not confirmed: they come back
+                if all(error is None for error in results.values()):
+                    with lock:
+                        confirmed.update(x.value() for x in batch)
+        c.close()
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(4)]
+    for t in threads:
+        t.start()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                         "enable.idempotence": True, "linger.ms": 5})  # fmt: skip
+    start = time.monotonic()
+    killed = False
+    for i in range(records):
+        producer.produce(topic, b"%d" % i)
+        if i % 50 == 49:
+            producer.poll(0)
+            time.sleep(0.02)  # a steady producer: batches of about 50
+        if not killed and len(confirmed) >= records // 3:
+            producer.flush(60)
+            restart()
+            killed = True
+    assert producer.flush(120) == 0, "the producer lost records"
+    wanted = {b"%d" % i for i in range(records)}
+    deadline = time.monotonic() + 300
+    while not wanted <= confirmed and time.monotonic() < deadline:
+        time.sleep(0.1)
+    elapsed = time.monotonic() - start
+    stop.set()
+    for t in threads:
+        t.join(60)
+    return again[0], len(wanted - confirmed), elapsed
+
+
+def report(broker: str, figures: tuple[int, int, float]) -> None:
+    again, never, seconds = figures
+    print(f"{broker}: {again} confirmed acceptances delivered again, {never} records never "
+          f"accepted ({seconds:.0f} s)")  # fmt: skip
+
+
+def main_kill(records: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        with KtBroker(base / "kt", overrides=SHARE) as kt:
+
+            def restart_kt() -> None:
+                assert kt.proc is not None
+                kt.proc.kill()
+                kt.proc.wait()
+                kt.__enter__()
+
+            report("kt", run_through_kill(kt.bootstrap, restart_kt, records, "kt"))
+        reason = unavailable_reason(KAFKA4_VERSION)
+        if reason is not None:
+            print(f"Kafka 4.4 not run: {reason}")
+            return
+        kafka = ReferenceKafka(base / "kafka4", broker_id=0, version=KAFKA4_VERSION)
+        with kafka.start():
+
+            def restart_kafka() -> None:
+                kafka.kill()
+                kafka.start()
+
+            report("Kafka 4.4", run_through_kill(kafka.bootstrap, restart_kafka, records,
+                                                 "kafka"))  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=2000)
     parser.add_argument("--work-ms", type=float, default=1.0)
+    parser.add_argument("--kill", action="store_true",
+                        help="the broker killed -9 mid-run: no acknowledgement lost")  # fmt: skip
     args = parser.parse_args()
+    if args.kill:
+        main_kill(args.records)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         figures = {}

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from kt.broker.api.handlers import authz
-from kt.broker.group import group_admin
+from kt.broker.group import group_admin, share_group_admin
 from kt.broker.group.group_metadata_manager import (
     GROUP_METADATA_TOPIC,
     now_ms,
@@ -438,7 +438,7 @@ async def list_groups(broker: BrokerServices, header: Any, request: Any, ctx: An
 async def delete_groups(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     allowed = [g for g in request.groups_names if authz.group_allowed(broker, ctx, a.DELETE, g)]
     # share groups' partitions' state first (GroupCoordinatorService.deleteGroups)
-    refused = await broker.share_groups.delete_state(allowed)
+    refused = await share_group_admin.delete_state(broker.share_groups, allowed)
     results = await group_admin.delete_groups(broker.group_coordinator,
                                               [g for g in allowed if g not in refused])  # fmt: skip
     results.update(refused)

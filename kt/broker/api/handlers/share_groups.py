@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kt.broker.api.handlers import authz
 from kt.broker.api.handlers.consumer_groups import heartbeat_assignment
+from kt.broker.group import share_group_admin
 from kt.broker.group.share_group_coordinator import ShareHeartbeatRequest
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.share.share_partition_manager import PartitionFetch
@@ -322,7 +323,9 @@ async def alter_share_group_offsets(broker: BrokerServices, header: Any, request
             partitions=[R.AlterShareGroupOffsetsResponsePartition(
                 partition_index=p.partition_index, error_code=_code(error),
                 error_message=_error_message(error)) for p in topic.partitions]))  # fmt: skip
-    error, message, results = await broker.share_groups.alter_offsets(group_id, wanted)
+    error, message, results = await share_group_admin.alter_offsets(
+        broker.share_groups, group_id, wanted
+    )
     if error != "NONE":
         return R(error_code=_code(error), error_message=_error_message(error, message))
     answered += [R.AlterShareGroupOffsetsResponseTopic(
@@ -348,8 +351,8 @@ async def delete_share_group_offsets(broker: BrokerServices, header: Any, reques
         topic_name=n, topic_id=ZERO_UUID, error_code=_code("TOPIC_AUTHORIZATION_FAILED"),
         error_message=_error_message("TOPIC_AUTHORIZATION_FAILED"))
         for n in names if n not in allowed]  # fmt: skip
-    error, message, results = await broker.share_groups.delete_offsets(
-        group_id, [n for n in names if n in allowed])  # fmt: skip
+    error, message, results = await share_group_admin.delete_offsets(
+        broker.share_groups, group_id, [n for n in names if n in allowed])  # fmt: skip
     if error != "NONE":
         return R(error_code=_code(error), error_message=_error_message(error, message))
     return R(responses=[R.DeleteShareGroupOffsetsResponseTopic(
