@@ -121,8 +121,8 @@ def set_earliest(bootstrap: str, group: str) -> None:
     entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
                for k, v in settings]  # fmt: skip
     resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
-    for future in AdminClient({"bootstrap.servers": bootstrap}).incremental_alter_configs(
-            [resource]).values():  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs([resource]).values():
         future.result(60)
 
 
@@ -132,8 +132,8 @@ def run_through_kill(bootstrap: str, restart: Callable[[], None], records: int,
     of four members reading `records` while `restart` kills -9 and restarts the broker
     once a third are accepted."""
     topic, group = f"kill-{name}", f"kill-group-{name}"
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic(topic, 1, 1)])[topic].result(60)  # fmt: skip
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answers come
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
     set_earliest(bootstrap, group)
     confirmed: set[bytes] = set()
     again = [0]
@@ -168,17 +168,23 @@ def run_through_kill(bootstrap: str, restart: Callable[[], None], records: int,
         t.start()
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
                          "enable.idempotence": True, "linger.ms": 5})  # fmt: skip
+
+    def produce() -> None:  # steadily, through the broker's absence (the producer retries)
+        for i in range(records):
+            producer.produce(topic, b"%d" % i)
+            if i % 50 == 49:
+                producer.poll(0)
+                time.sleep(0.02)
+
     start = time.monotonic()
-    killed = False
-    for i in range(records):
-        producer.produce(topic, b"%d" % i)
-        if i % 50 == 49:
-            producer.poll(0)
-            time.sleep(0.02)  # a steady producer: batches of about 50
-        if not killed and len(confirmed) >= records // 3:
-            producer.flush(60)
-            restart()
-            killed = True
+    feeder = threading.Thread(target=produce, daemon=True)
+    feeder.start()
+    while len(confirmed) < records // 3:
+        time.sleep(0.01)
+    at_kill = len(confirmed)
+    restart()
+    print(f"  killed -9 and restarted with {at_kill} of {records} accepted")
+    feeder.join()
     assert producer.flush(120) == 0, "the producer lost records"
     wanted = {b"%d" % i for i in range(records)}
     deadline = time.monotonic() + 300
