@@ -1,4 +1,4 @@
-"""`kt configs` (kafka-configs.sh): describe and alter topic, broker and quota configs."""
+"""`kt configs` (kafka-configs.sh): describe and alter topic, broker, group and quota configs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kt.commands.common import (
     usage_error,
 )
 
-ENTITY_TYPES = ["topics", "brokers", "users", "clients", "ips"]
+ENTITY_TYPES = ["topics", "brokers", "users", "clients", "ips", "groups"]
 QUOTA_TYPES = ("users", "clients", "ips")
 
 
@@ -23,9 +23,9 @@ QUOTA_TYPES = ("users", "clients", "ips")
 @click.option("--bootstrap-server", required=True, help="The Kafka server to connect to.")
 @click.option("--command-config", type=click.Path(dir_okay=False), help="Client config file.")
 @click.option("--entity-type", "entity_types", multiple=True, type=click.Choice(ENTITY_TYPES),
-              help="topics, brokers, users, clients or ips (users, clients: both).")  # fmt: skip
+              help="topics, brokers, groups, users, clients or ips.")  # fmt: skip
 @click.option("--entity-name", "entity_names", multiple=True,
-              help="Name of the entity (topic, broker id, user, client id or ip).")  # fmt: skip
+              help="The entity's name (topic, broker id, group, user, client id, ip).")  # fmt: skip
 @click.option("--entity-default", is_flag=True, help="The default entity (brokers, quotas).")
 @click.option("--topic", help="Shorthand for --entity-type topics --entity-name <topic>.")
 @click.option("--broker", help="Shorthand for --entity-type brokers --entity-name <id>.")
@@ -44,7 +44,7 @@ QUOTA_TYPES = ("users", "clients", "ips")
               help="A properties file of configs to add.")  # fmt: skip
 @click.option("--delete-config", help="Config keys to remove: 'k1,k2'.")
 def configs(**o: Any) -> None:
-    """Add, remove or describe configs of topics, brokers and client quotas."""
+    """Add, remove or describe configs of topics, brokers, groups and client quotas."""
     from kt.tools import configs as c
 
     types, names = list(o["entity_types"]), list(o["entity_names"])
@@ -67,7 +67,7 @@ def configs(**o: Any) -> None:
         fail("Only 'users' and 'clients' may be combined as entity types")
     if not quota and (len(types) > 1 or len(names) > 1):
         fail(f"Only one entity of type {types[0]} may be named")
-    if o["entity_default"] and types[0] == "topics":
+    if o["entity_default"] and types[0] in ("topics", "groups"):
         fail("--entity-default is only valid with --entity-type brokers, users, clients or ips")
     add: dict[str, str] = {}
     delete: list[str] = []
@@ -105,6 +105,8 @@ def _topic_or_broker(
     if o["describe"]:
         if entity_name is None and entity_type == "topics":
             names = sorted(admin.describe_topics(None))
+        elif entity_name is None and entity_type == "groups":
+            fail("An entity name must be specified with --describe of groups")
         elif entity_name is None:
             names = [str(b) for b in sorted(admin.client.brokers)]
         else:

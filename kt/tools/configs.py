@@ -23,9 +23,12 @@ SOURCE_NAMES = {
     5: "DEFAULT_CONFIG",
     6: "DYNAMIC_BROKER_LOGGER_CONFIG",
     7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
 }
-DYNAMIC_SOURCES = {1, 2, 3}
-ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE}
+DYNAMIC_SOURCES = {1, 2, 3, 8}
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP (Kafka 4's group configs)
+ENTITY_TYPES = {"topics": TOPIC_RESOURCE, "brokers": BROKER_RESOURCE, "groups": GROUP_RESOURCE}
+ENTITY_WORDS = {"topics": "topic", "brokers": "broker", "groups": "group"}
 
 
 class ConfigCommandError(Exception):
@@ -73,10 +76,8 @@ def describe(admin: AdminClient, entity_type: str, names: list[str], show_all: b
         kind = "All" if show_all else "Dynamic"
         if entity_type == "brokers" and name == "":
             lines.append("Default configs for brokers in the cluster are:")
-        elif entity_type == "brokers":
-            lines.append(f"{kind} configs for broker {name} are:")
         else:
-            lines.append(f"{kind} configs for topic {name} are:")
+            lines.append(f"{kind} configs for {ENTITY_WORDS[entity_type]} {name} are:")
         lines += [_describe_line(c) for c in sorted(shown, key=lambda c: c.name)]
     return lines
 
@@ -105,8 +106,7 @@ def alter(
         raise ConfigBrokerError(message or error_for(code).message)
     if entity_type == "brokers" and name == "":
         return ["Completed updating default config for brokers in the cluster."]
-    what = "broker" if entity_type == "brokers" else "topic"
-    return [f"Completed updating config for {what} {name}."]
+    return [f"Completed updating config for {ENTITY_WORDS[entity_type]} {name}."]
 
 
 # -- client quotas (users, clients, ips) ---------------------------------------------------

@@ -261,6 +261,18 @@ def test_kafka4_configs_sets_and_refuses_share_group_configs_as_on_kafka4(
     assert "share.delivery.count.limit=3" in theirs[9][1]
     assert "must be in the range 15000 to 60000 inclusive" in theirs[4][2]
     assert ours == theirs
+    # `kt configs` on a group, beside kafka-configs, on a fresh group of each broker
+    kt_runs = [runs[0], runs[6], runs[9], runs[10], runs[11]]
+    for broker in (kafka, kt):
+        for args in kt_runs:
+            theirs_ = run_tool("kafka-configs", "--bootstrap-server", broker.bootstrap,
+                               "--entity-type", "groups", "--entity-name", "kt-app", *args,
+                               version=KAFKA4_VERSION)  # fmt: skip
+            ours_ = subprocess.run([sys.executable, "-m", "kt", "configs", "--bootstrap-server",
+                                    broker.bootstrap, "--entity-type", "groups",
+                                    "--entity-name", "kt-app", *args],
+                                   capture_output=True, text=True, timeout=60)  # fmt: skip
+            assert (ours_.returncode, ours_.stdout) == (theirs_.returncode, theirs_.stdout), args
 
 
 def test_kt_console_share_consumer_prints_what_kafka4s_prints(broker_factory) -> None:

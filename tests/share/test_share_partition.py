@@ -157,6 +157,25 @@ operations = st.lists(st.one_of(
 ), max_size=40)  # fmt: skip
 
 
+def test_acknowledging_records_no_longer_in_flight_is_refused() -> None:
+    """Offsets below the start offset (accepted already, so the SPSO moved past them) are
+    not in flight: acknowledging them again is INVALID_RECORD_STATE, as Kafka's
+    fetchSubMapForAcknowledgementBatch answers, not a silent success (a member
+    acknowledging both its expired and its new acquisition of the same records)."""
+    sp, timers = partition()
+    sp.acquire("c", [(0, 4)], 10)
+    timers.fire_all()  # the lock expires: available again
+    sp.acquire("c", [(0, 4)], 10)
+    sp.acknowledge("c", [(0, 4, [ACCEPT])])
+    assert sp.start_offset == 5
+    with pytest.raises(ShareAcknowledgeError) as again:
+        sp.acknowledge("c", [(0, 4, [ACCEPT])])
+    assert (again.value.error, str(again.value)) == (
+        "INVALID_RECORD_STATE",
+        "Batch record not found. The request batch offsets are not found in the cache.",
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(operations)
 def test_random_operations_keep_every_invariant(ops) -> None:  # type: ignore[no-untyped-def]

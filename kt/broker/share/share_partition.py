@@ -319,8 +319,8 @@ class SharePartition:
             ):
                 shown = [int(t) for t in types]  # Java's List.toString
                 raise ShareAcknowledgeError("INVALID_REQUEST", f"Invalid acknowledge type: {shown}")
-            if last < self.start_offset:
-                continue  # already past the SPSO: archived for the group
+            if last < self.start_offset:  # no longer in flight (fetchSubMapForAcknowledgementBatch)
+                raise ShareAcknowledgeError("INVALID_RECORD_STATE", _NOT_IN_CACHE)
             if first < self.start_offset:
                 types = types if len(types) == 1 else types[self.start_offset - first :]
                 first = self.start_offset
