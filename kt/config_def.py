@@ -7,6 +7,7 @@ keys over these."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -177,3 +178,19 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "list": lambda text: list(string_list(text)),
     "string": string,
 }
+
+
+_DURATION = re.compile(
+    r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE
+)
+
+
+def parse_iso_duration_ms(text: str) -> int:
+    """ISO-8601 `PnDTnHnMnS` (java.time.Duration.parse) in milliseconds; ValueError with
+    Java's message for anything else."""
+    match = _DURATION.match(text.strip())
+    if match is None or text.strip().upper() in ("P", "PT"):
+        raise ValueError(f"Text cannot be parsed to a Duration: {text}")
+    days, hours, minutes, seconds = match.groups()
+    total = int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60
+    return int((total + float(seconds or 0)) * 1000)

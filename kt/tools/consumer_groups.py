@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from kt.client.groups import GroupAdmin, GroupDescription
+from kt.config_def import parse_iso_duration_ms
 from kt.errors import KafkaError, error_for
 
 MISSING = "-"
@@ -572,19 +573,12 @@ def parse_datetime(text: str) -> int:
     return int(value.timestamp() * 1000)
 
 
-_DURATION = re.compile(
-    r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE
-)
-
-
 def parse_duration_ms(text: str) -> int:
     """ISO-8601 `PnDTnHnMnS` (java.time.Duration.parse) in milliseconds."""
-    match = _DURATION.match(text.strip())
-    if match is None or text.strip().upper() in ("P", "PT"):
-        raise ConsumerGroupCommandError(f"Text cannot be parsed to a Duration: {text}")
-    days, hours, minutes, seconds = match.groups()
-    total = int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60
-    return int((total + float(seconds or 0)) * 1000)
+    try:
+        return parse_iso_duration_ms(text)
+    except ValueError as e:
+        raise ConsumerGroupCommandError(str(e)) from None
 
 
 def _duration_ago(text: str) -> int:

@@ -179,7 +179,7 @@ def twin_tools(bootstrap: str, theirs_group: str, ours_group: str, *args: str) -
 
 
 def alter(bootstrap: str, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from tests.share.test_share_consumers import alter_offsets
+    from tests.share.test_share_group_admin import alter_offsets
 
     assert alter_offsets(bootstrap, group, topic, offsets).error_code == 0
 
@@ -280,7 +280,7 @@ def test_kt_console_share_consumer_prints_what_kafka4s_prints(broker_factory) ->
     KafkaShareConsumer), each in its own share group reading the same topic from its start:
     the same records with their delivery counts; released ones come back counted twice;
     at the end every record is acknowledged in both groups."""
-    from tests.share.test_share_consumers import (
+    from tests.share.test_share_group_admin import (
         describe_offsets,
         offsets_of,
         set_group_configs,

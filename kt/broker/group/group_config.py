@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kt.config import BROKER_KEYS, KafkaConfig
-from kt.config_def import PARSERS
+from kt.config_def import PARSERS, parse_iso_duration_ms
 from kt.errors import InvalidConfigError
 
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
@@ -118,15 +118,10 @@ def parse_auto_offset_reset(text: str) -> tuple[str, int]:
     if value in ("earliest", "latest"):
         return value, 0
     if value.startswith("by_duration:"):
-        from kt.tools.consumer_groups import ConsumerGroupCommandError, parse_duration_ms
-
         duration = text.strip()[len("by_duration:") :]
         if duration.startswith("-"):
             raise ValueError("Negative duration is not allowed.")
-        try:
-            return "by_duration", parse_duration_ms(duration)
-        except ConsumerGroupCommandError as e:
-            raise ValueError(str(e)) from None
+        return "by_duration", parse_iso_duration_ms(duration)
     raise ValueError(f"Unsupported strategy: {text}")
 
 
