@@ -58,6 +58,7 @@ class ShareConsumer:
         self._next_heartbeat = 0.0
         self.assignment: dict[uuid.UUID, list[int]] = {}
         self._names: dict[uuid.UUID, str] = {}
+        self._ids: dict[str, uuid.UUID] = {}
         self._sessions: dict[int, int] = {}  # leader -> next share session epoch
         self._leaders: dict[tuple[str, int], int] = {}
         self._acks: dict[tuple[uuid.UUID, int], dict[int, int]] = {}
@@ -106,6 +107,7 @@ class ShareConsumer:
         for name, info in self.client.metadata(self.topics).items():
             if info.topic_id is not None:
                 self._names[info.topic_id] = name
+                self._ids[name] = info.topic_id
             for p, state in info.partitions.items():
                 self._leaders[(name, p)] = state.leader
 
@@ -218,7 +220,7 @@ class ShareConsumer:
     # -- acknowledging ---------------------------------------------------------------------
 
     def acknowledge(self, record: ShareRecord, kind: int = ACCEPT) -> None:
-        topic_id = next((t for t, n in self._names.items() if n == record.topic), None)
+        topic_id = self._ids.get(record.topic)
         if topic_id is not None:
             self._acks.setdefault((topic_id, record.partition), {})[record.offset] = kind
 

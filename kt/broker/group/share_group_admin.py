@@ -209,9 +209,9 @@ async def delete_state(c: ShareGroupCoordinator, group_ids: Iterable[str]) -> di
         if group.members:
             errors[group_id] = "NON_EMPTY_GROUP"  # ShareGroup.validateDeleteGroup
             continue
-        deleting = _partitions_to_delete(c, group)
         if group.partition_metadata is None:
-            continue
+            continue  # never initialized anything: nothing to delete but the group
+        deleting = _partitions_to_delete(c, group)
         records = [sr.partition_metadata(group_id, spm.SharePartitionMetadata(
             deleting={t: v.name for t, v in deleting.items()}))]  # fmt: skip
         c.apply(group_id, records)
