@@ -39,7 +39,6 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, unavailable_reason  # noqa: E402
 
 SHARE = {
-    "group.coordinator.rebalance.protocols": "classic,consumer,share",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
     "group.share.heartbeat.interval.ms": "1000",

@@ -161,8 +161,9 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.min.session.timeout.ms", "int", 6000, None),
     ("group.max.session.timeout.ms", "int", 1800000, None),
     ("group.max.size", "int", 2147483647, at_least(1)),
-    # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic
-    # consumer and, listed, share groups; streams, which it does not serve yet, is refused.
+    # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic and
+    # consumer groups as listed; share, accepted, changes nothing (share groups are always
+    # served, as on Kafka 4.4); streams, which kt does not serve yet, is refused.
     ("group.coordinator.rebalance.protocols", "list", "classic,consumer",
      one_of("consumer", "classic", "share", "streams")),
     ("group.consumer.session.timeout.ms", "int", 45000, at_least(1)),
@@ -180,7 +181,7 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
      one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
             "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
     # Share groups (KIP-932; GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig
-    # of Kafka 4.4), served while group.coordinator.rebalance.protocols lists share.
+    # of Kafka 4.4), always served (kt.broker.features).
     ("group.share.session.timeout.ms", "int", 45000, at_least(1)),
     ("group.share.min.session.timeout.ms", "int", 45000, at_least(1)),
     ("group.share.max.session.timeout.ms", "int", 60000, at_least(1)),
@@ -296,6 +297,8 @@ SINGLE_BROKER_DEFAULTS = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",  # Kafka 4's file
+    "share.coordinator.state.topic.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
 }
 
@@ -412,7 +415,7 @@ class KafkaConfig(ListenerSecurity):
         if "streams" in protocols:  # listed, it would be expected to work
             raise InvalidConfigError(
                 f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
-                "support streams groups (KIP-1071) yet; list classic, consumer and share"
+                "support streams groups (KIP-1071) yet; list classic and consumer"
             )
         for prefix in ("group.consumer.", "group.share."):
             for kind in ("heartbeat.interval.ms", "session.timeout.ms"):

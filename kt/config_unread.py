@@ -179,7 +179,9 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     ("group.coordinator.new.enable", "bool", False, None,
      Accepted("Kafka 3.x's switch to the group coordinator of KIP-848: kt's one coordinator "
               "serves the protocols group.coordinator.rebalance.protocols lists")),
-    ("group.share.enable", "bool", False, None, NotYet("share groups (KIP-932)")),
+    ("group.share.enable", "bool", False, None,
+     Accepted("Kafka 3.9's switch of its early-access share groups (KIP-932): kt serves "
+              "share groups always, as Kafka 4.4 does")),
     ("unstable.api.versions.enable", "bool", False, None, NotYet("unstable API versions")),
     ("unstable.feature.versions.enable", "bool", False, None,
      NotYet("unstable feature versions")),

@@ -70,6 +70,7 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
     move.write_text(json.dumps({"topics": [{"topic": TOPIC}], "version": 1}))
     segment = str(log_dir / f"{TOPIC}-0" / "00000000000000000000.log")
     lines = "".join(f"k{i}\tv{i}\n" for i in range(10))
+    share_group = ("--entity-type", "groups", "--entity-name", "smoke-share")
     return {
         "topics": [
             Call((*b, "--create", "--topic", TOPIC, "--partitions", "1")),
@@ -108,10 +109,20 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
             ),
         ],  # fmt: skip
         "consumer-perf-test": [Call((*b, "--topic", TOPIC, "--messages", "100"))],
-        "configs": [Call((*b, "--describe", "--entity-type", "topics", "--entity-name", TOPIC))],
+        "configs": [
+            Call((*b, "--describe", "--entity-type", "topics", "--entity-name", TOPIC)),
+            Call((*b, "--alter", *share_group, "--add-config", "share.auto.offset.reset=earliest")),
+        ],
         "consumer-groups": [
             Call((*b, "--list")),
             Call((*b, "--describe", "--group", "smoke-group")),
+        ],
+        "console-share-consumer": [
+            Call((*b, "--topic", TOPIC, "--group", "smoke-share", "--max-messages", "10")),
+        ],
+        "share-groups": [
+            Call((*b, "--list")),
+            Call((*b, "--describe", "--group", "smoke-share")),
         ],
         "acls": [
             Call(

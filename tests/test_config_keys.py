@@ -320,14 +320,22 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         (
             "group.share.max.share.sessions",
             "share.coordinator.state.topic.num.partitions",
-            "share.coordinator.state.topic.replication.factor",
-            "share.coordinator.state.topic.min.isr",
             "share.coordinator.state.topic.segment.bytes",
             "share.coordinator.snapshot.update.records.per.snapshot",
         ),
         ShownBy(
             "tests/share/test_share_consumers.py::"
             "test_the_share_coordinators_settings_shape_its_topic_and_state"
+        ),
+    ),
+    **dict.fromkeys(
+        (
+            "share.coordinator.state.topic.replication.factor",
+            "share.coordinator.state.topic.min.isr",
+        ),
+        ShownBy(
+            "tests/share/test_share_cluster.py::"
+            "test_acknowledgements_survive_the_share_coordinator_killed"
         ),
     ),
     "group.consumer.migration.policy": ShownBy(

@@ -261,7 +261,7 @@ def test_the_group_protocols_must_include_classic() -> None:
         KafkaConfig({"group.coordinator.rebalance.protocols": "classic,consumer,streams"})
     assert str(refused.value) == (
         "group.coordinator.rebalance.protocols=classic,consumer,streams: kt does not support "
-        "streams groups (KIP-1071) yet; list classic, consumer and share"
+        "streams groups (KIP-1071) yet; list classic and consumer"
     )
     with pytest.raises(InvalidConfigError) as refused:
         KafkaConfig({"group.coordinator.rebalance.protocols": "consumer"})

@@ -5,8 +5,10 @@ supported feature with its range of levels, and the finalized level of each enab
 kt's levels follow from its configuration and do not change while it runs:
 - group.version 0-1: level 1 is the consumer group protocol (KIP-848), finalized while
   group.coordinator.rebalance.protocols lists consumer;
-- share.version 0-1: level 1 is share groups (KIP-932), finalized while the same key
-  lists share;
+- share.version 0-1: level 1 is share groups (KIP-932), always finalized: Kafka 4.4 gates
+  share groups on this feature alone (KafkaApis.isShareGroupProtocolEnabled), finalized when
+  a cluster is formatted, and its group.coordinator.rebalance.protocols no longer names
+  them (level 2, renewing acquisition locks, kt does not serve);
 - transaction.version 0-0: level 2 is KIP-890's second part, which kt does not serve, so
   its clients keep to the transactions protocol kt answers (level 0 is never finalized).
 """
@@ -38,6 +40,5 @@ def finalized_levels(config: KafkaConfig) -> dict[str, int]:
     protocols = config.list_of("group.coordinator.rebalance.protocols")
     if "consumer" in protocols:
         levels["group.version"] = 1
-    if "share" in protocols:
-        levels["share.version"] = 1
+    levels["share.version"] = 1
     return levels

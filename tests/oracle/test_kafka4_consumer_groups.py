@@ -121,18 +121,18 @@ def features(bootstrap: str) -> list[str]:
 
 def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broker_factory):
     """kafka-features.sh describe: the consumer group protocol's feature (group.version) at
-    level 1 as on Kafka 4.4 (the epoch aside); share.version up to 1 (finalized while the
-    protocols list share) and transaction.version at 0, which kt serves;
-    `kt features describe` prints the same. A broker without the consumer protocol leaves
-    group.version unfinalized."""
+    level 1 as on Kafka 4.4 (the epoch aside); share.version up to 1, finalized (share
+    groups served whatever the protocols list, as on Kafka 4.4) and transaction.version at
+    0, which kt serves; `kt features describe` prints the same. A broker without the
+    consumer protocol leaves group.version unfinalized, share.version not."""
     epoch = re.compile(r"Epoch: \S+$")
     theirs = {line.split()[1]: epoch.sub("", line) for line in features(kafka4.bootstrap)}
     ours = features(kt4.bootstrap)
     assert [epoch.sub("", line) for line in ours] == [
         theirs["group.version"],
-        # share.version 1 (share groups) kt serves, listed in the protocols; 2 it does not
+        # share.version 1 (share groups) kt serves; 2 (renewing locks) it does not
         theirs["share.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 1 ")
-        .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
+        .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 1 "),
         theirs["transaction.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 0 ")
         .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
     ]  # fmt: skip
@@ -142,7 +142,9 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     )  # fmt: skip
     assert kt_tool.stdout.splitlines() == ours
     classic = broker_factory(**{"group.coordinator.rebalance.protocols": "classic"})
-    assert "FinalizedVersionLevel: 0 " in features(classic.bootstrap)[0]
+    group_version, share_version, _ = features(classic.bootstrap)
+    assert "FinalizedVersionLevel: 0 " in group_version
+    assert "FinalizedVersionLevel: 1 " in share_version
 
 
 def configs(bootstrap: str, *args: str) -> tuple[int, str, str]:

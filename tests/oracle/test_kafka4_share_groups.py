@@ -254,9 +254,8 @@ def test_kafka4_configs_sets_and_refuses_share_group_configs_as_on_kafka4(
     )
     kafka = kafka_factory(version=KAFKA4_VERSION, overrides=KAFKA4_SHARE)
     theirs = [configs(kafka.bootstrap, *args) for args in runs]
-    # the same broker settings as Kafka's (its synonyms show them), share groups served
-    protocols = "group.coordinator.rebalance.protocols"
-    kt = broker_factory(**KAFKA4_SHARE, **{protocols: SHARE[protocols]})
+    # the same broker settings as Kafka's (its synonyms show them)
+    kt = broker_factory(**KAFKA4_SHARE)
     ours = [configs(kt.bootstrap, *args) for args in runs]
     assert "share.delivery.count.limit=3" in theirs[9][1]
     assert "must be in the range 15000 to 60000 inclusive" in theirs[4][2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import AcknowledgeType
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from kt.broker.share.share_coordinator_service import SHARE_GROUP_STATE_TOPIC
 from kt.broker.share.share_state import SharePartitionKey
@@ -45,6 +45,12 @@ def test_acknowledgements_survive_the_share_coordinator_killed(tmp_path: Path, z
         first = consume(c, 300, lambda value, _: AcknowledgeType.ACCEPT if value < 150
                         else AcknowledgeType.RELEASE)  # fmt: skip
         assert sorted(first) == [(i, 1) for i in range(300)]
+        # share.coordinator.state.topic.replication.factor and .min.isr shape the state topic
+        state_topic = admin.list_topics(timeout=30).topics[SHARE_GROUP_STATE_TOPIC]
+        assert [len(p.replicas) for p in state_topic.partitions.values()] == [3] * 3
+        resource = ConfigResource(ConfigResource.Type.TOPIC, SHARE_GROUP_STATE_TOPIC)
+        configs = admin.describe_configs([resource])[resource].result(30)
+        assert configs["min.insync.replicas"].value == "2"
 
         key_partition = SharePartitionKey("workers", topic_id, 0).coordinator_partition(
             STATE_PARTITIONS

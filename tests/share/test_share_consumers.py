@@ -1,5 +1,5 @@
 """Share groups (KIP-932) with confluent-kafka's ShareConsumer against `kt server-start`
-(`group.coordinator.rebalance.protocols` listing share): several members on one
+(share groups served by default, as on Kafka 4.4): several members on one
 partition, each record delivered to one of them; explicit release, reject and the
 delivery count; a lock that expires handing records to another member; the delivery
 limit archiving a poison record; and a broker killed -9 keeping every acknowledgement."""
@@ -27,11 +27,8 @@ from tests.groups.conftest import start_broker
 pytestmark = pytest.mark.slow
 _names = itertools.count()
 SHARE = {
-    "group.coordinator.rebalance.protocols": "classic,consumer,share",
     "group.share.heartbeat.interval.ms": "500",
     "group.share.min.heartbeat.interval.ms": "500",
-    "share.coordinator.state.topic.replication.factor": "1",
-    "share.coordinator.state.topic.min.isr": "1",
     "share.coordinator.state.topic.num.partitions": "3",
     "group.share.record.lock.duration.ms": "2000",
     "group.share.delivery.count.limit": "3",
@@ -269,8 +266,9 @@ def test_a_broker_killed_keeps_every_acknowledgement(tmp_path) -> None:
 
 
 def test_the_share_coordinators_settings_shape_its_topic_and_state(tmp_path) -> None:
-    """share.coordinator.state.topic.* make __share_group_state (its partitions,
-    replication, min ISR, segment size; never cleaned); a snapshot follows every
+    """share.coordinator.state.topic.* make __share_group_state (its partitions and segment
+    size; one replica and a min ISR of 1, a lone broker's defaults as in Kafka 4's
+    server.properties; never cleaned); a snapshot follows every
     share.coordinator.snapshot.update.records.per.snapshot updates; a member beyond
     group.share.max.share.sessions is refused a session (SHARE_SESSION_LIMIT_REACHED)."""
     settings = {**SHARE, "share.coordinator.state.topic.num.partitions": "2",

@@ -121,23 +121,10 @@ HANDLERS = {
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_groups.alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_groups.delete_share_group_offsets,
 }
-# Served while group.coordinator.rebalance.protocols lists their protocol.
+# Served while group.coordinator.rebalance.protocols lists their protocol (share groups are
+# always served, as on Kafka 4.4: kt.broker.features).
 _PROTOCOL_APIS = {
     "consumer": (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
-    "share": (
-        ApiKey.SHARE_GROUP_HEARTBEAT,
-        ApiKey.SHARE_GROUP_DESCRIBE,
-        ApiKey.SHARE_FETCH,
-        ApiKey.SHARE_ACKNOWLEDGE,
-        ApiKey.INITIALIZE_SHARE_GROUP_STATE,
-        ApiKey.READ_SHARE_GROUP_STATE,
-        ApiKey.WRITE_SHARE_GROUP_STATE,
-        ApiKey.DELETE_SHARE_GROUP_STATE,
-        ApiKey.READ_SHARE_GROUP_STATE_SUMMARY,
-        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
-        ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-        ApiKey.DELETE_SHARE_GROUP_OFFSETS,
-    ),
 }
 
 
