@@ -374,6 +374,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
                 failed_authentication_delay_ms=cfg["connection.failed.authentication.delay.ms"],
                 sasl_max_receive_bytes=cfg["sasl.server.max.receive.size"],
                 request_metrics=request_metrics,
+                on_disconnect=self.apis.connection_closed,
             )
             try:
                 await server.start()

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import itertools
 import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 from kt.broker.share import share_state as ss
 from kt.client.client import KafkaClient
@@ -145,6 +153,16 @@ def consume(c: ShareConsumer, want: int, decide: Any = None,
     return got
 
 
+def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
+    """IncrementalAlterConfigs SET on the GROUP resource, with confluent-kafka's admin."""
+    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
+               for k, v in configs.items()]  # fmt: skip
+    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+
+
 def end_offset(bootstrap: str, topic: str, partition: int = 0) -> int:
     """The partition's log end (its high watermark)."""
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-offset"})
@@ -242,6 +260,49 @@ def test_an_expired_lock_hands_records_over_and_the_limit_archives(broker) -> No
     finally:
         holder.close()
         other.close()
+
+
+# A member in a process of its own: it acquires `want` records, says so, and holds them.
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+bootstrap, group, topic, want = sys.argv[1:]
+c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([topic])
+held = []
+while len(held) < int(want):
+    held += [x for x in c.poll(0.2) if x.error() is None]
+print("held", len(held), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_member_whose_connection_drops_gives_its_records_back_at_once(broker) -> None:
+    """A member killed -9 (its connections drop) gives back the records it acquired at
+    once, not when their locks expire (60 s here): another member reads them within 30 s,
+    delivered a second time (Kafka 4.4 ends a share session with the connection that
+    started it, and the member's records with it)."""
+    topic, group = topic_with(broker.bootstrap, 5), f"g{next(_names)}"
+    set_group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest",
+                      share_record_lock_duration_ms="60000")  # fmt: skip
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, broker.bootstrap, group, topic, "5"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    other = None
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held 5\n"
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(30)
+        other = consumer(broker.bootstrap, group, topic, explicit=True)
+        assert sorted(consume(other, 5, timeout_s=30)) == [(i, 2) for i in range(5)]
+    finally:
+        holder.kill()
+        holder.wait(30)
+        if other is not None:
+            other.close()
 
 
 def test_a_broker_killed_keeps_every_acknowledgement(tmp_path) -> None:

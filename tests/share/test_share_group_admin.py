@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, ConfigResource
 
 from kt.client.client import KafkaClient
 from kt.errors import KafkaError as Errors
@@ -27,6 +26,7 @@ from tests.share.test_share_consumers import (
     end_offset,
     produce,
     ready,
+    set_group_configs,
     topic_with,
 )
 
@@ -174,18 +174,6 @@ def test_a_share_groups_offsets_are_altered_and_deleted_while_it_is_empty(broker
         assert sorted(v for v, _ in consume(member, 8)) == list(range(2, 10))
     finally:
         member.close()
-
-
-def set_group_configs(bootstrap: str, group: str, **configs: str) -> None:
-    """IncrementalAlterConfigs SET on the GROUP resource, with confluent-kafka's admin."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
-
-    entries = [ConfigEntry(k.replace("_", "."), v, incremental_operation=AlterConfigOpType.SET)
-               for k, v in configs.items()]  # fmt: skip
-    resource = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
 
 
 def test_a_share_groups_configs_decide_where_it_starts_and_what_it_reads(broker) -> None:

@@ -141,6 +141,10 @@ class KafkaApis:
                 for key in keys:
                     del self.handlers[key]
 
+    def connection_closed(self, ctx: RequestContext) -> None:
+        """A client's connection closed: what the broker kept for it ends."""
+        share_groups.connection_closed(self.broker, ctx)
+
     def advertised_versions(self) -> dict[ApiKey, tuple[int, int]]:
         return {key: SUPPORTED_VERSIONS[key] for key in self.handlers if key in SUPPORTED_VERSIONS}
 

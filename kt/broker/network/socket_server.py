@@ -78,6 +78,11 @@ class RequestContext:
     from_follower: bool = False  # a Fetch with a replica id (FetchFollower)
 
     @property
+    def connection_key(self) -> str:
+        """The connection's name, unique in the broker (listeners count their own)."""
+        return f"{self.listener}-{self.connection_id}"
+
+    @property
     def user(self) -> str:
         """The principal's name, as user quotas name it."""
         return self.principal.partition(":")[2]
@@ -123,6 +128,8 @@ class SocketServer:
     # that is nobody yet making the broker buffer socket.request.max.bytes.
     sasl_max_receive_bytes: int = 524288
     request_metrics: RequestMetrics | None = None  # when metrics.listeners serves them
+    # Called once a connection is closed (Kafka's ConnectionDisconnectListener).
+    on_disconnect: Callable[[RequestContext], None] | None = None
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _listeners: list[socket.socket] = field(default_factory=list, init=False)
     _idle_reaper: asyncio.Task | None = field(default=None, init=False)
@@ -149,8 +156,11 @@ class SocketServer:
         return len(self._connections)
 
     async def stop(self) -> None:
-        """Stop accepting, then end every connection (a request being handled is cancelled)."""
+        """Stop accepting, then end every connection (a request being handled is cancelled).
+        The connections it ends are not reported (on_disconnect): the broker is going, and
+        what it kept for them goes with it."""
         assert self._loop is not None
+        self.on_disconnect = None
         for sock in self._listeners:
             self._loop.remove_reader(sock.fileno())
             sock.close()
@@ -342,6 +352,8 @@ class SocketServer:
             log.exception("unexpected error on connection from %s", ctx.client_host)
         finally:
             channel.close()
+            if self.on_disconnect is not None:
+                self.on_disconnect(ctx)
 
     async def _handle_timed(
         self, channel: KafkaChannel, frame: memoryview, ctx: RequestContext, remote: RemoteWait

@@ -7,6 +7,11 @@ request's partitions; then each request carries the session's next epoch, adds
 partitions and forgets others; -1 ends it (acknowledgements only, then the member's
 records held here go back to the group). A wrong epoch answers
 INVALID_SHARE_SESSION_EPOCH, an unknown session SHARE_SESSION_NOT_FOUND.
+
+A session belongs to the connection that started it: when that connection closes (a
+client killed, a network cut), the session ends as if the member had left, and its
+records go back at once rather than when their locks expire (Kafka 4.4's
+ShareSessionCache.ClientConnectionDisconnectListener, ShareGroupListener.onMemberLeave).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ class ShareSession:
     member_id: str
     epoch: int = 1  # the epoch its next request must carry
     partitions: dict[TopicPartition, object] = field(default_factory=dict)  # tp -> topic id
+    connection: str = ""  # the connection that started it
 
 
 def next_epoch(epoch: int) -> int:
@@ -44,6 +50,8 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int = 2000) -> None:
         self.max_sessions = max_sessions
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        # The session each connection started last (it may have ended since).
+        self.by_connection: dict[str, tuple[str, str]] = {}
 
     def context(
         self,
@@ -53,6 +61,7 @@ class ShareSessionCache:
         partitions: Iterable[tuple[TopicPartition, object]],
         forgotten: Iterable[TopicPartition] = (),
         acknowledging: bool = False,
+        connection: str = "",
     ) -> tuple[ShareSession | None, bool]:
         """(the session, whether the answer is full): a new session for epoch 0, the
         member's updated one, or None with epoch -1 (the session ends: the caller
@@ -69,7 +78,9 @@ class ShareSessionCache:
             if len(self.sessions) >= self.max_sessions:
                 raise ShareSessionError("SHARE_SESSION_LIMIT_REACHED")
             session = self.sessions[key] = ShareSession(group_id, member_id,
-                                                        partitions=dict(partitions))  # fmt: skip
+                                                        partitions=dict(partitions),
+                                                        connection=connection)  # fmt: skip
+            self.by_connection[connection] = key
             return session, True
         session = self.sessions.get(key)
         if session is None:
@@ -99,3 +110,13 @@ class ShareSessionCache:
         ShareGroupListener.onGroupEmpty)."""
         self.sessions.pop((group_id, member_id), None)
         return not any(group == group_id for group, _ in self.sessions)
+
+    def disconnected(self, connection: str) -> tuple[str, str] | None:
+        """The connection closed: the (group, member) of the session it started, while
+        that session lives (the caller ends it); None when it started none, or when the
+        member ended it or started another since."""
+        key = self.by_connection.pop(connection, None)
+        session = self.sessions.get(key) if key is not None else None
+        if session is None or session.connection != connection:
+            return None
+        return key

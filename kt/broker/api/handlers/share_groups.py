@@ -25,6 +25,7 @@ from kt.security import acls as a
 
 if TYPE_CHECKING:
     from kt.broker.broker_services import BrokerServices
+    from kt.broker.network.socket_server import RequestContext
 
 READ_COMMITTED_LEVEL = {"read_uncommitted": 0, "read_committed": 1}
 RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: 0 batch_optimized, 1 record_limit
@@ -115,6 +116,14 @@ def _end_session(broker: BrokerServices, group_id: str, member_id: str) -> None:
         broker.share_partitions.forget_group(group_id)
 
 
+def connection_closed(broker: BrokerServices, ctx: RequestContext) -> None:
+    """A client's connection closed: the share session it started ends (Kafka's
+    ShareGroupListener.onMemberLeave), its member's records going back at once."""
+    member = broker.share_sessions.disconnected(ctx.connection_key)
+    if member is not None:
+        _end_session(broker, *member)
+
+
 async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: Any) -> Any:
     R = m.ShareFetchResponse
     group_id, member_id = request.group_id, request.member_id
@@ -150,7 +159,8 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
     sessions = broker.share_sessions
     try:
         session, full = sessions.context(group_id, member_id, request.share_session_epoch,
-                                         requested, forgotten, bool(acks))  # fmt: skip
+                                         requested, forgotten, bool(acks),
+                                         ctx.connection_key)  # fmt: skip
     except ShareSessionError as e:
         return R(error_code=_code(e.error))
     acked = await _acknowledge_all(broker, group_id, member_id, acks)
