@@ -92,6 +92,27 @@ def test_the_delivery_count_limit_archives_a_poison_record() -> None:
     assert sp.start_offset == 10 and sp.acquire("c", BATCHES[:1], 10) == []
 
 
+def test_records_delivered_often_go_out_in_ever_smaller_groups() -> None:
+    """Kafka's throttling (limit 5: from the third delivery on): a hundred records whose
+    locks keep expiring (one log batch) are delivered whole three times, then half the
+    batch at a time, each record on its last attempt alone; a fetch taking throttled
+    records takes nothing else, not even new records."""
+    sp, timers = partition(max_delivery_count=5)
+    log = [(0, 99), (100, 109)]
+    for count in (1, 2, 3):
+        assert sp.acquire("a", log[:1], 500) == [AcquiredRecords(0, 99, count)]
+        timers.fire_all()
+    assert sp.acquire("a", log, 500) == [AcquiredRecords(0, 49, 4)]
+    assert sp.acquire("b", log, 500) == [AcquiredRecords(50, 99, 4)]
+    timers.fire_all()
+    assert sp.acquire("a", log, 500) == [AcquiredRecords(0, 0, 5)]  # the last attempt
+    assert sp.acquire("b", log, 500) == [AcquiredRecords(1, 1, 5)]
+    sp.acknowledge("a", [(0, 0, [ACCEPT])])
+    sp.acknowledge("b", [(1, 1, [ACCEPT])])
+    assert sp.acquire("c", log, 500) == [AcquiredRecords(2, 2, 5)]
+    assert sp.end_offset == 99  # no new records went out with the throttled ones
+
+
 def test_an_expired_lock_hands_the_records_to_the_next_member() -> None:
     sp, timers = partition()
     sp.acquire("a", BATCHES[:1], 10)

@@ -11,7 +11,8 @@ are in flight, each in one state:
 A fetch acquires available records for its member (each delivery counts); the member
 acknowledges them: ACCEPT, RELEASE (available again, unless it has been delivered
 delivery.count.limit times, then archived), REJECT; a lock that expires releases them
-alike, as does the member leaving. The SPSO moves past the terminal records at its
+alike, as does the member leaving. Records delivered often go out in ever smaller
+groups (throttling; `_throttled_share`). The SPSO moves past the terminal records at its
 front; records below it are done for the group.
 
 State is kept as runs of consecutive offsets in one state with one delivery count,
@@ -24,6 +25,7 @@ none is in flight). Acknowledgements of one request are applied all or none.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import IntEnum
@@ -214,19 +216,28 @@ class SharePartition:
         lock = next(self._locks)
         acquired: list[AcquiredRecords] = []
         out: list[Run] = []
+        throttled = False
         for run in self.runs:
             if (run.state != RecordState.AVAILABLE or run.last < fetch_first
-                    or run.first > fetch_last or budget <= 0):  # fmt: skip
+                    or run.first > fetch_last or budget <= 0 or throttled):  # fmt: skip
                 out.append(run)
                 continue
             first = max(run.first, fetch_first)
             last = min(run.last, fetch_last)
             if record_limit:
                 last = min(last, first + budget - 1)
+            if (share := self._throttled_share(run, log_batches, first)) is not None:
+                throttled = True  # nothing more in this fetch, new records neither
+                if acquired:
+                    out.append(run)
+                    continue
+                last = min(last, first + share - 1)
             taken = Run(first, last, RecordState.ACQUIRED, run.delivery_count + 1, member_id, lock)
             out += _around(run, taken)
             acquired.append(AcquiredRecords(first, last, taken.delivery_count))
             budget -= taken.size
+        if throttled:
+            budget = 0
         new_first = max(self.end_offset + 1, fetch_first)
         if may_add and budget > 0 and new_first <= fetch_last:
             new_last = min(fetch_last, new_first + budget - 1)
@@ -247,6 +258,26 @@ class SharePartition:
         self._timers[lock] = self.schedule(self.config.record_lock_duration_ms,
                                            lambda: self._lock_expired(lock))  # fmt: skip
         return acquired
+
+    def _throttled_share(self, run: Run, log_batches: Sequence[tuple[int, int]],
+                         first: int) -> int | None:  # fmt: skip
+        """How many of an available run's records, from `first`, one fetch may take once
+        they have been delivered often (None: as many as fit). Kafka's SharePartition
+        throttles records delivered at least max(2, ceil(limit / 2)) times: a fetch taking
+        them takes nothing else, and of the log batch holding them half as many records
+        for each delivery past that, down to one; a record on its last attempt goes alone.
+        A poison record among many is so delivered in ever smaller groups, and the others
+        get through."""
+        limit = self.config.max_delivery_count
+        throttle_from = max(2, math.ceil(limit / 2))
+        count = run.delivery_count
+        if count < throttle_from:
+            return None
+        if limit > 2 and count == limit - 1:
+            return 1
+        size = next((last - base + 1 for base, last in log_batches if base <= first <= last),
+                    run.size)  # fmt: skip
+        return max(1, size >> (count - throttle_from + 1))
 
     def archive_acquired(self, member_id: str, ranges: Sequence[tuple[int, int]],
                          acquired: list[AcquiredRecords]) -> list[AcquiredRecords]:  # fmt: skip
