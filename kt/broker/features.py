@@ -8,7 +8,8 @@ kt's levels follow from its configuration and do not change while it runs:
 - share.version 0-1: level 1 is share groups (KIP-932), always finalized: Kafka 4.4 gates
   share groups on this feature alone (KafkaApis.isShareGroupProtocolEnabled), finalized when
   a cluster is formatted, and its group.coordinator.rebalance.protocols no longer names
-  them (level 2, renewing acquisition locks, kt does not serve);
+  them (level 2, their dead-letter queues of KIP-1191, kt does not serve;
+  ShareVersion.supportsShareGroupDLQ);
 - transaction.version 0-0: level 2 is KIP-890's second part, which kt does not serve, so
   its clients keep to the transactions protocol kt answers (level 0 is never finalized).
 """

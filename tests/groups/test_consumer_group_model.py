@@ -227,7 +227,7 @@ def test_uniform_gives_a_fresh_group_contiguous_runs_as_kafka() -> None:
 
 
 def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
-    """streams.* group configs and renewing locks would be expected to act: refused,
+    """streams.* group configs and dead-letter queues would be expected to act: refused,
     while the consumer and share groups' are taken within the broker's bounds, with
     GroupConfig.validate's messages."""
     from kt.broker.group import group_config
@@ -236,10 +236,11 @@ def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
     config = KafkaConfig({})
     group_config.validate({"consumer.session.timeout.ms": "50000",
                            "share.record.lock.duration.ms": "20000",
-                           "share.auto.offset.reset": "by_duration:PT1H"}, config)  # fmt: skip
+                           "share.auto.offset.reset": "by_duration:PT1H",
+                           "share.renew.acknowledge.enable": "false"}, config)  # fmt: skip
     for name, feature in (
         ("streams.num.standby.replicas", "streams groups (KIP-1071)"),
-        ("share.renew.acknowledge.enable", "renewing acquisition locks (share.version 2)"),
+        ("errors.deadletterqueue.topic.name", "share groups' dead-letter queues"),
     ):
         with pytest.raises(InvalidConfigError) as refused:
             group_config.validate({name: "1"}, config)

@@ -130,7 +130,7 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     ours = features(kt4.bootstrap)
     assert [epoch.sub("", line) for line in ours] == [
         theirs["group.version"],
-        # share.version 1 (share groups) kt serves; 2 (renewing locks) it does not
+        # share.version 1 (share groups) kt serves; 2 (dead-letter queues) it does not
         theirs["share.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 1 ")
         .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 1 "),
         theirs["transaction.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 0 ")

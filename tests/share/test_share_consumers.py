@@ -375,16 +375,67 @@ def share_fetch(bootstrap: str, group: str, member: str):  # type: ignore[no-unt
         return client.any_connection().send(ApiKey.SHARE_FETCH, request)
 
 
-def test_renewing_locks_is_refused_out_loud(broker) -> None:
-    """IsRenewAck (share.version 2, which kt does not serve) is refused, not ignored."""
-    request = m.ShareFetchRequest(group_id="renew", member_id="m", share_session_epoch=1,
-                                  is_renew_ack=True, topics=[])  # fmt: skip
+def test_a_member_renews_its_locks_and_keeps_its_records(broker) -> None:
+    """RENEW (ShareFetch and ShareAcknowledge v2, IsRenewAck): records stay acquired by
+    their member past their first lock (2 s here), and it accepts them after; RENEW in a
+    request without IsRenewAck, or a renewing ShareFetch that would fetch, is refused as
+    KafkaApis refuses it; share.renew.acknowledge.enable=false refuses renewals."""
+    topic, group = topic_with(broker.bootstrap, 0), f"g{next(_names)}"
+    member = "cmVuZXdpbmctbWVtYmVyLTA"
+    F, A = m.ShareFetchRequest, m.ShareAcknowledgeRequest
+    epochs = itertools.count()
     with KafkaClient(broker.bootstrap) as client:
-        answer = client.any_connection().send(ApiKey.SHARE_FETCH, request, 2)
-    assert (answer.error_code, answer.error_message) == (
-        Errors("INVALID_REQUEST").code,
-        "Renewing acquisition locks is not enabled for the group.",
-    )
+        connection, topic_id = assigned_raw(client, group, member, topic)
+
+        def fetch(wait_ms: int = 0, **fields: Any) -> Any:
+            return connection.send(ApiKey.SHARE_FETCH, F(
+                group_id=group, member_id=member, share_session_epoch=next(epochs),
+                max_wait_ms=wait_ms, min_bytes=1, max_records=500, batch_size=500,
+                topics=[F.FetchTopic(topic_id=topic_id,
+                                     partitions=[F.FetchPartition(partition_index=0)])],
+                **fields), 2)  # fmt: skip
+
+        def acknowledge(first: int, last: int, kind: int, renew: bool) -> tuple[int, Any]:
+            """One ShareAcknowledge of `kind` for first..last: its partition's error."""
+            answer = connection.send(ApiKey.SHARE_ACKNOWLEDGE, A(
+                group_id=group, member_id=member, share_session_epoch=next(epochs),
+                is_renew_ack=renew, topics=[A.AcknowledgeTopic(topic_id=topic_id, partitions=[
+                    A.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                        A.AcknowledgementBatch(first_offset=first, last_offset=last,
+                                               acknowledge_types=[kind])])])]), 2)  # fmt: skip
+            [partition] = answer.responses[0].partitions
+            return partition.error_code, partition.error_message
+
+        assert fetch().error_code == 0  # the session starts; the partition at the log end
+        refused = fetch(max_bytes=1, is_renew_ack=True)
+        assert (refused.error_code, refused.error_message) == (
+            Errors("INVALID_REQUEST").code,
+            "maxBytes must be set to 0, minBytes must be set to 0, maxRecords must be set "
+            "to 0, if isRenewAck is true.")  # fmt: skip
+        epochs = itertools.count(1)  # refused before its session: its epoch is still next
+        for attempt in range(3):  # the verdict needs the timings below; a stall retries
+            produce(broker.bootstrap, topic, range(attempt * 10, attempt * 10 + 10))
+            got = fetch(wait_ms=5000).responses[0].partitions[0].acquired_records
+            acquired = time.monotonic()
+            first, last = got[0].first_offset, got[-1].last_offset
+            assert last - first == 9
+            assert acknowledge(first, last, 4, renew=False)[0] == Errors("INVALID_REQUEST").code
+            time.sleep(1.0)
+            renewed = time.monotonic()
+            assert acknowledge(first, last, 4, renew=True) == (0, None)
+            time.sleep(max(0.0, acquired + 2.5 - time.monotonic()))  # the first lock is gone
+            accepted = acknowledge(first, last, 1, renew=False)
+            if time.monotonic() - renewed < 1.9:  # well inside the renewed lock
+                assert accepted == (0, None)
+                break
+        else:
+            pytest.fail("the machine was too slow for the renewal's timing three times")
+        set_group_configs(broker.bootstrap, group, share_renew_acknowledge_enable="false")
+        produce(broker.bootstrap, topic, range(1))
+        got = fetch(wait_ms=5000).responses[0].partitions[0].acquired_records
+        assert acknowledge(got[0].first_offset, got[0].last_offset, 4, renew=True) == (
+            Errors("INVALID_RECORD_STATE").code,
+            "Renewing acquisition locks is not enabled for the group.")  # fmt: skip
 
 
 def assigned_raw(client: KafkaClient, group: str, member: str, topic: str) -> tuple[Any, Any]:

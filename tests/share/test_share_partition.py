@@ -5,6 +5,8 @@ random sequences of those, the invariants no member may notice broken."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,8 +20,9 @@ from kt.broker.share.share_partition import (
     SharePartitionConfig,
 )
 
-ACCEPT, RELEASE, REJECT, GAP = (AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE,
-                                AcknowledgeType.REJECT, AcknowledgeType.GAP)  # fmt: skip
+ACCEPT, RELEASE, REJECT, GAP, RENEW = (
+    AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT,
+    AcknowledgeType.GAP, AcknowledgeType.RENEW)  # fmt: skip
 
 
 class Timers:
@@ -111,6 +114,30 @@ def test_records_delivered_often_go_out_in_ever_smaller_groups() -> None:
     sp.acknowledge("b", [(1, 1, [ACCEPT])])
     assert sp.acquire("c", log, 500) == [AcquiredRecords(2, 2, 5)]
     assert sp.end_offset == 99  # no new records went out with the throttled ones
+
+
+def test_renewed_records_stay_acquired_under_a_new_lock() -> None:
+    """RENEW keeps records acquired by their member, their first lock's timer cancelled
+    and a new one started; per-offset types renew some and settle others; only the owner
+    renews, and not when the group turned renewals off."""
+    sp, timers = partition()
+    sp.acquire("a", BATCHES[:1], 10)
+    sp.acknowledge("a", [(0, 9, [RENEW] * 5 + [ACCEPT] * 5)])
+    assert timers.pending[0][2]  # the acquisition's timer: cancelled
+    assert [(r.first, r.last, r.state) for r in sp.runs] == [
+        (0, 4, RecordState.ACQUIRED), (5, 9, RecordState.ACKNOWLEDGED)]  # fmt: skip
+    with pytest.raises(ShareAcknowledgeError) as stranger:
+        sp.acknowledge("b", [(0, 4, [RENEW])])
+    assert stranger.value.message == "Member is not the owner of batch record"
+    timers.fire_all()  # the renewed lock expires in its turn
+    assert sp.acquire("b", BATCHES[:1], 10) == [AcquiredRecords(0, 4, 2)]
+    sp.config = replace(sp.config, renew_acknowledge_enabled=False)
+    with pytest.raises(ShareAcknowledgeError) as off:
+        sp.acknowledge("b", [(0, 4, [RENEW])])
+    assert (off.value.error, off.value.message) == (
+        "INVALID_RECORD_STATE",
+        "Renewing acquisition locks is not enabled for the group.",
+    )
 
 
 def test_an_expired_lock_hands_the_records_to_the_next_member() -> None:

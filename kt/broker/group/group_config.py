@@ -6,12 +6,13 @@ Each key has Kafka 4.4's default and the broker key that supplies it (its synony
 honours consumer.session.timeout.ms and consumer.heartbeat.interval.ms (the session timer
 and the interval a heartbeat answer names), and a share group's share.* keys: its
 session and heartbeat timings, its share partitions' record lock duration, delivery
-count limit and record locks (read at each fetch), where a share partition it never read
+count limit and record locks (read at each fetch), whether its members may renew their
+acquisition locks (share.renew.acknowledge.enable), where a share partition it never read
 starts (share.auto.offset.reset) and what it reads (share.isolation.level).
 consumer.assignment.interval.ms and share.assignment.interval.ms are taken and change
 nothing, kt computing an assignment in the heartbeat that needs it (as an interval of 0
-would). The keys of what kt does not serve yet (streams groups, dead-letter queues,
-renewing acquisition locks) are described with their defaults and refused. Overrides
+would). The keys of what kt does not serve yet (streams groups, dead-letter queues) are
+described with their defaults and refused. Overrides
 live in /config/groups/<group> with a change notification, as topic configs do, so every
 broker learns them.
 """
@@ -91,7 +92,6 @@ GROUP_KEYS = {k.name: k for k in (
 _NOT_SERVED = {
     "streams": "streams groups (KIP-1071)",
     "errors": "share groups' dead-letter queues",
-    "share.renew.acknowledge.enable": "renewing acquisition locks (share.version 2)",
 }
 _BOUND_DEFAULTS = {  # Kafka 4.4's defaults of the bounds kt does not read
     "group.consumer.min.assignment.interval.ms": "0",
@@ -206,3 +206,7 @@ class GroupConfigs:
     def text(self, group_id: str, name: str) -> str:
         """A string key's value for `group_id`: its override, else Kafka's default."""
         return self.overrides.get(group_id, {}).get(name, GROUP_KEYS[name].default)
+
+    def flag(self, group_id: str, name: str) -> bool:
+        """A boolean key's value for `group_id` (ConfigDef reads true in any case)."""
+        return self.text(group_id, name).strip().lower() == "true"

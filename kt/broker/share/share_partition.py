@@ -50,6 +50,7 @@ class AcknowledgeType(IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # v2 of ShareFetch and ShareAcknowledge: the records stay acquired, lock anew
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class SharePartitionConfig:
     max_in_flight_records: int = 2000  # group.share.partition.max.record.locks
     max_delivery_count: int = 5  # group.share.delivery.count.limit
     record_lock_duration_ms: int = 30000  # group.share.record.lock.duration.ms
+    renew_acknowledge_enabled: bool = True  # the group config share.renew.acknowledge.enable
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ _FIRST_PAST = "Batch record not found. The first offset in request is past acqui
 _LAST_PAST = "Batch record not found. The last offset in request is past acquired records."
 _NOT_ACQUIRED = "The batch cannot be acknowledged. The batch is not in the acquired state."
 _NOT_OWNER = "Member is not the owner of batch record"
+_RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 
 Schedule = Callable[[int, Callable[[], None]], Any]  # (delay ms, callback) -> a handle
 
@@ -340,8 +343,9 @@ class SharePartition:
         """Apply (first offset, last offset, acknowledge types) batches, all or none:
         ShareAcknowledgeError (INVALID_REQUEST, INVALID_RECORD_STATE with Kafka's
         messages) leaves the state as it was. Types: one for the batch, or one per
-        offset."""
+        offset. RENEW keeps records acquired under a new lock, its timer started afresh."""
         runs = list(self.runs)
+        renewal = next(self._locks)  # the lock of the records this call renews, if any
         for first, last, types in batches:
             if (
                 not types
@@ -357,8 +361,12 @@ class SharePartition:
                 first = self.start_offset
             self._check_found(first, last)
             for start, stop, ack in _ranges(first, last, types):
-                runs = self._acknowledged(runs, member_id, start, stop, AcknowledgeType(ack))
+                runs = self._acknowledged(runs, member_id, start, stop, AcknowledgeType(ack),
+                                          renewal)  # fmt: skip
         self.runs = _merged(runs)
+        if any(run.lock == renewal for run in self.runs):
+            self._timers[renewal] = self.schedule(self.config.record_lock_duration_ms,
+                                                  lambda: self._lock_expired(renewal))  # fmt: skip
         self._advance_start()
         self._drop_unused_timers()
 
@@ -371,9 +379,8 @@ class SharePartition:
         if last > self.end_offset:
             raise ShareAcknowledgeError("INVALID_REQUEST", _LAST_PAST)
 
-    def _acknowledged(
-        self, runs: list[Run], member_id: str, first: int, last: int, ack: AcknowledgeType
-    ) -> list[Run]:
+    def _acknowledged(self, runs: list[Run], member_id: str, first: int, last: int,
+                      ack: AcknowledgeType, renewal: int) -> list[Run]:  # fmt: skip
         out: list[Run] = []
         for run in runs:
             if run.last < first or run.first > last:
@@ -388,6 +395,10 @@ class SharePartition:
                 done = replace(piece, state=RecordState.ACKNOWLEDGED, member_id="", lock=0)
             elif ack == AcknowledgeType.RELEASE:
                 done = self._released(piece)
+            elif ack == AcknowledgeType.RENEW:
+                if not self.config.renew_acknowledge_enabled:
+                    raise ShareAcknowledgeError("INVALID_RECORD_STATE", _RENEW_DISABLED)
+                done = replace(piece, lock=renewal)
             else:  # REJECT, GAP
                 done = replace(piece, state=RecordState.ARCHIVED, member_id="", lock=0)
             out += _around(run, done)

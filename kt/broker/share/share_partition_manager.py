@@ -27,6 +27,7 @@ from kt.broker.group.group_config import parse_auto_offset_reset
 from kt.broker.replication.partition import TopicPartition
 from kt.broker.share.share_coordinator import ShareStateError, WriteRequest
 from kt.broker.share.share_partition import (
+    AcknowledgeType,
     AcquiredRecords,
     ShareAcknowledgeError,
     SharePartition,
@@ -259,10 +260,13 @@ class SharePartitionManager:
         held = self._held.get((group_id, tp))
         if held is None:
             return "INVALID_RECORD_STATE", "The share partition holds no records of the member."
+        held.partition.config = self.settings(group_id).partition  # the group's configs now
         try:
             held.partition.acknowledge(member_id, batches)
         except ShareAcknowledgeError as e:
             return e.error, e.message
+        if all(t == AcknowledgeType.RENEW for _, _, types in batches for t in types):
+            return "NONE", None  # renewals only: nothing durable changed
         return await self._persist(held), None
 
     def release_member(self, group_id: str, member_id: str) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 READ_COMMITTED_LEVEL = {"read_uncommitted": 0, "read_committed": 1}
 RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: 0 batch_optimized, 1 record_limit
-RENEW_REFUSED = "Renewing acquisition locks is not enabled for the group."
+RENEW = 4  # AcknowledgeType.RENEW, from ShareFetch and ShareAcknowledge v2
 ZERO_UUID = uuid.UUID(int=0)
 
 
@@ -98,11 +98,33 @@ def _batches(ack_batches: Any) -> list[tuple[int, int, list[int]]]:
     return [(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in ack_batches]
 
 
+def _refused_types(batches: list[tuple[int, int, list[int]]], version: int,
+                   renewing: bool) -> bool:  # fmt: skip
+    """KafkaApis.validateAcknowledgementBatches on the types: none past REJECT before v2,
+    past RENEW from it, and RENEW only in a request that says IsRenewAck."""
+    types = [t for _, _, ts in batches for t in ts]
+    highest = RENEW if version >= 2 else RENEW - 1
+    return any(t > highest for t in types) or (RENEW in types and not renewing)
+
+
+def _renew_request_errors(request: Any) -> str | None:
+    """A ShareFetch with IsRenewAck acknowledges only: Kafka's message naming the fetch
+    fields that are not 0, else None."""
+    fields = (("maxBytes", request.max_bytes), ("minBytes", request.min_bytes),
+              ("maxRecords", request.max_records), ("maxWaitMs", request.max_wait_ms))  # fmt: skip
+    wrong = "".join(f"{name} must be set to 0, " for name, value in fields if value != 0)
+    return f"{wrong}if isRenewAck is true." if wrong else None
+
+
 async def _acknowledge_all(
-    broker: BrokerServices, group_id: str, member_id: str, acks: dict[TopicPartition, list]
-) -> dict[TopicPartition, tuple]:
+    broker: BrokerServices, group_id: str, member_id: str, acks: dict[TopicPartition, list],
+    version: int, renewing: bool,
+) -> dict[TopicPartition, tuple]:  # fmt: skip
     out = {}
     for tp, batches in acks.items():
+        if _refused_types(batches, version, renewing):
+            out[tp] = ("INVALID_REQUEST", None)
+            continue
         out[tp] = await broker.share_partitions.acknowledge(group_id, member_id, tp, batches)
     return out
 
@@ -135,8 +157,9 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
     if not member_id:
         return R(error_code=_code("INVALID_REQUEST"),
                  error_message="Invalid member id in the request.")  # fmt: skip
-    if request.is_renew_ack:  # share.version 2, which kt does not serve
-        return R(error_code=_code("INVALID_REQUEST"), error_message=RENEW_REFUSED)
+    renewing = header.api_version >= 2 and request.is_renew_ack
+    if renewing and (message := _renew_request_errors(request)) is not None:
+        return R(error_code=_code("INVALID_REQUEST"), error_message=message)
     cache = broker.metadata_cache
     requested: list[tuple[TopicPartition, uuid.UUID]] = []
     unknown: dict[uuid.UUID, list[int]] = defaultdict(list)
@@ -163,10 +186,13 @@ async def share_fetch(broker: BrokerServices, header: Any, request: Any, ctx: An
                                          ctx.connection_key)  # fmt: skip
     except ShareSessionError as e:
         return R(error_code=_code(e.error))
-    acked = await _acknowledge_all(broker, group_id, member_id, acks)
+    acked = await _acknowledge_all(broker, group_id, member_id, acks, header.api_version,
+                                   renewing)  # fmt: skip
     fetched: dict[TopicPartition, PartitionFetch] = {}
     if session is None:  # the final request: acknowledgements only, then the session ends
         _end_session(broker, group_id, member_id)
+    elif renewing:
+        pass  # acknowledgements (renewals) only, no fetch
     elif request.max_records > 0 or header.api_version == 0:
         targets = list(session.partitions.items())
         allowed = authz.topics_allowed(broker, ctx, a.READ, {tp.topic for tp, _ in targets})
@@ -216,8 +242,6 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
         return R(error_code=_code("INVALID_REQUEST"))
     if not authz.group_allowed(broker, ctx, a.READ, group_id):
         return R(error_code=_code("GROUP_AUTHORIZATION_FAILED"))
-    if request.is_renew_ack:
-        return R(error_code=_code("INVALID_REQUEST"), error_message=RENEW_REFUSED)
     try:
         broker.share_sessions.check(group_id, member_id, request.share_session_epoch)
     except ShareSessionError as e:
@@ -232,7 +256,8 @@ async def share_acknowledge(broker: BrokerServices, header: Any, request: Any,
                 tp = TopicPartition(name, p.partition_index)
                 acks[tp] = _batches(p.acknowledgement_batches)
                 ids[tp] = topic.topic_id
-    acked = await _acknowledge_all(broker, group_id, member_id, acks)
+    acked = await _acknowledge_all(broker, group_id, member_id, acks, header.api_version,
+                                   header.api_version >= 2 and request.is_renew_ack)  # fmt: skip
     if request.share_session_epoch == -1:
         _end_session(broker, group_id, member_id)
     by_topic: dict[uuid.UUID, list] = defaultdict(list)
