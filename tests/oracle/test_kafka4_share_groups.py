@@ -8,10 +8,11 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from confluent_kafka import Producer
 
-from kt.reference_kafka import KAFKA4_VERSION, run_tool, tool_command
+from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, run_tool, tool_command
 from tests.oracle.conftest import dump_group_partition
 from tests.share.test_share_consumers import (
     SHARE,
@@ -21,6 +22,7 @@ from tests.share.test_share_consumers import (
     end_offset,
     produce,
     ready,
+    set_group_configs,
     topic_with,
 )
 
@@ -251,6 +253,9 @@ def test_kafka4_configs_sets_and_refuses_share_group_configs_as_on_kafka4(
         ("--describe",),
         ("--alter", "--delete-config", "share.delivery.count.limit"),
         ("--describe",),
+        ("--alter", "--add-config", "share.renew.acknowledge.enable=false"),
+        ("--alter", "--add-config", "share.renew.acknowledge.enable=maybe"),
+        ("--describe",),
     )
     kafka = kafka_factory(version=KAFKA4_VERSION, overrides=KAFKA4_SHARE)
     theirs = [configs(kafka.bootstrap, *args) for args in runs]
@@ -319,3 +324,35 @@ def test_kt_console_share_consumer_prints_what_kafka4s_prints(broker_factory) ->
             (topic, 1): (10, 0, 0, 0),
         }
     )
+
+
+def renewing_member(bootstrap: str, hold_ms: int) -> list[str]:
+    """Kafka 4.4's KafkaShareConsumer (interop/ShareRenewMember.java) holding five records
+    for `hold_ms` by renewing their locks, then accepting them: what it printed."""
+    topic, group = topic_with(bootstrap, 5), "renewing"
+    set_group_configs(bootstrap, group, share_auto_offset_reset="earliest")
+    source = Path(__file__).resolve().parents[2] / "interop" / "ShareRenewMember.java"
+    command = java_command(str(source), ["-Xmx256m"], _tool_log4j(KAFKA4_VERSION),
+                           version=KAFKA4_VERSION)  # fmt: skip
+    member = subprocess.run([*command, bootstrap, topic, group, "5", str(hold_ms)],
+                            capture_output=True, text=True, timeout=240)  # fmt: skip
+    assert member.returncode == 0, member.stderr[-3000:]
+    return member.stdout.splitlines()
+
+
+def test_kafka4s_share_consumer_renews_its_locks_on_kt_as_on_kafka4(
+    kafka_factory, broker_factory
+) -> None:
+    """Kafka 4.4's KafkaShareConsumer renews the locks of five records (2 s each) for 6 s,
+    then accepts them: against Kafka 4.4 and kt alike, every record is handed to it once
+    (delivery count 1, never released), no commit fails, all five are accepted."""
+    locks = {"group.share.record.lock.duration.ms": "2000",
+             "group.share.min.record.lock.duration.ms": "1000"}  # fmt: skip
+    kafka = kafka_factory(version=KAFKA4_VERSION, overrides={**KAFKA4_SHARE, **locks})
+    kt = broker_factory(**{**SHARE, **locks})
+    for printed in (renewing_member(kafka.bootstrap, 6000), renewing_member(kt.bootstrap, 6000)):
+        got = {tuple(line.split()[1:]) for line in printed if line.startswith("got ")}
+        assert got == {(str(offset), "1") for offset in range(5)}, printed
+        assert not [line for line in printed if line.startswith("error ")], printed
+        held, accepted = printed[-2].split()[1::2]
+        assert int(held) >= 6000 and accepted == "5" and printed[-1] == "closed", printed
