@@ -34,8 +34,9 @@ RATE = 200  # input records a second: the input lasts 25 s
 TXN_PARTITIONS = 3
 PROCESSOR = Path(__file__).with_name("eos_processor.py")
 # An instance that commits nothing for this long while input waits is restarted, as a
-# supervisor's liveness check would (a librdkafka consumer that failed fatally but kept
-# running was seen so in a full run).
+# supervisor's liveness check would (full runs saw a librdkafka consumer that failed
+# fatally but kept running, and an instance stuck aborting after its static member was
+# fenced while its coordinator's broker was down).
 STALLED_S = 60.0
 
 
@@ -77,6 +78,32 @@ def consumed(bootstrap: str) -> int:
     return committed_total(bootstrap, GROUP, INPUT, PARTITIONS)
 
 
+class Supervisor:
+    """The processor's supervisor: a new instance when it exits (a fatal error), or when it
+    commits nothing for STALLED_S while input waits (a liveness check)."""
+
+    def __init__(self, bootstrap: str, log: Path) -> None:
+        self.bootstrap, self.log = bootstrap, log
+        self.processor = start_processor(bootstrap, log)
+        self.progress, self.since = 0, time.monotonic()
+
+    def restart(self) -> None:
+        if self.processor.poll() is None:
+            self.processor.send_signal(signal.SIGKILL)
+        self.processor.wait()
+        self.processor = start_processor(self.bootstrap, self.log)
+        self.since = time.monotonic()
+
+    def check(self) -> int:
+        """Restart the processor if it is gone or stalled; the input committed so far."""
+        if self.processor.poll() is not None or time.monotonic() - self.since > STALLED_S:
+            self.restart()
+        now = consumed(self.bootstrap)
+        if now != self.progress:
+            self.progress, self.since = now, time.monotonic()
+        return now
+
+
 def leader(cluster: ZkCluster, topic: str, partition: int) -> int:
     return cluster.state(topic, partition)["leader"]
 
@@ -89,7 +116,7 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
         "offsets.topic.num.partitions": "3", "replica.lag.time.max.ms": "4000",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
     })  # fmt: skip
-    processor = None
+    supervisor = None
     log = tmp_path / "processor.log"
     try:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -99,28 +126,20 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
         feeder.start()  # the input arrives while the faults strike
         expected = {f"out-{i}".encode() for i in range(RECORDS)}
 
-        processor = start_processor(cluster.bootstrap, log)
+        supervisor = Supervisor(cluster.bootstrap, log)
         faults = ["processor", "processor", "output-leader", "processor", "coordinator",
                   "processor"]  # fmt: skip
         progress = 0
         for fault in faults:
             # Each fault strikes while the application is at work: after new output.
             floor = progress + 100
-
-            def progressed(floor: int = floor) -> bool:
-                nonlocal processor
-                if processor.poll() is not None:  # it gave up (a fatal error): a new one
-                    processor = start_processor(cluster.bootstrap, log)
-                return consumed(cluster.bootstrap) >= floor
-
-            cluster.wait_until(progressed, f"{floor} input records consumed", timeout_s=90)
+            cluster.wait_until(lambda floor=floor: supervisor.check() >= floor,
+                               f"{floor} input records consumed", timeout_s=150)  # fmt: skip
             progress = consumed(cluster.bootstrap)
             assert progress < RECORDS, "the faults came too late: the work was done"
             time.sleep(rng.uniform(0.0, 0.5))
             if fault == "processor":
-                processor.send_signal(signal.SIGKILL)
-                processor.wait()
-                processor = start_processor(cluster.bootstrap, log)
+                supervisor.restart()
                 continue
             if fault == "output-leader":
                 victim = leader(cluster, OUTPUT, rng.randrange(PARTITIONS))
@@ -130,30 +149,16 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
             cluster.brokers[victim].kill()
             time.sleep(rng.uniform(1.0, 2.5))
             cluster.brokers[victim].start()
-            if processor.poll() is not None:  # fenced or failed: a new instance
-                processor = start_processor(cluster.bootstrap, log)
-
-        last = [consumed(cluster.bootstrap), time.monotonic()]
 
         def done() -> bool:
-            nonlocal processor
-            if processor.poll() is not None:
-                processor = start_processor(cluster.bootstrap, log)
-            elif time.monotonic() - last[1] > STALLED_S:  # alive but making no progress:
-                processor.kill()  # its supervisor's liveness check restarts it
-                processor.wait()
-                processor = start_processor(cluster.bootstrap, log)
-                last[1] = time.monotonic()
-            now = consumed(cluster.bootstrap)
-            if now != last[0]:
-                last[:] = [now, time.monotonic()]
+            supervisor.check()
             return set(read_committed(cluster.bootstrap)) >= expected
 
         feeder.join(120)
         assert fed == [RECORDS]
         cluster.wait_until(done, "every input in the output", timeout_s=180)
-        processor.send_signal(signal.SIGTERM)
-        processor.wait(30)
+        supervisor.processor.send_signal(signal.SIGTERM)
+        supervisor.processor.wait(30)
         seen = read_committed(cluster.bootstrap)
         duplicates = {v: n for v, n in seen.items() if n > 1}
         assert not duplicates, f"{len(duplicates)} values more than once: {log.read_text()[-3000:]}"
@@ -167,7 +172,7 @@ def test_every_input_exactly_once_through_kills(tmp_path: Path, zookeeper: str) 
         assert hanging.returncode == 0, hanging.stderr
         assert len(hanging.stdout.splitlines()) == 1, hanging.stdout  # the header only
     finally:
-        if processor is not None and processor.poll() is None:
-            processor.kill()
-            processor.wait()
+        if supervisor is not None and supervisor.processor.poll() is None:
+            supervisor.processor.kill()
+            supervisor.processor.wait()
         cluster.close()
