@@ -17,9 +17,16 @@ echo "Apache Kafka $version: $(ls "$dest/libs" | wc -l) jars in $dest/libs"
 version4="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/kafka4/pom.xml")"
 dest4="${XDG_CACHE_HOME:-$HOME/.cache}/kt/kafka-$version4"
 mvn -q -B -f "$here/kafka4/pom.xml" dependency:copy-dependencies \
-    -DoutputDirectory="$dest4/libs" -DoverWriteIfNewer=true
+    -DoutputDirectory="$dest4/libs" -DoverWriteIfNewer=true \
+    -DexcludeArtifactIds=kafka-streams,rocksdbjni
 echo "$version4" > "$dest4/VERSION"
 echo "Apache Kafka $version4: $(ls "$dest4/libs" | wc -l) jars in $dest4/libs"
+# Kafka Streams 4 and RocksDB, for streams applications run beside libs/ (its classpath
+# then names both): Kafka's broker does not load them.
+mvn -q -B -f "$here/kafka4/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$dest4/streams" -DoverWriteIfNewer=true \
+    -DincludeArtifactIds=kafka-streams,rocksdbjni
+echo "Kafka Streams $version4: $(ls "$dest4/streams")"
 
 # The connector, and of its dependencies only those that pyspark's jars do not hold.
 spark_version="$(sed -n 's:.*<spark.kafka.version>\(.*\)</spark.kafka.version>.*:\1:p' \

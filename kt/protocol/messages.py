@@ -119,6 +119,16 @@ STRUCT_CLASSES: dict[str, dict[str, type]] = {}  # message name -> {struct name:
 REQUESTS: dict[int, type] = {}
 RESPONSES: dict[int, type] = {}
 
+
+def data_message(schema: MessageSchema) -> type:
+    """The class of one of Kafka's data messages (a coordinator record's key or value,
+    not a request): built as the requests' classes are, read and written by the same
+    codec (kt.protocol.codec), without an API key of its own."""
+    cls, STRUCT_CLASSES[schema.name] = _build(schema)
+    MESSAGES[schema.name] = cls
+    return cls
+
+
 for _schema in SCHEMAS:
     _cls, STRUCT_CLASSES[_schema.name] = _build(_schema)
     MESSAGES[_schema.name] = _cls

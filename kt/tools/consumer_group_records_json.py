@@ -1,12 +1,13 @@
-"""Kafka 4's consumer and share group records of `__consumer_offsets` as DumpLogSegments prints them
-(CoordinatorRecordJsonConverters): the key's fields and the value's, in the schema's
-order and under its camelCase names, tagged fields only where they hold other than their
-default, topic ids as Kafka's Uuid.toString (URL-safe base64).
+"""Kafka 4's consumer, share and streams group records of `__consumer_offsets` as
+DumpLogSegments prints them (CoordinatorRecordJsonConverters): the key's fields and the
+value's, in the schema's order and under its camelCase names, tagged fields only where
+they hold other than their default, topic ids as Kafka's Uuid.toString (URL-safe base64).
 
 The schemas are the group-coordinator message files' (Kafka 4.4), as field lists:
-(name, type) with types int8 int32 int64 string string? uuid bytes, `[]` + a type, a
-nested field list for a struct array, ("struct?", fields) for a nullable struct, and a
-trailing tagged-fields map {tag: (name, type)}.
+(name, type) with types int8 int16 uint16 int32 int64 string string? uuid bytes, `[]` +
+a type, a nested field list for a struct array, ("struct?", fields) for a nullable
+tagged struct and ("struct?int8", fields) for a nullable struct in place, and a trailing
+tagged-fields map {tag: (name, type)}.
 """
 
 from __future__ import annotations
@@ -34,8 +35,21 @@ KEYS: dict[int, list[tuple[str, str]]] = {
     14: [("groupId", "string"), ("memberId", "string")],
     15: [("groupId", "string")],
     16: [("groupId", "string"), ("regularExpression", "string")],
+    # streams groups (KIP-1071)
+    17: [("groupId", "string")],
+    19: [("groupId", "string"), ("memberId", "string")],
+    20: [("groupId", "string")],
+    21: [("groupId", "string"), ("memberId", "string")],
+    22: [("groupId", "string"), ("memberId", "string")],
+    23: [("groupId", "string")],
 }
 _SHARE_TOPICS: list = [("topicId", "uuid"), ("partitions", "[]int32"), {}]
+_KEY_VALUE: list = [("key", "string"), ("value", "string"), {}]
+_TASKS: list = [("subtopologyId", "string"), ("partitions", "[]int32"), {}]
+_TASKS_WITH_EPOCHS: list = [("subtopologyId", "string"), ("partitions", "[]int32"),
+                            {0: ("assignmentEpochs", "[]int32")}]  # fmt: skip
+_TOPIC_INFO: list = [("name", "string"), ("partitions", "int32"), ("replicationFactor", "int16"),
+                     ("topicConfigs", _KEY_VALUE), {}]  # fmt: skip
 _SHARE_INIT: list = [("topicId", "uuid"), ("topicName", "string"), ("partitions", "[]int32"), {}]
 
 VALUES: dict[int, list] = {
@@ -66,6 +80,31 @@ VALUES: dict[int, list] = {
     15: [("initializingTopics", _SHARE_INIT), ("initializedTopics", _SHARE_INIT),
          ("deletingTopics", [("topicId", "uuid"), ("topicName", "string"), {}]), {}],
     16: [("topics", "[]string"), ("version", "int64"), ("timestamp", "int64"), {}],
+    # streams groups (KIP-1071)
+    17: [("epoch", "int32"), ("metadataHash", "int64"), {
+        0: ("validatedTopologyEpoch", "int32"),
+        1: ("lastAssignmentConfigs", _KEY_VALUE),
+        2: ("storedDescriptionTopologyEpoch", "int32"),
+        3: ("failedDescriptionTopologyEpoch", "int32")}],
+    19: [("instanceId", "string?"), ("rackId", "string?"), ("clientId", "string"),
+         ("clientHost", "string"), ("rebalanceTimeoutMs", "int32"), ("topologyEpoch", "int32"),
+         ("processId", "string"),
+         ("userEndpoint", ("struct?int8", [("host", "string"), ("port", "uint16"), {}])),
+         ("clientTags", _KEY_VALUE), {}],
+    20: [("assignmentEpoch", "int32"), {0: ("assignmentTimestamp", "int64")}],
+    21: [("activeTasks", _TASKS), ("standbyTasks", _TASKS), ("warmupTasks", _TASKS), {}],
+    22: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
+         ("activeTasks", _TASKS_WITH_EPOCHS), ("standbyTasks", _TASKS_WITH_EPOCHS),
+         ("warmupTasks", _TASKS_WITH_EPOCHS),
+         ("activeTasksPendingRevocation", _TASKS_WITH_EPOCHS),
+         ("standbyTasksPendingRevocation", _TASKS_WITH_EPOCHS),
+         ("warmupTasksPendingRevocation", _TASKS_WITH_EPOCHS), {}],
+    23: [("epoch", "int32"), ("subtopologies", [
+        ("subtopologyId", "string"), ("sourceTopics", "[]string"),
+        ("sourceTopicRegex", "[]string"), ("stateChangelogTopics", _TOPIC_INFO),
+        ("repartitionSinkTopics", "[]string"), ("repartitionSourceTopics", _TOPIC_INFO),
+        ("copartitionGroups", [("sourceTopics", "[]int16"), ("sourceTopicRegex", "[]int16"),
+                               ("repartitionSourceTopics", "[]int16"), {}]), {}]), {}],
 }  # fmt: skip
 
 
@@ -99,8 +138,10 @@ def _struct(r: SchemaReader, fields: list) -> dict:
 
 
 def _read(r: SchemaReader, kind: Any) -> Any:
-    if isinstance(kind, tuple):  # ("struct?", fields): a nullable struct
-        return _struct(r, kind[1]) if r.uvarint() else None
+    if isinstance(kind, tuple):  # ("struct?", fields): a nullable struct (its int8 marker
+        # -1 or 1; "struct?" reads a tagged one's as an unsigned varint: 0 or 1)
+        present = r.int8() >= 0 if kind[0] == "struct?int8" else r.uvarint()
+        return _struct(r, kind[1]) if present else None
     if isinstance(kind, list):
         return r.array(lambda: _struct(r, kind))
     if kind.startswith("[]"):
@@ -115,4 +156,6 @@ def _read(r: SchemaReader, kind: Any) -> Any:
         return None if data is None else base64.b64encode(data).decode()
     if kind == "string?":
         return r.nullable_string()
+    if kind == "uint16":
+        return r.int16() & 0xFFFF
     return getattr(r, kind)()

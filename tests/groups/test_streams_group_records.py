@@ -1,0 +1,50 @@
+"""The streams group records of `__consumer_offsets` (types 17, 19-23), as Kafka 4.4 wrote
+them for a Kafka Streams 4.4 word count on the streams protocol (interop/
+StreamsGroupWordCount.java, group "wc-app", one member; its topology, group epochs,
+target and current assignments, and the member leaving): kt reads each, writes it back
+byte for byte, and `kt dump-log --offsets-decoder` prints it as Kafka's DumpLogSegments
+printed it (data/kafka44_streams_group_records.json: key, value, and Kafka's two JSON
+texts, in log order)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kt.broker.group import streams_group_records as sr
+from kt.storage.record_batch import Record
+from kt.tools.dump_log_parsers import offsets_parser
+
+RECORDS = json.loads((Path(__file__).parent / "data" / "kafka44_streams_group_records.json")
+                     .read_text())  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "value", "key_json", "value_json"), RECORDS)
+def test_kt_reads_and_writes_kafkas_streams_group_records(key, value, key_json,
+                                                          value_json) -> None:  # fmt: skip
+    raw_key, raw_value = bytes.fromhex(key), None if value is None else bytes.fromhex(value)
+    kind = int.from_bytes(raw_key[:2], "big")
+    record = sr.read_record(kind, raw_key[2:], raw_value)
+    assert record.key() == raw_key
+    assert record.value_bytes() == raw_value
+    assert offsets_parser(Record(0, 0, raw_key, raw_value)) == (key_json, value_json)
+
+
+def test_the_topology_record_holds_what_the_application_sent() -> None:
+    """The word count's topology: subtopology 0 reads `lines` and writes the repartition
+    topic, which subtopology 1 reads, counting into a store with a changelog topic."""
+    key, value = next((k, v) for k, v, _, _ in RECORDS if k.startswith("0017"))
+    topology = sr.read_record(sr.TOPOLOGY, bytes.fromhex(key)[2:], bytes.fromhex(value)).value
+    first, second = topology.subtopologies
+    repartition = "wc-app-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+    assert (first.subtopology_id, first.source_topics, first.repartition_sink_topics) == (
+        "0",
+        ["lines"],
+        [repartition],
+    )
+    assert [t.name for t in second.repartition_source_topics] == [repartition]
+    [changelog] = second.state_changelog_topics
+    assert (changelog.partitions, changelog.replication_factor) == (0, -1)
+    assert {c.key: c.value for c in changelog.topic_configs}["cleanup.policy"] == "compact"
