@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kt.broker.group.group_metadata_manager import java_string_hash
+from kt.broker.group.java_collections import java_hash_map_order
 
 # StreamsGroupHeartbeatResponse.Status codes.
 STALE_TOPOLOGY = 0
@@ -303,19 +303,3 @@ def _summary(topics: Iterable[str]) -> str:
 def _java_map(counts: dict[str, int]) -> str:
     """A TreeMap's toString: "{a=1, b=2}"."""
     return "{" + ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) + "}"
-
-
-def java_hash_map_order(keys: Iterable[str]) -> list[str]:
-    """The order a java.util.HashMap of default capacity and load factor iterates string
-    keys inserted in this order: by bucket of the final table ((h ^ h >>> 16) & (n - 1),
-    h the String.hashCode), then by insertion within a bucket."""
-    names = list(dict.fromkeys(keys))
-    capacity = 16
-    while len(names) > capacity * 3 // 4:
-        capacity *= 2
-
-    def bucket(name: str) -> int:
-        h = java_string_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(names, key=bucket)  # stable: insertion order within a bucket
