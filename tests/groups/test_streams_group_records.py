@@ -48,3 +48,33 @@ def test_the_topology_record_holds_what_the_application_sent() -> None:
     [changelog] = second.state_changelog_topics
     assert (changelog.partitions, changelog.replication_factor) == (0, -1)
     assert {c.key: c.value for c in changelog.topic_configs}["cleanup.policy"] == "compact"
+
+
+def test_replaying_kafkas_records_walks_the_group_through_its_states() -> None:
+    """Kafka 4.4's records of the word count, replayed in log order: the member joins a
+    group that is not ready until its topology is validated, the epoch moves past the
+    target (Assigning), the target lands (Reconciling), the member reaches it (Stable,
+    its active tasks with their epochs, its process holding them); it leaves (Empty)."""
+    from kt.broker.group import streams_group as sg
+
+    groups: dict[str, sg.StreamsGroup] = {}
+    states = []
+    for key, value, _, _ in RECORDS:
+        raw_key = bytes.fromhex(key)
+        record = sr.read_record(int.from_bytes(raw_key[:2], "big"), raw_key[2:],
+                                None if value is None else bytes.fromhex(value))  # fmt: skip
+        sg.replay(groups, record)
+        group = groups["wc-app"]
+        states.append((group.state, group.group_epoch, group.assignment_epoch))
+        if record.type == sr.CURRENT_MEMBER_ASSIGNMENT and record.value is not None:
+            member = group.members[record.member]
+            if member.member_epoch == 3:
+                assert member.assigned.active == {"0": {0: 3, 1: 3}, "1": {0: 3, 1: 3}}
+                assert group.active_owner("1", 1) == member.process_id
+    assert states == [
+        ("NotReady", 1, 1), ("NotReady", 1, 1), ("NotReady", 2, 1), ("NotReady", 2, 1),
+        ("Assigning", 3, 1), ("Assigning", 3, 1), ("Reconciling", 3, 3), ("Stable", 3, 3),
+        ("Reconciling", 3, 3), ("Reconciling", 3, 3), ("Empty", 3, 3), ("Empty", 4, 3),
+        ("Empty", 4, 4),
+    ]  # fmt: skip
+    assert groups["wc-app"].active_owner("1", 1) is None

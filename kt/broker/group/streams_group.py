@@ -1,0 +1,227 @@
+"""A streams group (KIP-1071; Kafka 4.4's StreamsGroup and StreamsGroupMember): its
+members, epochs, topology, target assignment and state, and the replay of its records
+(kt.broker.group.streams_group_records) into it, for writes and loads alike.
+
+The state follows from the rest (StreamsGroup.maybeUpdateGroupState): Empty without
+members; NotReady until the group's topology is validated against the topics at its
+epoch; Assigning while the group epoch is ahead of the target assignment's; Reconciling
+while a member has not reached the target; else Stable. The group tracks which process
+holds each task (active, standby, warm-up), which reconciliation reads to hold back a
+task another member still has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kt.broker.group import streams_group_records as sr
+from kt.broker.group.streams_reconciliation import (
+    EMPTY,
+    AssignedTasks,
+    MemberState,
+    TasksTuple,
+)
+
+EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
+    "Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StreamsGroupMember:
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    topology_epoch: int = -1
+    process_id: str = ""
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: dict[str, str] = field(default_factory=dict)
+    assigned: AssignedTasks = EMPTY
+    pending_revocation: AssignedTasks = EMPTY
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state == MemberState.STABLE and self.member_epoch == epoch
+
+
+class StreamsGroup:
+    """One streams group's state on its coordinator."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 1
+        self.members: dict[str, StreamsGroupMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target_assignment: dict[str, TasksTuple] = {}
+        self.assignment_epoch = 1
+        self.assignment_timestamp = 0
+        self.topology: Any = None  # a StreamsGroupTopologyValue
+        self.configured_topology: Any = None  # a streams_topology.ConfiguredTopology
+        self.metadata_hash = 0
+        self.validated_topology_epoch = -1
+        self.stored_description_topology_epoch = -1
+        self.failed_description_topology_epoch = -1
+        self.last_assignment_configs: dict[str, str] = {}
+        self.state = EMPTY_STATE
+        self._active_owner: dict[tuple[str, int], str] = {}
+        self._standby_owners: dict[tuple[str, int], set[str]] = {}
+        self._warmup_owners: dict[tuple[str, int], set[str]] = {}
+
+    # -- what reconciliation reads --------------------------------------------------------
+
+    def active_owner(self, subtopology: str, partition: int) -> str | None:
+        return self._active_owner.get((subtopology, partition))
+
+    def standby_owners(self, subtopology: str, partition: int) -> set[str]:
+        return self._standby_owners.get((subtopology, partition), set())
+
+    def warmup_owners(self, subtopology: str, partition: int) -> set[str]:
+        return self._warmup_owners.get((subtopology, partition), set())
+
+    # -- changes ----------------------------------------------------------------------------
+
+    def update_member(self, member: StreamsGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        self.members[member.member_id] = member
+        if old is not None:
+            self._forget_tasks(old)
+            if old.instance_id is not None:
+                self.static_members.pop(old.instance_id, None)
+        self._note_tasks(member)
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self.update_state()
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is not None:
+            self._forget_tasks(old)
+            if (
+                old.instance_id is not None
+                and self.static_members.get(old.instance_id) == member_id
+            ):
+                del self.static_members[old.instance_id]
+        self.update_state()
+
+    def update_state(self) -> None:
+        """maybeUpdateGroupState."""
+        if not self.members:
+            self.state = EMPTY_STATE
+        elif self.topology is None or self.topology.epoch != self.validated_topology_epoch:
+            self.state = NOT_READY
+        elif self.group_epoch > self.assignment_epoch:
+            self.state = ASSIGNING
+        elif any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            self.state = RECONCILING
+        else:
+            self.state = STABLE
+
+    def _note_tasks(self, member: StreamsGroupMember) -> None:
+        for tasks in (member.assigned, member.pending_revocation):
+            for s, ps in tasks.active.items():
+                for p in ps:
+                    self._active_owner[(s, p)] = member.process_id
+            for owners, replicas in ((self._standby_owners, tasks.standby),
+                                     (self._warmup_owners, tasks.warmup)):  # fmt: skip
+                for s, ps in replicas.items():
+                    for p in ps:
+                        owners.setdefault((s, p), set()).add(member.process_id)
+
+    def _forget_tasks(self, member: StreamsGroupMember) -> None:
+        for tasks in (member.assigned, member.pending_revocation):
+            for s, ps in tasks.active.items():
+                for p in ps:
+                    if self._active_owner.get((s, p)) == member.process_id:
+                        del self._active_owner[(s, p)]
+            for owners, replicas in ((self._standby_owners, tasks.standby),
+                                     (self._warmup_owners, tasks.warmup)):  # fmt: skip
+                for s, ps in replicas.items():
+                    for p in ps:
+                        owners.get((s, p), set()).discard(member.process_id)
+
+
+def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
+    """Apply one streams group record (GroupMetadataManager.replay): a value creates the
+    group if needed; tombstones remove the member, the target, or the group."""
+    group = groups.get(record.group_id)
+    value = record.value
+    if group is None:
+        if value is None:
+            return
+        group = groups[record.group_id] = StreamsGroup(record.group_id)
+    kind, member_id = record.type, record.member or ""
+    if kind == sr.GROUP_METADATA:
+        if value is None:
+            del groups[record.group_id]
+            return
+        group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+        group.validated_topology_epoch = value.validated_topology_epoch
+        group.stored_description_topology_epoch = value.stored_description_topology_epoch
+        group.failed_description_topology_epoch = value.failed_description_topology_epoch
+        group.last_assignment_configs = {c.key: c.value
+                                         for c in value.last_assignment_configs or ()}  # fmt: skip
+    elif kind == sr.TOPOLOGY:
+        group.topology = value
+    elif kind == sr.TARGET_ASSIGNMENT_METADATA:
+        group.assignment_epoch, group.assignment_timestamp = (
+            (value.assignment_epoch, value.assignment_timestamp) if value is not None else (-1, 0)
+        )
+    elif kind == sr.TARGET_ASSIGNMENT_MEMBER:
+        if value is None:
+            group.target_assignment.pop(member_id, None)
+        else:
+            group.target_assignment[member_id] = TasksTuple(
+                _tasks(value.active_tasks), _tasks(value.standby_tasks), _tasks(value.warmup_tasks)
+            )
+    elif kind == sr.MEMBER_METADATA:
+        if value is None:
+            group.remove_member(member_id)
+            return
+        old = group.members.get(member_id) or StreamsGroupMember(member_id)
+        endpoint = value.user_endpoint
+        group.update_member(replace(
+            old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+            client_host=value.client_host, rebalance_timeout_ms=value.rebalance_timeout_ms,
+            topology_epoch=value.topology_epoch, process_id=value.process_id,
+            user_endpoint=None if endpoint is None else (endpoint.host, endpoint.port),
+            client_tags={t.key: t.value for t in value.client_tags}))  # fmt: skip
+    elif kind == sr.CURRENT_MEMBER_ASSIGNMENT:
+        old = group.members.get(member_id)
+        if value is None:
+            if old is not None:
+                group.update_member(replace(old, member_epoch=-1, previous_member_epoch=-1,
+                                            assigned=EMPTY, pending_revocation=EMPTY))  # fmt: skip
+            return
+        group.update_member(replace(
+            old or StreamsGroupMember(member_id), member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch, state=MemberState(value.state),
+            assigned=_assigned(value.active_tasks, value.standby_tasks, value.warmup_tasks,
+                               value.member_epoch),
+            pending_revocation=_assigned(value.active_tasks_pending_revocation,
+                                         value.standby_tasks_pending_revocation,
+                                         value.warmup_tasks_pending_revocation,
+                                         value.member_epoch)))  # fmt: skip
+        return
+    group.update_state()
+
+
+def _tasks(task_ids: Any) -> dict[str, set[int]]:
+    return {t.subtopology_id: set(t.partitions) for t in task_ids}
+
+
+def _assigned(active: Any, standby: Any, warmup: Any, member_epoch: int) -> AssignedTasks:
+    """TasksTupleWithEpochs.fromCurrentAssignmentRecord: an active task's epoch from the
+    record, else (no epochs, or not one per partition) the member's epoch."""
+    with_epochs = {}
+    for t in active:
+        epochs = t.assignment_epochs
+        if epochs is not None and len(epochs) == len(t.partitions):
+            with_epochs[t.subtopology_id] = dict(zip(t.partitions, epochs, strict=True))
+        else:
+            with_epochs[t.subtopology_id] = dict.fromkeys(t.partitions, member_epoch)
+    return AssignedTasks(with_epochs, _tasks(standby), _tasks(warmup))
