@@ -78,3 +78,39 @@ def test_replaying_kafkas_records_walks_the_group_through_its_states() -> None:
         ("Empty", 4, 4),
     ]  # fmt: skip
     assert groups["wc-app"].active_owner("1", 1) is None
+
+
+def test_records_built_from_the_group_are_kafkas() -> None:
+    """The records kt writes for a member, a target, epochs and a current assignment,
+    built from the group as Kafka's replay left it, are Kafka's bytes."""
+    from kt.broker.group import streams_group as sg
+
+    groups: dict[str, sg.StreamsGroup] = {}
+    built = []
+    for key, value, _, _ in RECORDS:
+        raw_key = bytes.fromhex(key)
+        record = sr.read_record(int.from_bytes(raw_key[:2], "big"), raw_key[2:],
+                                None if value is None else bytes.fromhex(value))  # fmt: skip
+        sg.replay(groups, record)
+        group, v = groups["wc-app"], record.value
+        if v is None:
+            again = sg.tombstone(record.type, record.group_id, record.member)
+        elif record.type == sr.MEMBER_METADATA:
+            again = sg.member_record("wc-app", group.members[record.member])
+        elif record.type == sr.CURRENT_MEMBER_ASSIGNMENT:
+            again = sg.current_assignment_record("wc-app", group.members[record.member])
+        elif record.type == sr.TARGET_ASSIGNMENT_MEMBER:
+            again = sg.target_record(
+                "wc-app", record.member, group.target_assignment[record.member]
+            )
+        elif record.type == sr.TARGET_ASSIGNMENT_METADATA:
+            again = sg.target_epoch_record("wc-app", group.assignment_epoch,
+                                           group.assignment_timestamp)  # fmt: skip
+        elif record.type == sr.GROUP_METADATA:
+            again = sg.group_epoch_record("wc-app", group.group_epoch, group.metadata_hash,
+                                          group.validated_topology_epoch,
+                                          group.last_assignment_configs)  # fmt: skip
+        else:
+            continue  # the topology: written as the member sent it
+        built.append((again.key().hex(), None if v is None else again.value_bytes().hex()))
+    assert built == [(k, v) for k, v, _, _ in RECORDS if not k.startswith("0017")]

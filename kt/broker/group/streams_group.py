@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kt.broker.group import streams_group_records as sr
+from kt.broker.group.java_collections import java_hash_map_order
 from kt.broker.group.streams_reconciliation import (
     EMPTY,
     AssignedTasks,
@@ -225,3 +226,80 @@ def _assigned(active: Any, standby: Any, warmup: Any, member_epoch: int) -> Assi
         else:
             with_epochs[t.subtopology_id] = dict.fromkeys(t.partitions, member_epoch)
     return AssignedTasks(with_epochs, _tasks(standby), _tasks(warmup))
+
+
+# -- the records of changes (StreamsCoordinatorRecordHelpers) -------------------------------
+
+
+def member_record(group_id: str, member: StreamsGroupMember) -> sr.StreamsRecord:
+    """The member's metadata (type 19); client tags sorted by key."""
+    V = sr.MemberMetadataValue
+    endpoint = member.user_endpoint
+    return sr.StreamsRecord(sr.MEMBER_METADATA, group_id, member.member_id, V(
+        instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
+        client_host=member.client_host, rebalance_timeout_ms=member.rebalance_timeout_ms,
+        topology_epoch=member.topology_epoch, process_id=member.process_id,
+        user_endpoint=None if endpoint is None else V.Endpoint(host=endpoint[0], port=endpoint[1]),
+        client_tags=[V.KeyValue(key=k, value=v) for k, v in sorted(member.client_tags.items())],
+    ))  # fmt: skip
+
+
+def group_epoch_record(group_id: str, epoch: int, metadata_hash: int,
+                       validated_topology_epoch: int, assignment_configs: dict[str, str],
+                       stored_description_epoch: int = -1,
+                       failed_description_epoch: int = -1) -> sr.StreamsRecord:  # fmt: skip
+    """The group epoch (type 17), the assignment configs in their HashMap's order."""
+    V = sr.GroupMetadataValue
+    configs = [V.LastAssignmentConfig(key=k, value=assignment_configs[k])
+               for k in java_hash_map_order(assignment_configs)]  # fmt: skip
+    return sr.StreamsRecord(sr.GROUP_METADATA, group_id, None, V(
+        epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated_topology_epoch,
+        last_assignment_configs=configs, stored_description_topology_epoch=stored_description_epoch,
+        failed_description_topology_epoch=failed_description_epoch))  # fmt: skip
+
+
+def target_record(group_id: str, member_id: str, target: TasksTuple) -> sr.StreamsRecord:
+    """A member's target (type 21): subtopologies and partitions sorted."""
+    V = sr.TargetAssignmentMemberValue
+
+    def ids(tasks: dict[str, set[int]]) -> list:
+        return [
+            V.TaskIds(subtopology_id=s, partitions=sorted(ps)) for s, ps in sorted(tasks.items())
+        ]
+
+    return sr.StreamsRecord(sr.TARGET_ASSIGNMENT_MEMBER, group_id, member_id, V(
+        active_tasks=ids(target.active), standby_tasks=ids(target.standby),
+        warmup_tasks=ids(target.warmup)))  # fmt: skip
+
+
+def target_epoch_record(group_id: str, epoch: int, timestamp: int) -> sr.StreamsRecord:
+    value = sr.TargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp=timestamp)
+    return sr.StreamsRecord(sr.TARGET_ASSIGNMENT_METADATA, group_id, None, value)
+
+
+def current_assignment_record(group_id: str, member: StreamsGroupMember) -> sr.StreamsRecord:
+    """The member's epochs, state and tasks (type 22): active tasks with their epochs."""
+    V = sr.CurrentMemberAssignmentValue
+
+    def ids(tasks: dict[str, set[int]]) -> list:
+        return [
+            V.TaskIds(subtopology_id=s, partitions=sorted(ps)) for s, ps in sorted(tasks.items())
+        ]
+
+    def with_epochs(tasks: dict[str, dict[int, int]]) -> list:
+        return [V.TaskIds(subtopology_id=s, partitions=sorted(ps),
+                          assignment_epochs=[ps[p] for p in sorted(ps)])
+                for s, ps in sorted(tasks.items())]  # fmt: skip
+
+    held, pending = member.assigned, member.pending_revocation
+    return sr.StreamsRecord(sr.CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id, V(
+        member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch,
+        state=int(member.state), active_tasks=with_epochs(held.active),
+        standby_tasks=ids(held.standby), warmup_tasks=ids(held.warmup),
+        active_tasks_pending_revocation=with_epochs(pending.active),
+        standby_tasks_pending_revocation=ids(pending.standby),
+        warmup_tasks_pending_revocation=ids(pending.warmup)))  # fmt: skip
+
+
+def tombstone(kind: int, group_id: str, member_id: str | None = None) -> sr.StreamsRecord:
+    return sr.StreamsRecord(kind, group_id, member_id, None)
