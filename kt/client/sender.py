@@ -7,9 +7,10 @@ ProducerPerformance measures the Java producer.
     producer.poll(0.1)     # sends what is due, reads answers, runs callbacks
     producer.flush()       # everything sent and answered
 
-Records go into their partition's open batch (the sticky partitioner picks a partition
-for a record without a key and moves on when a batch closes). A batch closes when it
-holds `batch.size` bytes, or has waited `linger.ms` and its leader's connection has room
+Records go into their partition's open batch, encoded there as they come (a
+BatchBuilder, no object per record; the sticky partitioner picks a partition for a
+record without a key and moves on when a batch closes). A batch closes when it holds
+`batch.size` bytes, or has waited `linger.ms` and its leader's connection has room
 for another request (so that with linger.ms 0 records gather while requests are in
 flight, as with Kafka's sender thread), is encoded once (with the producer id
 and the partition's next sequence when idempotent, kt.client.producer's rules) and is
@@ -34,19 +35,17 @@ from kt.client.transaction_manager import TransactionManager
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
-from kt.storage.record_batch import Record, build_batch
+from kt.storage.record_batch import BatchBuilder
 
 Callback = Callable[[KafkaError | None, int], None]
-RECORD_OVERHEAD = 20  # bytes a record adds to a batch beyond its key and value, roughly
 
 
 @dataclass
 class _Batch:
     tp: tuple[str, int]
     created: float
-    records: list[Record] = field(default_factory=list)
+    records: BatchBuilder = field(default_factory=BatchBuilder)  # encoded as they come
     callbacks: list[Callback | None] = field(default_factory=list)
-    size: int = 0
     data: bytes = b""
 
 
@@ -81,8 +80,10 @@ class PipelinedProducer:
     def send(
         self, topic: str, value: bytes | None, key: bytes | None = None,
         on_delivery: Callback | None = None, partition: int | None = None,
+        timestamp_ms: int | None = None,
     ) -> None:  # fmt: skip
-        """Append one record; sends the batches that are due on the way."""
+        """Append one record (its timestamp now unless given); sends the batches that are
+        due on the way."""
         info = self.base.topic_info(topic)
         count = len(info.partitions)
         if partition is None:
@@ -94,10 +95,11 @@ class PipelinedProducer:
         if batch is None:
             batch = self._open[tp] = _Batch(tp, time.monotonic())
             self._leaders[tp] = info.partitions[partition].leader
-        batch.records.append(Record(None, int(time.time() * 1000), key, value, ()))
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        size = batch.records.append(timestamp_ms, key, value)
         batch.callbacks.append(on_delivery)
-        batch.size += len(value or b"") + len(key or b"") + RECORD_OVERHEAD
-        if batch.size >= self.base.batch_size:
+        if size >= self.base.batch_size:
             self._close(batch)
             self.base.partitioner.on_new_batch(topic, count)
             self._send_queued()
@@ -157,24 +159,25 @@ class PipelinedProducer:
     def _close(self, batch: _Batch) -> None:
         del self._open[batch.tp]
         base = self.base
+        records = batch.records
         if self.transactions is not None:
             self.transactions.add_partitions([batch.tp])
-            batch.data = build_batch(
-                batch.records, compression_type=base.codec, producer_id=base.producer_id,
+            batch.data = records.build(
+                compression_type=base.codec, producer_id=base.producer_id,
                 producer_epoch=base.producer_epoch, is_transactional=True,
-                base_sequence=base.next_sequence(batch.tp, len(batch.records)),
+                base_sequence=base.next_sequence(batch.tp, records.count),
             )  # fmt: skip
             self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
             return
         base.ensure_producer_id()
         if base.idempotent:
-            batch.data = build_batch(
-                batch.records, compression_type=base.codec, producer_id=base.producer_id,
+            batch.data = records.build(
+                compression_type=base.codec, producer_id=base.producer_id,
                 producer_epoch=base.producer_epoch,
-                base_sequence=base.next_sequence(batch.tp, len(batch.records)),
+                base_sequence=base.next_sequence(batch.tp, records.count),
             )  # fmt: skip
         else:
-            batch.data = build_batch(batch.records, compression_type=base.codec)
+            batch.data = records.build(compression_type=base.codec)
         self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
 
     def _room(self, leader: int) -> bool:

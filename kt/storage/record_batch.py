@@ -219,17 +219,93 @@ def build_batch(
         | (CONTROL_MASK if is_control else 0)
         | (DELETE_HORIZON_MASK if delete_horizon_ms is not None else 0)
     )
+    last_delta = max(offset_delta, 0) if last_offset is None else last_offset - base_offset
+    return _with_header(body, base_offset, partition_leader_epoch, attributes, last_delta,
+                        base_timestamp, max_timestamp, producer_id, producer_epoch,
+                        base_sequence, len(records))  # fmt: skip
+
+
+def _with_header(
+    body: bytes | bytearray, base_offset: int, partition_leader_epoch: int, attributes: int,
+    last_offset_delta: int, base_timestamp: int, max_timestamp: int, producer_id: int,
+    producer_epoch: int, base_sequence: int, count: int,
+) -> bytes:  # fmt: skip
+    """The batch: its header before the (compressed) records, the CRC over both."""
     out = bytearray(HEADER_SIZE + len(body))
     HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-        attributes, max(offset_delta, 0) if last_offset is None else last_offset - base_offset,
-        base_timestamp, max_timestamp, producer_id,
-        producer_epoch, base_sequence, len(records),
+        attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+        producer_epoch, base_sequence, count,
     )  # fmt: skip
     out[HEADER_SIZE:] = body
     crc = crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
     out[17:21] = crc.to_bytes(4, "big")
     return bytes(out)
+
+
+# zigzag varints of 0..16383: one lookup instead of a call on the producer's path
+_ZIGZAG = [zigzag_varint(n) for n in range(1 << 14)]
+_ZIGZAG_LIMIT = 1 << 14
+
+
+class BatchBuilder:
+    """A producer's open batch (Kafka's MemoryRecordsBuilder): each record is encoded into
+    one buffer as it is appended, with no object per record; `build` adds the header,
+    compression and CRC once. Offsets are consecutive from 0; the first record's
+    timestamp is the batch's base."""
+
+    __slots__ = ("buf", "count", "base_timestamp", "max_timestamp")
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.count = 0
+        self.base_timestamp = NO_TIMESTAMP
+        self.max_timestamp = NO_TIMESTAMP
+
+    def append(self, timestamp: int, key: bytes | None, value: bytes | None,
+               headers: Sequence[Header] = ()) -> int:  # fmt: skip
+        """Encode one record at the end; the batch's size in bytes after it."""
+        if self.count == 0:
+            self.base_timestamp = timestamp
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
+        delta, index = timestamp - self.base_timestamp, self.count
+        table, limit = _ZIGZAG, _ZIGZAG_LIMIT
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        if headers or not (0 <= delta < limit and index < limit and key_size < limit
+                           and value_size < limit):  # fmt: skip
+            self.buf += encode_record(index, delta, key, value, headers)
+        else:
+            buf = self.buf
+            timestamp_delta, offset_delta = table[delta], table[index]
+            key_prefix = b"\x01" if key is None else table[key_size]
+            value_prefix = b"\x01" if value is None else table[value_size]
+            size = (2 + len(timestamp_delta) + len(offset_delta) + len(key_prefix)
+                    + len(value_prefix) + max(key_size, 0) + max(value_size, 0))  # fmt: skip
+            buf += table[size] if size < limit else zigzag_varint(size)
+            buf += b"\x00"  # attributes
+            buf += timestamp_delta
+            buf += offset_delta
+            buf += key_prefix
+            if key:
+                buf += key
+            buf += value_prefix
+            if value:
+                buf += value
+            buf += b"\x00"  # no headers
+        self.count = index + 1
+        return len(self.buf)
+
+    def build(self, *, compression_type: int = compression.NONE, producer_id: int = -1,
+              producer_epoch: int = -1, base_sequence: int = NO_SEQUENCE,
+              is_transactional: bool = False) -> bytes:  # fmt: skip
+        """The batch's bytes (base offset 0: the leader assigns the offsets)."""
+        body = compression.compress(compression_type, self.buf)
+        attributes = compression_type | (TRANSACTIONAL_MASK if is_transactional else 0)
+        return _with_header(body, 0, -1, attributes, max(self.count - 1, 0),
+                            self.base_timestamp, self.max_timestamp, producer_id,
+                            producer_epoch, base_sequence, self.count)  # fmt: skip
 
 
 class RecordBatch:

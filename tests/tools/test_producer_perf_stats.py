@@ -50,3 +50,25 @@ def test_a_batch_counts_as_its_records_one_by_one(
     assert stats.iteration == expected.iteration
     assert stats.latencies == expected.latencies
     assert stats.window_count == expected.count
+
+
+@given(
+    num_records=st.one_of(st.integers(1, 1000), st.integers(2, 5).map(lambda k: k * 500_000)),
+    batches=st.lists(
+        st.tuples(st.lists(st.integers(0, 1000), max_size=40), st.integers(1000, 2000)),
+        max_size=30,
+    ),
+)
+def test_one_record_at_a_time_counts_as_java(
+    num_records: int, batches: list[tuple[list[int], int]]
+) -> None:
+    """Stats.record, the lean path each record's callback takes, counts as Java's."""
+    stats = Stats(num_records, io.StringIO(), reporting_interval_ms=HOUR_MS)
+    for send_times, now in batches:
+        for sent in send_times:
+            stats.record(sent, 10, now)
+    expected = per_record(num_records, batches)
+    assert (stats.count, stats.bytes, stats.total_latency, stats.max_latency,
+            stats.iteration, stats.latencies, stats.window_count, stats.window_max_latency) == (
+        expected.count, expected.bytes, expected.total_latency, expected.max_latency,
+        expected.iteration, expected.latencies, expected.count, expected.max_latency)  # fmt: skip
