@@ -271,29 +271,19 @@ class BatchBuilder:
             self.max_timestamp = timestamp
         delta, index = timestamp - self.base_timestamp, self.count
         table, limit = _ZIGZAG, _ZIGZAG_LIMIT
-        key_size = -1 if key is None else len(key)
-        value_size = -1 if value is None else len(value)
-        if headers or not (0 <= delta < limit and index < limit and key_size < limit
-                           and value_size < limit):  # fmt: skip
+        if (headers or not 0 <= delta < limit or index >= limit
+                or (key is not None and len(key) >= limit)
+                or (value is not None and len(value) >= limit)):  # fmt: skip
             self.buf += encode_record(index, delta, key, value, headers)
-        else:
-            buf = self.buf
-            timestamp_delta, offset_delta = table[delta], table[index]
-            key_prefix = b"\x01" if key is None else table[key_size]
-            value_prefix = b"\x01" if value is None else table[value_size]
-            size = (2 + len(timestamp_delta) + len(offset_delta) + len(key_prefix)
-                    + len(value_prefix) + max(key_size, 0) + max(value_size, 0))  # fmt: skip
-            buf += table[size] if size < limit else zigzag_varint(size)
-            buf += b"\x00"  # attributes
-            buf += timestamp_delta
-            buf += offset_delta
-            buf += key_prefix
-            if key:
-                buf += key
-            buf += value_prefix
-            if value:
-                buf += value
-            buf += b"\x00"  # no headers
+        else:  # attributes, deltas, key, value, no headers: joined once
+            body = b"".join((
+                b"\x00", table[delta], table[index],
+                b"\x01" if key is None else table[len(key)], key or b"",
+                b"\x01" if value is None else table[len(value)], value or b"", b"\x00",
+            ))  # fmt: skip
+            size = len(body)
+            self.buf += table[size] if size < limit else zigzag_varint(size)
+            self.buf += body
         self.count = index + 1
         return len(self.buf)
 
