@@ -84,11 +84,12 @@ class PipelinedProducer:
     ) -> None:  # fmt: skip
         """Append one record (its timestamp now unless given); sends the batches that are
         due on the way."""
-        info = self.base.topic_info(topic)
+        base = self.base
+        info = base.topic_info(topic)
         count = len(info.partitions)
         if partition is None:
-            partition = self.base.partitioner.partition(topic, key, count)
-        if partition not in info.partitions:
+            partition = base.partitioner.partition(topic, key, count)
+        elif partition not in info.partitions:
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
         tp = (topic, partition)
         batch = self._open.get(tp)
@@ -99,9 +100,9 @@ class PipelinedProducer:
             timestamp_ms = int(time.time() * 1000)
         size = batch.records.append(timestamp_ms, key, value)
         batch.callbacks.append(on_delivery)
-        if size >= self.base.batch_size:
+        if size >= base.batch_size:
             self._close(batch)
-            self.base.partitioner.on_new_batch(topic, count)
+            base.partitioner.on_new_batch(topic, count)
             self._send_queued()
 
     def poll(self, timeout_s: float = 0.0) -> None:
