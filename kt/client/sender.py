@@ -65,9 +65,12 @@ class PipelinedProducer:
         *,
         linger_ms: float = 5.0,
         max_in_flight: int = 5,
+        buffer_memory: int = 33554432,
         transactions: TransactionManager | None = None,
     ) -> None:
         self.base = base
+        self.buffer_memory = buffer_memory
+        self._buffered = 0  # bytes of the batches closed and not answered yet
         self.transactions = transactions
         self._txn_failures: list[KafkaError] = []
         self.linger_s = linger_ms / 1000
@@ -83,8 +86,12 @@ class PipelinedProducer:
         timestamp_ms: int | None = None,
     ) -> None:  # fmt: skip
         """Append one record (its timestamp now unless given); sends the batches that are
-        due on the way."""
+        due on the way. While `buffer_memory` bytes of closed batches wait for their
+        answers, it sends and reads answers first (RecordAccumulator's bounded buffer:
+        send() blocks, up to the request timeout, rather than queue without end)."""
         base = self.base
+        if self._buffered >= self.buffer_memory:
+            self._drain_buffer()
         info = base.topic_info(topic)
         count = len(info.partitions)
         if partition is None:
@@ -104,6 +111,20 @@ class PipelinedProducer:
             self._close(batch)
             base.partitioner.on_new_batch(topic, count)
             self._send_queued()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of the batches closed and not answered yet (at most about buffer_memory)."""
+        return self._buffered
+
+    def _drain_buffer(self) -> None:
+        deadline = time.monotonic() + self.base.request_timeout_ms / 1000
+        while self._buffered >= self.buffer_memory:
+            if time.monotonic() > deadline:
+                raise KafkaError("REQUEST_TIMED_OUT", "buffer.memory stayed full: the batches "
+                                 "sent got no answer in time")  # fmt: skip
+            self._send_queued()
+            self._read_answers(0.05)
 
     def poll(self, timeout_s: float = 0.0) -> None:
         """Close lingered batches, send what the in-flight limits allow, and read the
@@ -168,6 +189,7 @@ class PipelinedProducer:
                 producer_epoch=base.producer_epoch, is_transactional=True,
                 base_sequence=base.next_sequence(batch.tp, records.count),
             )  # fmt: skip
+            self._buffered += len(batch.data)
             self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
             return
         base.ensure_producer_id()
@@ -179,6 +201,7 @@ class PipelinedProducer:
             )  # fmt: skip
         else:
             batch.data = records.build(compression_type=base.codec)
+        self._buffered += len(batch.data)
         self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
 
     def _room(self, leader: int) -> bool:
@@ -246,11 +269,13 @@ class PipelinedProducer:
             self._done(entry.batch, part.base_offset)
 
     def _done(self, batch: _Batch, base_offset: int) -> None:
+        self._buffered -= len(batch.data)
         for i, callback in enumerate(batch.callbacks):
             if callback is not None:
                 callback(None, base_offset + i if base_offset >= 0 else -1)
 
     def _failed(self, batch: _Batch, error: KafkaError) -> None:
+        self._buffered -= len(batch.data)
         if error.retriable:  # a leader moved: ask for the metadata again next time
             self.base.forget_metadata()
             self._leaders = {tp: b for tp, b in self._leaders.items() if tp in self._open}

@@ -119,6 +119,7 @@ def producer_perf_test(**o: Any) -> None:
             client_id=props.get("client.id", "perf-producer-client"),
             idempotent=idempotence(props),
             linger_ms=float(props.get("linger.ms", 0)),
+            buffer_memory=int(props.get("buffer.memory", 33554432)),
             transactional_id=o["transactional_id"] if transactional else None,
             transaction_duration_ms=o["transaction_duration_ms"],
             transaction_timeout_ms=int(props.get("transaction.timeout.ms", 60000)),

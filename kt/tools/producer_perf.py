@@ -256,6 +256,7 @@ class PerfConfig:
     client_id: str = "perf-producer-client"
     idempotent: bool = False  # batches with a producer id and sequences, as Kafka's default
     linger_ms: float = 0.0  # the Java producer's default in Kafka 3.9
+    buffer_memory: int = 33554432  # bytes of records waiting to be sent, at most
     transactional_id: str | None = None  # with it, transactions of transaction_duration_ms
     transaction_duration_ms: int = 0
     transaction_timeout_ms: int = 60000
@@ -288,6 +289,7 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         )
     producer = PipelinedProducer(base, linger_ms=config.linger_ms,
                                  max_in_flight=config.max_in_flight,
+                                 buffer_memory=config.buffer_memory,
                                  transactions=transactions)  # fmt: skip
     stats = Stats(config.num_records, out)
     payloads = config.payloads

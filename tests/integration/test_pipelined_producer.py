@@ -113,3 +113,24 @@ def test_a_refused_batch_tells_each_of_its_records(module_broker) -> None:
     producer.flush()
     client.close()
     assert errors == ["NOT_ENOUGH_REPLICAS"] * 10
+
+
+def test_buffer_memory_bounds_what_waits_for_answers(module_broker) -> None:
+    """buffer.memory (RecordAccumulator's bounded buffer): a producer faster than its
+    broker waits in send() rather than queue without end; no more than the bound (and
+    the batch closing over it) waits unanswered, and every record is answered once."""
+    bootstrap = module_broker.bootstrap
+    create(bootstrap, "bounded", 1)
+    client = KafkaClient(bootstrap)
+    producer = PipelinedProducer(Producer(client, acks=-1, batch_size=8192), linger_ms=0,
+                                 max_in_flight=1, buffer_memory=32768)  # fmt: skip
+    answered: list[int] = []
+    most = 0
+    for i in range(4000):  # 4 MB: never polled, only send()
+        producer.send("bounded", b"%04d" % i + b"v" * 1020,
+                      on_delivery=lambda error, offset: answered.append(offset))  # fmt: skip
+        most = max(most, producer.buffered_bytes)
+    producer.flush()
+    client.close()
+    assert most <= 32768 + 8192 + 1024 + 100, most  # the bound, plus the batch over it
+    assert sorted(answered) == list(range(4000))
