@@ -9,6 +9,7 @@ texts, in log order)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,18 @@ def test_the_topology_record_holds_what_the_application_sent() -> None:
     assert {c.key: c.value for c in changelog.topic_configs}["cleanup.policy"] == "compact"
 
 
+def replayed(groups: dict) -> Iterator[sr.StreamsRecord]:
+    """Kafka's records in log order, each replayed into `groups` before it is yielded."""
+    from kt.broker.group import streams_group as sg
+
+    for key, value, _, _ in RECORDS:
+        raw_key = bytes.fromhex(key)
+        record = sr.read_record(int.from_bytes(raw_key[:2], "big"), raw_key[2:],
+                                None if value is None else bytes.fromhex(value))  # fmt: skip
+        sg.replay(groups, record)
+        yield record
+
+
 def test_replaying_kafkas_records_walks_the_group_through_its_states() -> None:
     """Kafka 4.4's records of the word count, replayed in log order: the member joins a
     group that is not ready until its topology is validated, the epoch moves past the
@@ -59,11 +72,7 @@ def test_replaying_kafkas_records_walks_the_group_through_its_states() -> None:
 
     groups: dict[str, sg.StreamsGroup] = {}
     states = []
-    for key, value, _, _ in RECORDS:
-        raw_key = bytes.fromhex(key)
-        record = sr.read_record(int.from_bytes(raw_key[:2], "big"), raw_key[2:],
-                                None if value is None else bytes.fromhex(value))  # fmt: skip
-        sg.replay(groups, record)
+    for record in replayed(groups):
         group = groups["wc-app"]
         states.append((group.state, group.group_epoch, group.assignment_epoch))
         if record.type == sr.CURRENT_MEMBER_ASSIGNMENT and record.value is not None:
@@ -87,11 +96,7 @@ def test_records_built_from_the_group_are_kafkas() -> None:
 
     groups: dict[str, sg.StreamsGroup] = {}
     built = []
-    for key, value, _, _ in RECORDS:
-        raw_key = bytes.fromhex(key)
-        record = sr.read_record(int.from_bytes(raw_key[:2], "big"), raw_key[2:],
-                                None if value is None else bytes.fromhex(value))  # fmt: skip
-        sg.replay(groups, record)
+    for record in replayed(groups):
         group, v = groups["wc-app"], record.value
         if v is None:
             again = sg.tombstone(record.type, record.group_id, record.member)

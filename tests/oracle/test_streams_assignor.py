@@ -7,14 +7,9 @@ replicas, and the same assignment must come out of both, member for member."""
 from __future__ import annotations
 
 import random
-import subprocess
-from pathlib import Path
 
 from kt.broker.group import streams_assignor as sa
-from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
-from tests._environment import unavailable
-
-ORACLE = Path(__file__).resolve().parents[2] / "interop" / "StreamsAssignorOracle.java"
+from tests.oracle._java_oracle import kafka4_answers
 
 
 def random_group(rng: random.Random) -> tuple[int, dict, dict]:
@@ -68,18 +63,9 @@ def shown(members: dict, assignment: dict[str, sa.MemberAssignment]) -> str:
 
 
 def test_kt_assigns_tasks_as_kafkas_sticky_task_assignor() -> None:
-    reason = unavailable_reason(KAFKA4_VERSION)
-    if reason is not None:
-        unavailable(reason)
     rng = random.Random(20261129)
     groups = [random_group(rng) for _ in range(1000)]
-    command = java_command(str(ORACLE), ["-Xmx256m"], _tool_log4j(KAFKA4_VERSION),
-                           version=KAFKA4_VERSION)  # fmt: skip
-    java = subprocess.run(command, input="".join(line(*g) + "\n" for g in groups),
-                          capture_output=True, text=True, timeout=240)  # fmt: skip
-    assert java.returncode == 0, java.stderr[-3000:]
-    theirs = java.stdout.splitlines()
-    assert len(theirs) == len(groups)
+    theirs = kafka4_answers("StreamsAssignorOracle.java", [line(*c) for c in groups])
     for (standbys, subtopologies, members), expected in zip(groups, theirs, strict=True):
         ours = shown(members, sa.assign(members, subtopologies, standbys))
         assert ours == expected, line(standbys, subtopologies, members)

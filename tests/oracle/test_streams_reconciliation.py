@@ -8,14 +8,10 @@ whose tasks other processes may still hold, saying or not what they own. The nex
 from __future__ import annotations
 
 import random
-import subprocess
-from pathlib import Path
 
 from kt.broker.group import streams_reconciliation as rc
-from kt.reference_kafka import KAFKA4_VERSION, _tool_log4j, java_command, unavailable_reason
-from tests._environment import unavailable
+from tests.oracle._java_oracle import kafka4_answers
 
-ORACLE = Path(__file__).resolve().parents[2] / "interop" / "StreamsReconciliationOracle.java"
 SUBTOPOLOGIES = ("0", "1")
 PARTITIONS = range(4)
 PROCESSES = ("me", "p1", "p2")
@@ -110,18 +106,9 @@ def ours(member, target_epoch, target, active, standby, warmup, owned) -> str:  
 
 
 def test_kt_reconciles_streams_members_as_kafka() -> None:
-    reason = unavailable_reason(KAFKA4_VERSION)
-    if reason is not None:
-        unavailable(reason)
     rng = random.Random(20261129)
     cases = [random_case(rng) for _ in range(3000)]
-    command = java_command(str(ORACLE), ["-Xmx256m"], _tool_log4j(KAFKA4_VERSION),
-                           version=KAFKA4_VERSION)  # fmt: skip
-    java = subprocess.run(command, input="".join(line(*c) + "\n" for c in cases),
-                          capture_output=True, text=True, timeout=240)  # fmt: skip
-    assert java.returncode == 0, java.stderr[-3000:]
-    theirs = java.stdout.splitlines()
-    assert len(theirs) == len(cases)
+    theirs = kafka4_answers("StreamsReconciliationOracle.java", [line(*c) for c in cases])
     states = set()
     for case, expected in zip(cases, theirs, strict=True):
         assert ours(*case) == expected, line(*case)
