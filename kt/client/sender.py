@@ -8,7 +8,7 @@ ProducerPerformance measures the Java producer.
     producer.flush()       # everything sent and answered
 
 Records go into their partition's open batch, encoded there as they come (a
-BatchBuilder, no object per record; the sticky partitioner picks a partition for a
+MemoryRecordsBuilder, no object per record; the sticky partitioner picks a partition for a
 record without a key and moves on when a batch closes). A batch closes when it holds
 `batch.size` bytes, or has waited `linger.ms` and its leader's connection has room
 for another request (so that with linger.ms 0 records gather while requests are in
@@ -35,7 +35,7 @@ from kt.client.transaction_manager import TransactionManager
 from kt.errors import KafkaError
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
-from kt.storage.record_batch import BatchBuilder
+from kt.storage.record_batch import MemoryRecordsBuilder
 
 Callback = Callable[[KafkaError | None, int], None]
 
@@ -44,7 +44,9 @@ Callback = Callable[[KafkaError | None, int], None]
 class _Batch:
     tp: tuple[str, int]
     created: float
-    records: BatchBuilder = field(default_factory=BatchBuilder)  # encoded as they come
+    records: MemoryRecordsBuilder = field(
+        default_factory=MemoryRecordsBuilder
+    )  # encoded as they come
     callbacks: list[Callback | None] = field(default_factory=list)
     data: bytes = b""
 
@@ -179,24 +181,19 @@ class PipelinedProducer:
     # -- batches ----------------------------------------------------------------------
 
     def _close(self, batch: _Batch) -> None:
+        """The batch is encoded once, with the producer id, epoch and the partition's next
+        sequence when idempotent or transactional, and queued for its leader."""
         del self._open[batch.tp]
-        base = self.base
-        records = batch.records
+        base, records = self.base, batch.records
+        transactional = self.transactions is not None
         if self.transactions is not None:
             self.transactions.add_partitions([batch.tp])
+        else:
+            base.ensure_producer_id()
+        if transactional or base.idempotent:
             batch.data = records.build(
                 compression_type=base.codec, producer_id=base.producer_id,
-                producer_epoch=base.producer_epoch, is_transactional=True,
-                base_sequence=base.next_sequence(batch.tp, records.count),
-            )  # fmt: skip
-            self._buffered += len(batch.data)
-            self._queued.setdefault(self._leaders[batch.tp], deque()).append(batch)
-            return
-        base.ensure_producer_id()
-        if base.idempotent:
-            batch.data = records.build(
-                compression_type=base.codec, producer_id=base.producer_id,
-                producer_epoch=base.producer_epoch,
+                producer_epoch=base.producer_epoch, is_transactional=transactional,
                 base_sequence=base.next_sequence(batch.tp, records.count),
             )  # fmt: skip
         else:

@@ -248,8 +248,8 @@ _ZIGZAG = [zigzag_varint(n) for n in range(1 << 14)]
 _ZIGZAG_LIMIT = 1 << 14
 
 
-class BatchBuilder:
-    """A producer's open batch (Kafka's MemoryRecordsBuilder): each record is encoded into
+class MemoryRecordsBuilder:
+    """A producer's open batch: each record is encoded into
     one buffer as it is appended, with no object per record; `build` adds the header,
     compression and CRC once. Offsets are consecutive from 0; the first record's
     timestamp is the batch's base."""

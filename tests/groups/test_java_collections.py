@@ -41,3 +41,13 @@ def test_priority_queue_breaks_ties_as_java() -> None:
         polled.append(queue.poll())
     assert [name for name, _ in polled] == ["b", "d", "f", "x", "g", "e", "a", "c", "y"]
     assert queue.poll() is None
+
+
+def test_hash_map_orders_many_keys_as_java() -> None:
+    """The table growing past 12 keys: the order Java 17 printed."""
+    names = ["app-store-changelog", "app-rep-repartition", *(f"t{i}" for i in range(13)),
+             "orders-join-repartition"]  # fmt: skip
+    assert ",".join(java_hash_map_order(names)) == (
+        "t4,t5,orders-join-repartition,t6,t7,t8,t9,app-store-changelog,t10,t12,t11,t0,t1,t2,"
+        "app-rep-repartition,t3"
+    )

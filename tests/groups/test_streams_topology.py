@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from kt.broker.group import streams_topology as st
-from kt.broker.group.java_collections import java_hash_map_order
 from kt.broker.group.streams_group_records import TopologyValue
 
 T = TopologyValue
@@ -114,15 +113,3 @@ def test_a_topology_no_topics_can_satisfy_is_invalid(subtopologies, message) -> 
     with pytest.raises(st.InvalidTopologyError) as invalid:
         st.configure_topics(T(epoch=0, subtopologies=subtopologies), 0, {"lines": 1}.get)
     assert str(invalid.value) == message
-
-
-def test_java_hash_map_order() -> None:
-    """HashMap<String, _>'s iteration order, as Java 17 printed it for these keys inserted
-    in this order (the table growing past 12 keys)."""
-    assert java_hash_map_order(["q", "a"]) == ["q", "a"]
-    names = ["app-store-changelog", "app-rep-repartition", *(f"t{i}" for i in range(13)),
-             "orders-join-repartition"]  # fmt: skip
-    assert ",".join(java_hash_map_order(names)) == (
-        "t4,t5,orders-join-repartition,t6,t7,t8,t9,app-store-changelog,t10,t12,t11,t0,t1,t2,"
-        "app-rep-repartition,t3"
-    )

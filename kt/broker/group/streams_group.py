@@ -17,7 +17,7 @@ from typing import Any
 
 from kt.broker.group import streams_group_records as sr
 from kt.broker.group.java_collections import java_hash_map_order
-from kt.broker.group.streams_reconciliation import (
+from kt.broker.group.streams_current_assignment import (
     EMPTY,
     AssignedTasks,
     MemberState,

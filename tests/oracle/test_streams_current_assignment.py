@@ -1,6 +1,6 @@
 """kt's port of Kafka's streams CurrentAssignmentBuilder
-(kt/broker/group/streams_reconciliation.py) against Kafka 4.4's own, run in Java
-(interop/StreamsReconciliationOracle.java), on random members: in each state, holding
+(kt/broker/group/streams_current_assignment.py) against Kafka 4.4's own, run in Java
+(interop/StreamsCurrentAssignmentOracle.java), on random members: in each state, holding
 active (with epochs), standby and warm-up tasks, some pending revocation, facing a target
 whose tasks other processes may still hold, saying or not what they own. The next member
 (state, epochs, tasks, pending revocation) or the error must be the same from both."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from kt.broker.group import streams_reconciliation as rc
+from kt.broker.group import streams_current_assignment as rc
 from tests.oracle._java_oracle import kafka4_answers
 
 SUBTOPOLOGIES = ("0", "1")
@@ -108,7 +108,7 @@ def ours(member, target_epoch, target, active, standby, warmup, owned) -> str:  
 def test_kt_reconciles_streams_members_as_kafka() -> None:
     rng = random.Random(20261129)
     cases = [random_case(rng) for _ in range(3000)]
-    theirs = kafka4_answers("StreamsReconciliationOracle.java", [line(*c) for c in cases])
+    theirs = kafka4_answers("StreamsCurrentAssignmentOracle.java", [line(*c) for c in cases])
     states = set()
     for case, expected in zip(cases, theirs, strict=True):
         assert ours(*case) == expected, line(*case)

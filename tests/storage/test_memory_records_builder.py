@@ -1,4 +1,4 @@
-"""The producer's BatchBuilder (records encoded into the batch's buffer as they come)
+"""The producer's MemoryRecordsBuilder (records encoded into the batch's buffer as they come)
 against build_batch (a batch from Record objects): the same bytes, whatever the records
 (keys and values absent, empty or large, headers, timestamps going back), compression,
 producer id, sequence and transactional flag."""
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kt.storage import compression
-from kt.storage.record_batch import BatchBuilder, Record, build_batch
+from kt.storage.record_batch import MemoryRecordsBuilder, Record, build_batch
 
 payloads = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=16384, max_size=17000))
 records = st.lists(
@@ -24,7 +24,7 @@ records = st.lists(
        st.sampled_from([(-1, -1, -1), (7, 0, 5)]), st.booleans())  # fmt: skip
 def test_a_built_batch_is_build_batchs(rows, codec, producer, transactional) -> None:  # type: ignore[no-untyped-def]
     base = 1_795_000_000_000
-    builder = BatchBuilder()
+    builder = MemoryRecordsBuilder()
     for delta, key, value, headers in rows:
         builder.append(base + delta, key, value, headers)
     producer_id, epoch, sequence = producer

@@ -15,7 +15,7 @@ import org.apache.kafka.coordinator.group.streams.TasksTupleWithEpochs;
 /**
  * Kafka 4.4's own streams CurrentAssignmentBuilder on the members kt's tests describe,
  * one per line of standard input, for the oracle of kt's port
- * (kt/broker/group/streams_reconciliation.py). Fields joined by ";":
+ * (kt/broker/group/streams_current_assignment.py). Fields joined by ";":
  *
  *   process; state (1 2 3 127); epoch; previous epoch; assigned active ("s.p@e.p@e" joined
  *   by "/"), standby, warm-up ("s.p.p" joined by "/"); pending revocation: active,
@@ -25,9 +25,9 @@ import org.apache.kafka.coordinator.group.streams.TasksTupleWithEpochs;
  *
  * For each line: "STATE epoch previous A:... S:... W:... RA:... RS:... RW:..." (tasks
  * sorted, active ones with their epochs), or "ERROR " and the exception's message.
- * Run with Kafka 4.4's libs: java -cp 'libs/*' interop/StreamsReconciliationOracle.java
+ * Run with Kafka 4.4's libs: java -cp 'libs/*' interop/StreamsCurrentAssignmentOracle.java
  */
-public class StreamsReconciliationOracle {
+public class StreamsCurrentAssignmentOracle {
     public static void main(String[] args) throws Exception {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         String line;
