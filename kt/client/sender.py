@@ -90,7 +90,7 @@ class PipelinedProducer:
         """Append one record (its timestamp now unless given); sends the batches that are
         due on the way. While `buffer_memory` bytes of closed batches wait for their
         answers, it sends and reads answers first (RecordAccumulator's bounded buffer:
-        send() blocks, up to the request timeout, rather than queue without end)."""
+        send() blocks, up to max.block.ms, rather than queue without end)."""
         base = self.base
         if self._buffered >= self.buffer_memory:
             self._drain_buffer()
@@ -120,11 +120,12 @@ class PipelinedProducer:
         return self._buffered
 
     def _drain_buffer(self) -> None:
-        deadline = time.monotonic() + self.base.request_timeout_ms / 1000
+        max_block_ms = self.base.max_block_ms
+        deadline = time.monotonic() + max_block_ms / 1000
         while self._buffered >= self.buffer_memory:
-            if time.monotonic() > deadline:
-                raise KafkaError("REQUEST_TIMED_OUT", "buffer.memory stayed full: the batches "
-                                 "sent got no answer in time")  # fmt: skip
+            if time.monotonic() > deadline:  # BufferPool.allocate's TimeoutException
+                raise KafkaError("REQUEST_TIMED_OUT", "Failed to allocate memory within the "
+                                 f"configured max blocking time {max_block_ms} ms.")  # fmt: skip
             self._send_queued()
             self._read_answers(0.05)
 
