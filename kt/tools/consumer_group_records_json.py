@@ -3,11 +3,12 @@ DumpLogSegments prints them (CoordinatorRecordJsonConverters): the key's fields 
 value's, in the schema's order and under its camelCase names, tagged fields only where
 they hold other than their default, topic ids as Kafka's Uuid.toString (URL-safe base64).
 
-The schemas are the group-coordinator message files' (Kafka 4.4), as field lists:
-(name, type) with types int8 int16 uint16 int32 int64 string string? uuid bytes, `[]` +
-a type, a nested field list for a struct array, ("struct?", fields) for a nullable
-tagged struct and ("struct?int8", fields) for a nullable struct in place, and a trailing
-tagged-fields map {tag: (name, type)}.
+The consumer and share groups' schemas are the group-coordinator message files' (Kafka
+4.4), as field lists: (name, type) with types int8 int32 int64 string string? uuid bytes,
+`[]` + a type, a nested field list for a struct array, ("struct?", fields) for a nullable
+struct, and a trailing tagged-fields map {tag: (name, type)}. The streams groups' records
+are decoded with their own schema tables (kt.broker.group.streams_group_records) and
+printed from them (`schema_json`).
 """
 
 from __future__ import annotations
@@ -44,12 +45,6 @@ KEYS: dict[int, list[tuple[str, str]]] = {
     23: [("groupId", "string")],
 }
 _SHARE_TOPICS: list = [("topicId", "uuid"), ("partitions", "[]int32"), {}]
-_KEY_VALUE: list = [("key", "string"), ("value", "string"), {}]
-_TASKS: list = [("subtopologyId", "string"), ("partitions", "[]int32"), {}]
-_TASKS_WITH_EPOCHS: list = [("subtopologyId", "string"), ("partitions", "[]int32"),
-                            {0: ("assignmentEpochs", "[]int32")}]  # fmt: skip
-_TOPIC_INFO: list = [("name", "string"), ("partitions", "int32"), ("replicationFactor", "int16"),
-                     ("topicConfigs", _KEY_VALUE), {}]  # fmt: skip
 _SHARE_INIT: list = [("topicId", "uuid"), ("topicName", "string"), ("partitions", "[]int32"), {}]
 
 VALUES: dict[int, list] = {
@@ -80,31 +75,6 @@ VALUES: dict[int, list] = {
     15: [("initializingTopics", _SHARE_INIT), ("initializedTopics", _SHARE_INIT),
          ("deletingTopics", [("topicId", "uuid"), ("topicName", "string"), {}]), {}],
     16: [("topics", "[]string"), ("version", "int64"), ("timestamp", "int64"), {}],
-    # streams groups (KIP-1071)
-    17: [("epoch", "int32"), ("metadataHash", "int64"), {
-        0: ("validatedTopologyEpoch", "int32"),
-        1: ("lastAssignmentConfigs", _KEY_VALUE),
-        2: ("storedDescriptionTopologyEpoch", "int32"),
-        3: ("failedDescriptionTopologyEpoch", "int32")}],
-    19: [("instanceId", "string?"), ("rackId", "string?"), ("clientId", "string"),
-         ("clientHost", "string"), ("rebalanceTimeoutMs", "int32"), ("topologyEpoch", "int32"),
-         ("processId", "string"),
-         ("userEndpoint", ("struct?int8", [("host", "string"), ("port", "uint16"), {}])),
-         ("clientTags", _KEY_VALUE), {}],
-    20: [("assignmentEpoch", "int32"), {0: ("assignmentTimestamp", "int64")}],
-    21: [("activeTasks", _TASKS), ("standbyTasks", _TASKS), ("warmupTasks", _TASKS), {}],
-    22: [("memberEpoch", "int32"), ("previousMemberEpoch", "int32"), ("state", "int8"),
-         ("activeTasks", _TASKS_WITH_EPOCHS), ("standbyTasks", _TASKS_WITH_EPOCHS),
-         ("warmupTasks", _TASKS_WITH_EPOCHS),
-         ("activeTasksPendingRevocation", _TASKS_WITH_EPOCHS),
-         ("standbyTasksPendingRevocation", _TASKS_WITH_EPOCHS),
-         ("warmupTasksPendingRevocation", _TASKS_WITH_EPOCHS), {}],
-    23: [("epoch", "int32"), ("subtopologies", [
-        ("subtopologyId", "string"), ("sourceTopics", "[]string"),
-        ("sourceTopicRegex", "[]string"), ("stateChangelogTopics", _TOPIC_INFO),
-        ("repartitionSinkTopics", "[]string"), ("repartitionSourceTopics", _TOPIC_INFO),
-        ("copartitionGroups", [("sourceTopics", "[]int16"), ("sourceTopicRegex", "[]int16"),
-                               ("repartitionSourceTopics", "[]int16"), {}]), {}]), {}],
 }  # fmt: skip
 
 
@@ -112,10 +82,43 @@ def read_key(key_type: int, r: SchemaReader) -> dict:
     return {name: r.string() for name, _ in KEYS[key_type]}
 
 
+def has_value(key_type: int) -> bool:
+    """Whether values of this record type are known here."""
+    from kt.broker.group import streams_group_records as sr
+
+    return key_type in VALUES or key_type in sr.VALUE_CLASSES
+
+
 def read_value(key_type: int, r: SchemaReader) -> dict:
     """The value after its version, as a flexible struct."""
+    from kt.broker.group import streams_group_records as sr
+    from kt.protocol.codec import decode_body
+
+    if key_type in sr.VALUE_CLASSES:
+        cls = sr.VALUE_CLASSES[key_type]
+        value, _ = decode_body(cls, 0, memoryview(bytes(r.data)), r.pos)
+        return schema_json(value, cls.SCHEMA.fields, cls.SCHEMA.structs)
     r.flexible = True
     return _struct(r, VALUES[key_type])
+
+
+def schema_json(value: Any, fields: Any, structs: dict) -> dict:
+    """A message of kt's schema tables as Kafka's generated JSON converter writes it:
+    camelCase names in the schema's order, tagged fields only where they differ from
+    their defaults."""
+    out: dict[str, Any] = {}
+    for f in fields:
+        v = getattr(value, f.name)
+        if f.tag is not None and v == ([] if f.is_array and f.default is not None else f.default):
+            continue
+        name = f.kafka_name[0].lower() + f.kafka_name[1:]
+        if v is None or not f.is_struct:
+            out[name] = list(v) if f.is_array and v is not None else v
+        elif f.is_array:
+            out[name] = [schema_json(x, structs[f.element_type], structs) for x in v]
+        else:
+            out[name] = schema_json(v, structs[f.type], structs)
+    return out
 
 
 def _struct(r: SchemaReader, fields: list) -> dict:
@@ -138,10 +141,8 @@ def _struct(r: SchemaReader, fields: list) -> dict:
 
 
 def _read(r: SchemaReader, kind: Any) -> Any:
-    if isinstance(kind, tuple):  # ("struct?", fields): a nullable struct (its int8 marker
-        # -1 or 1; "struct?" reads a tagged one's as an unsigned varint: 0 or 1)
-        present = r.int8() >= 0 if kind[0] == "struct?int8" else r.uvarint()
-        return _struct(r, kind[1]) if present else None
+    if isinstance(kind, tuple):  # ("struct?", fields): a nullable struct
+        return _struct(r, kind[1]) if r.uvarint() else None
     if isinstance(kind, list):
         return r.array(lambda: _struct(r, kind))
     if kind.startswith("[]"):
@@ -156,6 +157,4 @@ def _read(r: SchemaReader, kind: Any) -> Any:
         return None if data is None else base64.b64encode(data).decode()
     if kind == "string?":
         return r.nullable_string()
-    if kind == "uint16":
-        return r.int16() & 0xFFFF
     return getattr(r, kind)()

@@ -33,6 +33,7 @@ import json
 import struct
 from collections.abc import Callable
 
+from kt.errors import ProtocolError
 from kt.protocol.schema_reader import SchemaReader
 from kt.storage.record_batch import Record
 from kt.tools import consumer_group_records_json as consumer_groups
@@ -183,7 +184,7 @@ def offsets_parser(record: Record) -> Parsed:
             return key_text, "<DELETE>"
         r = SchemaReader(record.value)
         version = r.int16()
-        if key_type in consumer_groups.VALUES:
+        if consumer_groups.has_value(key_type):
             if version != 0:
                 raise ValueError(f"Unknown value version {version}")
             value = consumer_groups.read_value(key_type, r)
@@ -195,7 +196,7 @@ def offsets_parser(record: Record) -> Parsed:
         return key_text, _json({"version": str(version), "data": value})
     except _UnknownRecordType as e:
         return f"Unknown record type {e.args[0]} at offset {record.offset}, skipping.", None
-    except (ValueError, IndexError, struct.error) as e:
+    except (ValueError, IndexError, struct.error, ProtocolError) as e:
         return f"Error at offset {record.offset}, skipping. {e}", None
 
 
@@ -239,5 +240,5 @@ def transaction_log_parser(record: Record) -> Parsed:
         key = f"transaction_metadata::transactionalId={r.string()}"
         value = "<DELETE>" if record.value is None else _txn_value_text(record.value)
         return key, value
-    except (ValueError, IndexError, struct.error) as e:
+    except (ValueError, IndexError, struct.error, ProtocolError) as e:
         return f"Error at offset {record.offset}, skipping. {e}", None
