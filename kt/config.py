@@ -161,10 +161,10 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
     ("group.min.session.timeout.ms", "int", 6000, None),
     ("group.max.session.timeout.ms", "int", 1800000, None),
     ("group.max.size", "int", 2147483647, at_least(1)),
-    # Kafka 4's consumer groups (KIP-848; GroupCoordinatorConfig, 4.4). kt serves classic and
-    # consumer groups as listed; share, accepted, changes nothing (share groups are always
-    # served, as on Kafka 4.4); streams, which kt does not serve yet, is refused.
-    ("group.coordinator.rebalance.protocols", "list", "classic,consumer",
+    # Kafka 4's consumer and streams groups (KIP-848, KIP-1071; GroupCoordinatorConfig, 4.4).
+    # kt serves classic, consumer and streams groups as listed; share, accepted, changes
+    # nothing (share groups are always served, as on Kafka 4.4).
+    ("group.coordinator.rebalance.protocols", "list", "classic,consumer,streams",
      one_of("consumer", "classic", "share", "streams")),
     ("group.consumer.session.timeout.ms", "int", 45000, at_least(1)),
     ("group.consumer.min.session.timeout.ms", "int", 45000, at_least(1)),
@@ -180,6 +180,23 @@ _BROKER_KEYS: tuple[tuple[str, str, object, Validator | None], ...] = (
      "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
      one_of("uniform", "range", "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
             "org.apache.kafka.coordinator.group.assignor.RangeAssignor")),
+    # Streams groups (KIP-1071; GroupCoordinatorConfig of Kafka 4.4)
+    ("group.streams.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.streams.min.session.timeout.ms", "int", 45000, at_least(1)),
+    ("group.streams.max.session.timeout.ms", "int", 60000, at_least(1)),
+    ("group.streams.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.streams.min.heartbeat.interval.ms", "int", 5000, at_least(1)),
+    ("group.streams.max.heartbeat.interval.ms", "int", 15000, at_least(1)),
+    ("group.streams.max.size", "int", 2147483647, at_least(1)),
+    ("group.streams.num.standby.replicas", "int", 0, at_least(0)),
+    ("group.streams.max.standby.replicas", "int", 2, at_least(0)),
+    ("group.streams.initial.rebalance.delay.ms", "int", 3000, at_least(0)),
+    ("group.streams.assignment.interval.ms", "int", 1000, at_least(0)),
+    ("group.streams.min.assignment.interval.ms", "int", 0, at_least(0)),
+    ("group.streams.max.assignment.interval.ms", "int", 15000, at_least(0)),
+    ("group.streams.task.offset.interval.ms", "int", 60000, at_least(1)),
+    ("group.streams.min.task.offset.interval.ms", "int", 15000, at_least(1)),
+    ("group.streams.acceptable.recovery.lag", "long", 10000, at_least(0)),
     # Share groups (KIP-932; GroupCoordinatorConfig, ShareGroupConfig, ShareCoordinatorConfig
     # of Kafka 4.4), always served (kt.broker.features).
     ("group.share.session.timeout.ms", "int", 45000, at_least(1)),
@@ -412,12 +429,7 @@ class KafkaConfig(ListenerSecurity):
         require(
             "classic" in protocols, "group.coordinator.rebalance.protocols must contain classic"
         )
-        if "streams" in protocols:  # listed, it would be expected to work
-            raise InvalidConfigError(
-                f"group.coordinator.rebalance.protocols={','.join(protocols)}: kt does not "
-                "support streams groups (KIP-1071) yet; list classic and consumer"
-            )
-        for prefix in ("group.consumer.", "group.share."):
+        for prefix in ("group.consumer.", "group.share.", "group.streams."):
             for kind in ("heartbeat.interval.ms", "session.timeout.ms"):
                 low, high = f"{prefix}min.{kind}", f"{prefix}max.{kind}"
                 value = f"{prefix}{kind}"
@@ -428,6 +440,26 @@ class KafkaConfig(ListenerSecurity):
                 self[f"{prefix}heartbeat.interval.ms"] < self[f"{prefix}session.timeout.ms"],
                 f"{prefix}heartbeat.interval.ms must be less than {prefix}session.timeout.ms",
             )
+        streams = "group.streams."
+        for low, value, high in (
+            ("min.assignment.interval.ms", "assignment.interval.ms", "max.assignment.interval.ms"),
+            (None, "num.standby.replicas", "max.standby.replicas"),
+            ("min.task.offset.interval.ms", "task.offset.interval.ms", None),
+        ):  # GroupCoordinatorConfig.verifyStreamsGroupConfigs
+            name = streams + value
+            if low is not None and high is not None:
+                require(
+                    self[streams + high] >= self[streams + low],
+                    f"{streams}{high} must be greater than or equal to {streams}{low}",
+                )
+            if low is not None:
+                require(
+                    self[name] >= self[streams + low],
+                    f"{name} must be greater than or equal to {streams}{low}",
+                )
+            if high is not None:
+                require(self[name] <= self[streams + high],
+                        f"{name} must be less than or equal to {streams}{high}")  # fmt: skip
 
     def list_of(self, name: str) -> list[str]:
         """A list key's items (its default is kept as Kafka's text)."""

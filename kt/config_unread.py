@@ -351,9 +351,10 @@ UNREAD_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
     )),
 )  # fmt: skip
 
-_KAFKA_4_GROUPS = Accepted("Kafka 4's group coordinator's tuning, and streams groups' "
-                           "(KIP-1071), which kt does not serve yet; kt computes a consumer or "
-                           "share group's assignment at once, in the heartbeat")  # fmt: skip
+_KAFKA_4_GROUPS = Accepted("Kafka 4's group coordinator's tuning: kt computes a group's "
+                           "assignment in the heartbeat, with its one assignor of each kind "
+                           "(streams groups: sticky, no warm-up tasks, as Kafka 4.4 hands "
+                           "out none, no topology description plugin)")  # fmt: skip
 _KAFKA_4_SHARE = Accepted("the tuning of Kafka 4's share coordinator (KIP-932) and its "
                           "dead-letter queues (KIP-1191): kt's share coordinator appends each "
                           "state change at once, and kt has no dead-letter queue yet")  # fmt: skip
@@ -413,28 +414,12 @@ KAFKA_4_KEYS: tuple[tuple[str, str, object, object, Accepted | NotYet], ...] = (
         ("group.share.dlq.manager.class.name", "string",
          "org.apache.kafka.server.share.dlq.DefaultShareGroupDLQManager"),
         ("share.fetch.purgatory.purge.interval.requests", "int", 1000),
-        ("group.streams.session.timeout.ms", "int", 45000),
-        ("group.streams.min.session.timeout.ms", "int", 45000),
-        ("group.streams.max.session.timeout.ms", "int", 60000),
-        ("group.streams.heartbeat.interval.ms", "int", 5000),
-        ("group.streams.min.heartbeat.interval.ms", "int", 5000),
-        ("group.streams.max.heartbeat.interval.ms", "int", 15000),
-        ("group.streams.max.size", "int", _INT_MAX),
-        ("group.streams.num.standby.replicas", "int", 0),
-        ("group.streams.max.standby.replicas", "int", 2),
-        ("group.streams.initial.rebalance.delay.ms", "int", 3000),
-        ("group.streams.assignment.interval.ms", "int", 1000),
-        ("group.streams.min.assignment.interval.ms", "int", 0),
-        ("group.streams.max.assignment.interval.ms", "int", 15000),
         ("group.streams.assignors", "list", "sticky"),
         ("group.streams.assignor.offload.enable", "bool", True),
-        ("group.streams.task.offset.interval.ms", "int", 60000),
-        ("group.streams.min.task.offset.interval.ms", "int", 15000),
         ("group.streams.num.warmup.replicas", "int", 2),
         ("group.streams.max.warmup.replicas", "int", 20),
         ("group.streams.rack.aware.assignment.tags", "list", ""),
         ("group.streams.topology.description.plugin.class", "class", None),
-        ("group.streams.acceptable.recovery.lag", "long", 10000),
     )),
     *((name, kind, default, None, _KAFKA_4_SHARE) for name, kind, default in (
         ("share.coordinator.threads", "int", 1),

@@ -38,6 +38,8 @@ FAMILIES = (
     ("share_groups", "share groups (KIP-932): membership, share fetches, acknowledgements, "
      "and the share coordinator's internal RPCs",
      (76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92)),
+    ("streams_groups", "streams groups (KIP-1071): membership with the application's "
+     "topology, and its description", (88, 89)),
 )  # fmt: skip
 # Kafka 3.9's share group APIs were early access (KIP-932); Kafka 4 changed some of them
 # at the same version.

@@ -25,6 +25,7 @@ from kt.broker.coordinators import (
     consumer_group_settings,
     share_fetch_settings,
     share_group_settings,
+    streams_group_settings,
 )
 from kt.broker.group.group_config import GroupConfigs
 from kt.config import BROKER_KEYS, KafkaConfig, LogConfig
@@ -299,6 +300,28 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
         "6000", lambda c: share_group_settings(c).heartbeat_interval_ms, 6000
     ),
     "group.share.max.size": Built("7", lambda c: share_group_settings(c).max_size, 7),
+    "group.streams.session.timeout.ms": Built(
+        "50000", lambda c: GroupConfigs(c).value("g", "streams.session.timeout.ms"), 50000
+    ),
+    "group.streams.heartbeat.interval.ms": Built(
+        "6000", lambda c: GroupConfigs(c).value("g", "streams.heartbeat.interval.ms"), 6000
+    ),
+    "group.streams.num.standby.replicas": Built(
+        "1", lambda c: GroupConfigs(c).value("g", "streams.num.standby.replicas"), 1
+    ),
+    "group.streams.initial.rebalance.delay.ms": Built(
+        "0", lambda c: GroupConfigs(c).value("g", "streams.initial.rebalance.delay.ms"), 0
+    ),
+    "group.streams.assignment.interval.ms": Built(
+        "2000", lambda c: GroupConfigs(c).value("g", "streams.assignment.interval.ms"), 2000
+    ),
+    "group.streams.max.size": Built("7", lambda c: streams_group_settings(c).max_size, 7),
+    "group.streams.task.offset.interval.ms": Built(
+        "30000", lambda c: streams_group_settings(c).task_offset_interval_ms, 30000
+    ),
+    "group.streams.acceptable.recovery.lag": Built(
+        "5", lambda c: streams_group_settings(c).acceptable_recovery_lag, 5
+    ),
     # offsets.commit.timeout.ms (5000) is the floor, as in Kafka
     "group.share.initialize.retry.interval.ms": Built(
         "9000", lambda c: share_group_settings(c).initialize_retry_interval_ms, 9000
@@ -355,6 +378,14 @@ TABLE: dict[str, Topic | Probe | Built | ShownBy] = {
             "group.share.max.session.timeout.ms",
             "group.share.min.heartbeat.interval.ms",
             "group.share.max.heartbeat.interval.ms",
+            "group.streams.min.session.timeout.ms",
+            "group.streams.max.session.timeout.ms",
+            "group.streams.min.heartbeat.interval.ms",
+            "group.streams.max.heartbeat.interval.ms",
+            "group.streams.min.assignment.interval.ms",
+            "group.streams.max.assignment.interval.ms",
+            "group.streams.max.standby.replicas",
+            "group.streams.min.task.offset.interval.ms",
         ),
         ShownBy("tests/test_kafka_config.py::test_the_consumer_group_bounds_are_kafkas"),
     ),  # fmt: skip

@@ -254,15 +254,10 @@ def test_kafka_4_keys_are_known_and_its_defaults_taken() -> None:
 
 
 def test_the_group_protocols_must_include_classic() -> None:
-    """Kafka 4.1's default also lists streams, which kt does not serve yet: refused out
-    loud rather than taken and left unserved. A list without classic is refused as by
-    Kafka."""
-    with pytest.raises(InvalidConfigError) as refused:
-        KafkaConfig({"group.coordinator.rebalance.protocols": "classic,consumer,streams"})
-    assert str(refused.value) == (
-        "group.coordinator.rebalance.protocols=classic,consumer,streams: kt does not support "
-        "streams groups (KIP-1071) yet; list classic and consumer"
-    )
+    """Kafka 4.4's default, classic, consumer and streams, is kt's; a list without classic
+    is refused as by Kafka."""
+    assert KafkaConfig({}).list_of("group.coordinator.rebalance.protocols") == [
+        "classic", "consumer", "streams"]
     with pytest.raises(InvalidConfigError) as refused:
         KafkaConfig({"group.coordinator.rebalance.protocols": "consumer"})
     assert str(refused.value) == (
@@ -304,6 +299,30 @@ def test_the_group_protocols_must_include_classic() -> None:
     ("group.share.max.session.timeout.ms", "44000",
      "group.share.max.session.timeout.ms must be greater than or equal to "
      "group.share.min.session.timeout.ms"),
+    ("group.streams.heartbeat.interval.ms", "16000",
+     "group.streams.heartbeat.interval.ms must be less than or equal to "
+     "group.streams.max.heartbeat.interval.ms"),
+    ("group.streams.max.session.timeout.ms", "44000",
+     "group.streams.max.session.timeout.ms must be greater than or equal to "
+     "group.streams.min.session.timeout.ms"),
+    ("group.streams.min.heartbeat.interval.ms", "6000",
+     "group.streams.heartbeat.interval.ms must be greater than or equal to "
+     "group.streams.min.heartbeat.interval.ms"),
+    ("group.streams.min.session.timeout.ms", "50000",
+     "group.streams.session.timeout.ms must be greater than or equal to "
+     "group.streams.min.session.timeout.ms"),
+    ("group.streams.max.assignment.interval.ms", "500",
+     "group.streams.assignment.interval.ms must be less than or equal to "
+     "group.streams.max.assignment.interval.ms"),
+    ("group.streams.min.assignment.interval.ms", "20000",
+     "group.streams.max.assignment.interval.ms must be greater than or equal to "
+     "group.streams.min.assignment.interval.ms"),
+    ("group.streams.num.standby.replicas", "3",
+     "group.streams.num.standby.replicas must be less than or equal to "
+     "group.streams.max.standby.replicas"),
+    ("group.streams.task.offset.interval.ms", "1000",
+     "group.streams.task.offset.interval.ms must be greater than or equal to "
+     "group.streams.min.task.offset.interval.ms"),
 ])  # fmt: skip
 def test_the_consumer_group_bounds_are_kafkas(key: str, value: str, message: str) -> None:
     """GroupCoordinatorConfig's checks, with its messages (consumer and share groups)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kt.broker.group.consumer_group_coordinator import ConsumerGroupCoordinator
     from kt.broker.group.group_coordinator import GroupCoordinator
     from kt.broker.group.share_group_coordinator import ShareGroupCoordinator
+    from kt.broker.group.streams_group_coordinator import StreamsGroupCoordinator
     from kt.broker.metadata_cache import MetadataCache
     from kt.broker.producer_id_manager import ProducerIdManager
     from kt.broker.quota_manager import ClientQuotaManager
@@ -60,6 +61,7 @@ class BrokerServices:
     share_sessions: ShareSessionCache  # share group members' fetch sessions
     share_coordinator: ShareCoordinatorService  # share partitions' state held here
     share_offsets: ShareGroupOffsets  # share groups' offsets, for the admin side
+    streams_groups: StreamsGroupCoordinator  # streams groups' membership (KIP-1071)
     txn_coordinator: TransactionCoordinator
     producer_id_manager: ProducerIdManager
     admin_manager: AdminManager  # topics and partitions

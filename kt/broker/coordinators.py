@@ -21,6 +21,10 @@ from kt.broker.group.group_coordinator import GroupCoordinator
 from kt.broker.group.group_coordinator_service import GroupCoordinatorService
 from kt.broker.group.group_metadata_manager import GROUP_METADATA_TOPIC, GroupMetadataManager
 from kt.broker.group.share_group_coordinator import ShareGroupCoordinator, ShareGroupSettings
+from kt.broker.group.streams_group_coordinator import (
+    StreamsGroupCoordinator,
+    StreamsGroupSettings,
+)
 from kt.broker.inter_broker_connections import InterBrokerConnections
 from kt.broker.partition_metadata_client import PartitionMetadataClient
 from kt.broker.share.persister import Persister
@@ -101,13 +105,37 @@ def create_consumer_group_coordinator(
     return coordinator
 
 
+def streams_group_settings(cfg: KafkaConfig) -> StreamsGroupSettings:
+    """The streams groups' settings (group.streams.*)."""
+    return StreamsGroupSettings(
+        max_size=cfg["group.streams.max.size"],
+        session_timeout_ms=cfg["group.streams.session.timeout.ms"],
+        heartbeat_interval_ms=cfg["group.streams.heartbeat.interval.ms"],
+        num_standby_replicas=cfg["group.streams.num.standby.replicas"],
+        initial_rebalance_delay_ms=cfg["group.streams.initial.rebalance.delay.ms"],
+        assignment_interval_ms=cfg["group.streams.assignment.interval.ms"],
+        task_offset_interval_ms=cfg["group.streams.task.offset.interval.ms"],
+        acceptable_recovery_lag=cfg["group.streams.acceptable.recovery.lag"],
+    )
+
+
+def create_streams_group_coordinator(
+    cfg: KafkaConfig, cache: MetadataCache, manager: GroupMetadataManager,
+    group_configs: GroupConfigs,
+) -> StreamsGroupCoordinator:  # fmt: skip
+    """The coordinator of streams groups (KIP-1071), over the same groups cache."""
+    return StreamsGroupCoordinator(manager, cache, streams_group_settings(cfg),
+                                   group_configs=group_configs)  # fmt: skip
+
+
 def create_group_coordinator_service(
     replica_manager: ReplicaManager, classic: GroupCoordinator,
     consumer: ConsumerGroupCoordinator, share: ShareGroupCoordinator,
+    streams: StreamsGroupCoordinator,
 ) -> GroupCoordinatorService:  # fmt: skip
     """The group coordinators over the groups cache: it loads and drops the groups as the
     broker gains and loses __consumer_offsets leadership."""
-    service = GroupCoordinatorService(classic.manager, classic, consumer, share)
+    service = GroupCoordinatorService(classic.manager, classic, consumer, share, streams)
     replica_manager.leadership_listeners.append(service.on_leadership_change)
     return service
 

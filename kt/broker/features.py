@@ -10,6 +10,9 @@ kt's levels follow from its configuration and do not change while it runs:
   a cluster is formatted, and its group.coordinator.rebalance.protocols no longer names
   them (level 2, their dead-letter queues of KIP-1191, kt does not serve;
   ShareVersion.supportsShareGroupDLQ);
+- streams.version 0-1: level 1 is streams groups (KIP-1071), finalized while
+  group.coordinator.rebalance.protocols lists streams (KafkaApis.isStreamsGroupProtocolEnabled
+  wants both; Kafka 4.4 lists it by default);
 - transaction.version 0-0: level 2 is KIP-890's second part, which kt does not serve, so
   its clients keep to the transactions protocol kt answers (level 0 is never finalized).
 """
@@ -32,7 +35,7 @@ class Feature:
 
 
 SUPPORTED = (Feature("group.version", 0, 1), Feature("share.version", 0, 1),
-             Feature("transaction.version", 0, 0))  # fmt: skip
+             Feature("streams.version", 0, 1), Feature("transaction.version", 0, 0))  # fmt: skip
 
 
 def finalized_levels(config: KafkaConfig) -> dict[str, int]:
@@ -42,4 +45,6 @@ def finalized_levels(config: KafkaConfig) -> dict[str, int]:
     if "consumer" in protocols:
         levels["group.version"] = 1
     levels["share.version"] = 1
+    if "streams" in protocols:
+        levels["streams.version"] = 1
     return levels

@@ -38,6 +38,7 @@ from kt.broker.coordinators import (
     create_group_coordinator,
     create_group_coordinator_service,
     create_share_group_parts,
+    create_streams_group_coordinator,
     create_transaction_coordinator,
 )
 from kt.broker.dynamic_config import DynamicConfigManager
@@ -201,9 +202,14 @@ class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
             self.group_coordinator.manager, self._create_share_state_topic,
             self._broker_endpoint, self.inter_broker_security, self.consumer_groups.group_configs,
         )  # fmt: skip
+        self.streams_groups = create_streams_group_coordinator(
+            cfg, self.metadata_cache, self.group_coordinator.manager,
+            self.consumer_groups.group_configs,
+        )  # fmt: skip
         self.group_service = create_group_coordinator_service(
-            self.replica_manager, self.group_coordinator, self.consumer_groups, self.share.groups
-        )
+            self.replica_manager, self.group_coordinator, self.consumer_groups, self.share.groups,
+            self.streams_groups,
+        )  # fmt: skip
         self.producer_id_manager = ProducerIdManager(self.broker_id, self.zk, self.store_call)
         self.txn_coordinator = create_transaction_coordinator(
             cfg, self.broker_id, self.metadata_cache, self.replica_manager,
@@ -326,6 +332,7 @@ class KafkaServer(ServerSecurity, ControlledShutdown, StoreSession):
             share_sessions=self.share.sessions,
             share_coordinator=self.share.coordinator,
             share_offsets=self.share.offsets,
+            streams_groups=self.streams_groups,
             txn_coordinator=self.txn_coordinator,
             producer_id_manager=self.producer_id_manager,
             admin_manager=self.admin_manager,

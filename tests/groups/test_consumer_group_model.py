@@ -227,8 +227,8 @@ def test_uniform_gives_a_fresh_group_contiguous_runs_as_kafka() -> None:
 
 
 def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
-    """streams.* group configs and dead-letter queues would be expected to act: refused,
-    while the consumer and share groups' are taken within the broker's bounds, with
+    """Dead-letter queues would be expected to act: refused, while the consumer, share and
+    streams groups' configs are taken within the broker's bounds, with
     GroupConfig.validate's messages."""
     from kt.broker.group import group_config
     from kt.config import InvalidConfigError, KafkaConfig
@@ -239,7 +239,6 @@ def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
                            "share.auto.offset.reset": "by_duration:PT1H",
                            "share.renew.acknowledge.enable": "false"}, config)  # fmt: skip
     for name, feature in (
-        ("streams.num.standby.replicas", "streams groups (KIP-1071)"),
         ("errors.deadletterqueue.topic.name", "share groups' dead-letter queues"),
     ):
         with pytest.raises(InvalidConfigError) as refused:
@@ -256,6 +255,19 @@ def test_group_configs_of_what_kt_does_not_serve_are_refused() -> None:
         ({"share.isolation.level": "serializable"},
          "Invalid value serializable for configuration share.isolation.level: String must be "
          "one of: read_committed, read_uncommitted"),
+        ({"streams.num.standby.replicas": "1", "streams.session.timeout.ms": "50000"}, None),
+        ({"streams.num.standby.replicas": "3"},
+         "streams.num.standby.replicas must be less than or equal to 2"),
+        ({"streams.num.standby.replicas": "-1"},
+         "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at "
+         "least 0"),
+        ({"streams.session.timeout.ms": "30000"},
+         "streams.session.timeout.ms must be in the range 45000 to 60000 inclusive."),
+        ({"streams.assignment.interval.ms": "20000"},
+         "streams.assignment.interval.ms must be in the range 0 to 15000 inclusive."),
+        ({"streams.assignor.name": "balanced"},
+         "streams.assignor.name 'balanced' is not a registered task assignor. Registered "
+         "assignors are: [sticky]."),
     ):  # fmt: skip
         if message is None:
             group_config.validate(overrides, config)

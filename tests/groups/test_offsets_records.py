@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from kt.broker.group import offsets_records as rec
-from kt.broker.group.group_metadata_manager import java_string_hash, partition_for
+from kt.broker.group.group_metadata_manager import partition_for
+from kt.broker.group.java_collections import java_string_hash
 from kt.storage.record_batch import Record
 from kt.tools.dump_log_parsers import offsets_parser
 

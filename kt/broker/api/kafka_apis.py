@@ -28,6 +28,7 @@ from kt.broker.api.handlers import (
     reassignments,
     scram,
     share_groups,
+    streams_groups,
     topics,
     transactions,
 )
@@ -120,11 +121,14 @@ HANDLERS = {
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: share_groups.describe_share_group_offsets,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: share_groups.alter_share_group_offsets,
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: share_groups.delete_share_group_offsets,
+    ApiKey.STREAMS_GROUP_HEARTBEAT: streams_groups.streams_group_heartbeat,
+    ApiKey.STREAMS_GROUP_DESCRIBE: streams_groups.streams_group_describe,
 }
 # Served while group.coordinator.rebalance.protocols lists their protocol (share groups are
 # always served, as on Kafka 4.4: kt.broker.features).
 _PROTOCOL_APIS = {
     "consumer": (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
+    "streams": (ApiKey.STREAMS_GROUP_HEARTBEAT, ApiKey.STREAMS_GROUP_DESCRIBE),
 }
 
 

@@ -78,7 +78,12 @@ async def commit_offsets(
     if group.share is not None:
         return every("GROUP_ID_NOT_FOUND")  # ShareGroup.validateOffsetCommit
     results: dict[TopicPartitionKey, str] = {}
-    if group.consumer is not None:
+    if group.streams is not None:
+        results = group.streams.validate_offset_commit(
+            member_id, group_instance_id, generation_id, False, api_version, offsets
+        )
+        offsets = {tp: o for tp, o in offsets.items() if results[tp] == "NONE"}
+    elif group.consumer is not None:
         results = _consumer_group_commit(group.consumer, member_id, generation_id, api_version,
                                          offsets, topic_id)  # fmt: skip
         offsets = {tp: o for tp, o in offsets.items() if results[tp] == "NONE"}
@@ -136,6 +141,11 @@ async def txn_commit_offsets(
         error = "COORDINATOR_NOT_AVAILABLE"
     elif group.share is not None:
         error = "GROUP_ID_NOT_FOUND"  # ShareGroup.validateOffsetCommit
+    elif group.streams is not None:
+        results = group.streams.validate_offset_commit(
+            member_id, group_instance_id, generation_id, True, 9, offsets
+        )
+        error = next((e for e in results.values() if e != "NONE"), "NONE")
     elif group.consumer is not None:
         results = _consumer_group_commit(
             group.consumer,
@@ -215,8 +225,10 @@ def fetch_offsets(
     if error != "NONE":
         return OffsetFetchResult(error)
     group = coordinator.manager.get_group(group_id)
-    if group is not None and group.consumer is not None:
-        error = group.consumer.validate_offset_fetch(member_id, member_epoch)
+    if group is not None and (group.consumer is not None or group.streams is not None):
+        modern = group.consumer if group.consumer is not None else group.streams
+        assert modern is not None
+        error = modern.validate_offset_fetch(member_id, member_epoch)
         if error != "NONE":
             return OffsetFetchResult(error)
     if group is None or group.is_(GroupState.DEAD):
@@ -247,6 +259,8 @@ async def delete_offsets(
         return "GROUP_ID_NOT_FOUND", {}  # a share group's: ShareGroup.validateOffsetDelete
     if group.consumer is not None:
         subscribed = group.consumer.subscribed_names()
+    elif group.streams is not None:
+        subscribed = group.streams.subscribed_topics()
     elif group.is_(GroupState.EMPTY):
         subscribed = set()
     else:
@@ -281,7 +295,7 @@ def describe_group(
         return GroupDescription(group_id)  # Kafka answers a Dead group with no error
     if group.consumer is not None:
         return _describe_consumer_group(group.consumer, consumer_groups, topic_name)
-    if group.share is not None:  # not a classic group: Dead, as Kafka answers v0-5
+    if group.share is not None or group.streams is not None:  # not a classic group: Dead
         return GroupDescription(group_id)
     s = group.summary()
     return GroupDescription(
@@ -293,7 +307,7 @@ def list_groups(
     coordinator: GroupCoordinator, states: list[str], types: list[str]
 ) -> tuple[str, list[tuple[str, str, str, str]]]:
     """(error, [(group id, protocol type, state, type)]) of the groups this broker
-    holds: type `classic`, `consumer` (KIP-848) or `share` (KIP-932)."""
+    holds: type `classic`, `consumer` (KIP-848), `share` (KIP-932) or `streams` (KIP-1071)."""
     manager = coordinator.manager
     wanted_states = {s.lower() for s in states}
     wanted_types = {t.lower() for t in types}
@@ -305,6 +319,8 @@ def list_groups(
             row = (g.group_id, CONSUMER_PROTOCOL_TYPE, g.consumer.state, "consumer")
         elif g.share is not None:  # KIP-932: a share group's protocol type is its type
             row = (g.group_id, "share", g.share.state, "share")
+        elif g.streams is not None:  # as is a streams group's (StreamsGroup.PROTOCOL_TYPE)
+            row = (g.group_id, "streams", g.streams.state, "streams")
         else:
             row = (g.group_id, g.protocol_type or "", g.state.value, "classic")
         if (not wanted_states or row[2].lower() in wanted_states) and (
@@ -333,6 +349,11 @@ async def _delete_group(coordinator: GroupCoordinator, group_id: str) -> str:
         if group.share.members:
             return "NON_EMPTY_GROUP"  # ShareGroup.validateDeleteGroup
         # its share partitions' state went first (ShareGroupCoordinator.delete_state)
+        await coordinator.manager.delete_group(group)
+        return "NONE"
+    if group.streams is not None:
+        if group.streams.members:
+            return "NON_EMPTY_GROUP"  # StreamsGroup.validateDeleteGroup
         await coordinator.manager.delete_group(group)
         return "NONE"
     if not group.is_(GroupState.EMPTY) or (group.consumer is not None and group.consumer.members):

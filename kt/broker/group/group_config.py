@@ -11,8 +11,11 @@ acquisition locks (share.renew.acknowledge.enable), where a share partition it n
 starts (share.auto.offset.reset) and what it reads (share.isolation.level).
 consumer.assignment.interval.ms and share.assignment.interval.ms are taken and change
 nothing, kt computing an assignment in the heartbeat that needs it (as an interval of 0
-would). The keys of what kt does not serve yet (streams groups, dead-letter queues) are
-described with their defaults and refused. Overrides
+would). A streams group's streams.* keys are honoured: its session and heartbeat
+timings, standby replicas, initial rebalance delay, assignment interval, rack-aware
+tags (read by the sticky assignor's configs) and its assignor (sticky, kt's only one).
+The keys of what kt does not serve yet (dead-letter queues) are described with their
+defaults and refused. Overrides
 live in /config/groups/<group> with a change notification, as topic configs do, so every
 broker learns them.
 """
@@ -33,6 +36,9 @@ SHARE_SESSION_TIMEOUT = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL = "share.heartbeat.interval.ms"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
+STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
+STREAMS_SESSION_TIMEOUT = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL = "streams.heartbeat.interval.ms"
 
 
 @dataclass(frozen=True)
@@ -41,7 +47,9 @@ class GroupKey:
     kind: str  # int, bool, string, list
     default: str  # Kafka 4.4's, as DescribeConfigs shows it
     synonym: str | None  # the broker key whose value is the group's default
-    bounds: tuple[str, str] | None = None  # broker keys of its range (GroupConfig.validate)
+    # broker keys of its range (GroupConfig.validate), None for a side it has not
+    bounds: tuple[str | None, str | None] | None = None
+    minimum: int | None = None  # its ConfigDef range's lower end
 
 
 GROUP_KEYS = {k.name: k for k in (
@@ -77,23 +85,29 @@ GROUP_KEYS = {k.name: k for k in (
     GroupKey(SHARE_SESSION_TIMEOUT, "int", "45000", "group.share.session.timeout.ms",
              ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms")),
     GroupKey("streams.assignment.interval.ms", "int", "1000",
-             "group.streams.assignment.interval.ms"),
-    GroupKey("streams.assignor.name", "string", "sticky", "group.streams.assignors"),
-    GroupKey("streams.heartbeat.interval.ms", "int", "5000",
-             "group.streams.heartbeat.interval.ms"),
+             "group.streams.assignment.interval.ms",
+             ("group.streams.min.assignment.interval.ms",
+              "group.streams.max.assignment.interval.ms")),
+    GroupKey(STREAMS_ASSIGNOR_NAME, "string", "sticky", "group.streams.assignors"),
+    GroupKey(STREAMS_HEARTBEAT_INTERVAL, "int", "5000",
+             "group.streams.heartbeat.interval.ms",
+             ("group.streams.min.heartbeat.interval.ms",
+              "group.streams.max.heartbeat.interval.ms")),
     GroupKey("streams.initial.rebalance.delay.ms", "int", "3000",
-             "group.streams.initial.rebalance.delay.ms"),
-    GroupKey("streams.num.standby.replicas", "int", "0", "group.streams.num.standby.replicas"),
+             "group.streams.initial.rebalance.delay.ms", minimum=0),
+    GroupKey("streams.num.standby.replicas", "int", "0", "group.streams.num.standby.replicas",
+             (None, "group.streams.max.standby.replicas"), minimum=0),
     GroupKey("streams.rack.aware.assignment.tags", "list", "",
              "group.streams.rack.aware.assignment.tags"),
-    GroupKey("streams.session.timeout.ms", "int", "45000", "group.streams.session.timeout.ms"),
+    GroupKey(STREAMS_SESSION_TIMEOUT, "int", "45000", "group.streams.session.timeout.ms",
+             ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms")),
 )}  # fmt: skip
 # The keys of what kt does not serve yet: described with their defaults, refused.
 _NOT_SERVED = {
-    "streams": "streams groups (KIP-1071)",
     "errors": "share groups' dead-letter queues",
 }
-_BOUND_DEFAULTS = {  # Kafka 4.4's defaults of the bounds kt does not read
+STREAMS_ASSIGNORS = ("sticky",)  # group.streams.assignors: kt's one task assignor
+_BOUND_DEFAULTS = {  # Kafka 4.4's defaults of the bounds kt does not read (or lists as unread)
     "group.consumer.min.assignment.interval.ms": "0",
     "group.consumer.max.assignment.interval.ms": "15000",
     "group.share.min.assignment.interval.ms": "0",
@@ -107,7 +121,8 @@ _BOUND_DEFAULTS = {  # Kafka 4.4's defaults of the bounds kt does not read
 }
 # GroupConfig.validateSessionExceedsHeartbeat
 _SESSION_AND_HEARTBEAT = ((SESSION_TIMEOUT, HEARTBEAT_INTERVAL),
-                          (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL))  # fmt: skip
+                          (SHARE_SESSION_TIMEOUT, SHARE_HEARTBEAT_INTERVAL),
+                          (STREAMS_SESSION_TIMEOUT, STREAMS_HEARTBEAT_INTERVAL))  # fmt: skip
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 
 
@@ -149,16 +164,26 @@ def validate(overrides: Mapping[str, str], config: KafkaConfig) -> None:
         except ValueError as e:
             message = f"Invalid value {text} for configuration {name}: {e}"
             raise InvalidConfigError(message) from None
+        if key.minimum is not None and value < key.minimum:
+            raise InvalidConfigError(f"Invalid value {text} for configuration {name}: Value "
+                                     f"must be at least {key.minimum}")  # fmt: skip
         if key.bounds is not None:
-            low, high = (int(broker_value(config, b, _BOUND_DEFAULTS.get(b, "0"))[0])
-                         for b in key.bounds)  # fmt: skip
-            if not low <= value <= high:
+            low, high = (_bound(config, b) for b in key.bounds)
+            if low is None and high is not None and value > high:
+                raise InvalidConfigError(f"{name} must be less than or equal to {high}")
+            if low is not None and high is not None and not low <= value <= high:
                 raise InvalidConfigError(f"{name} must be in the range {low} to {high} inclusive.")
     for session_key, heartbeat_key in _SESSION_AND_HEARTBEAT:
         if session_key in overrides or heartbeat_key in overrides:
             session = _effective(overrides, config, session_key)
             if session <= _effective(overrides, config, heartbeat_key):
                 raise InvalidConfigError(f"{session_key} must be greater than {heartbeat_key}")
+
+
+def _bound(config: KafkaConfig, broker_key: str | None) -> int | None:
+    if broker_key is None:
+        return None
+    return int(broker_value(config, broker_key, _BOUND_DEFAULTS.get(broker_key, "0"))[0])
 
 
 def _effective(overrides: Mapping[str, str], config: KafkaConfig, name: str) -> int:
@@ -180,6 +205,9 @@ def _check_string(name: str, text: str) -> None:
                 f"{prefix}Invalid value `{text}` for configuration {name}. The value must be "
                 "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
             ) from None
+    elif name == STREAMS_ASSIGNOR_NAME and text not in STREAMS_ASSIGNORS:
+        raise InvalidConfigError(f"{name} '{text}' is not a registered task assignor. Registered "
+                                 f"assignors are: [{', '.join(STREAMS_ASSIGNORS)}].")  # fmt: skip
     elif name == SHARE_ISOLATION_LEVEL and text not in ISOLATION_LEVELS:
         raise InvalidConfigError(f"{prefix}String must be one of: "
                                  + ", ".join(ISOLATION_LEVELS))  # fmt: skip

@@ -33,6 +33,7 @@ from kt.broker.group.offsets_records import (
 if TYPE_CHECKING:
     from kt.broker.group.consumer_group import ConsumerGroup
     from kt.broker.group.share_group import ShareGroup
+    from kt.broker.group.streams_group import StreamsGroup
 
 # A transaction's offset: (base offset of the batch that wrote it, the offset).
 PendingOffset = tuple[int, OffsetAndMetadata]
@@ -180,6 +181,8 @@ class GroupMetadata:
         self.consumer: ConsumerGroup | None = None
         # Set while the group is a share group (KIP-932).
         self.share: ShareGroup | None = None
+        # Set while the group is a streams group (KIP-1071).
+        self.streams: StreamsGroup | None = None
 
     def __repr__(self) -> str:
         return (

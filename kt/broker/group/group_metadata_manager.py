@@ -24,10 +24,13 @@ from kt.broker.coordinator_loader import log_batches
 from kt.broker.group import consumer_group_records as cr
 from kt.broker.group import offsets_records as rec
 from kt.broker.group import share_group_records as sr
+from kt.broker.group import streams_group as stg
+from kt.broker.group import streams_group_records as streams_records
 from kt.broker.group.group_metadata import GroupMetadata, GroupState, PendingOffset
+from kt.broker.group.java_collections import java_string_hash
 from kt.broker.group.offsets_records import GroupMetadataKey, OffsetAndMetadata, OffsetKey
 from kt.broker.replication.partition import TopicPartition
-from kt.errors import CorruptRecordError
+from kt.errors import CorruptRecordError, ProtocolError
 from kt.storage.control_records import COMMIT, parse_control_type
 from kt.storage.producer_state import ORIGIN_COORDINATOR
 from kt.storage.record_batch import Record, build_batch
@@ -35,7 +38,8 @@ from kt.storage.record_batch import Record, build_batch
 log = logging.getLogger(__name__)
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
-GroupRecord = cr.CoordinatorRecord | sr.ShareRecord  # a consumer or share group's record
+# a consumer, share or streams group's record
+GroupRecord = cr.CoordinatorRecord | sr.ShareRecord | streams_records.StreamsRecord
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 # storeGroup / storeOffsets: append errors -> what JoinGroup/SyncGroup/OffsetCommit answer.
@@ -57,15 +61,6 @@ _STORE_OFFSETS_ERRORS = {
     "RECORD_LIST_TOO_LARGE": "INVALID_COMMIT_OFFSET_SIZE",
     "INVALID_FETCH_SIZE": "INVALID_COMMIT_OFFSET_SIZE",
 }
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: h = 31*h + c over UTF-16 code units, in int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def partition_for(key: str, partitions: int) -> int:
@@ -251,6 +246,10 @@ class GroupMetadataManager:
             entries += [(r.key(), None) for r in sr.group_removal(group.share)]
             group.share = None
             return await self.append(group.group_id, entries)
+        if group.streams is not None:  # nor has a streams group
+            entries += [(r.key(), None) for r in stg.group_removal(group.streams)]
+            group.streams = None
+            return await self.append(group.group_id, entries)
         entries.append((rec.group_metadata_key(group.group_id), None))
         return await self.append(group.group_id, entries)
 
@@ -334,11 +333,14 @@ class GroupMetadataManager:
             for record in records:
                 if isinstance(record, sr.ShareRecord):
                     sr.apply(group, record)
+                elif isinstance(record, streams_records.StreamsRecord):
+                    stg.apply(group, record)
                 else:
                     cr.apply(group, record)
             if (
                 group.consumer is None
                 and group.share is None
+                and group.streams is None
                 and not group.offsets
                 and group.protocol_type is None
                 and not group.pending_txn_offsets
@@ -410,7 +412,9 @@ def _apply(
     if record.key is None:
         return
     try:
-        found = cr.read_record(record.key, record.value) or sr.read_record(record.key, record.value)
+        key, value = record.key, record.value
+        found = (cr.read_record(key, value) or sr.read_record(key, value)
+                 or streams_records.read_group_record(key, value))  # fmt: skip
         if found is not None:
             consumer.setdefault(found.group_id, []).append(found)
             return
@@ -423,6 +427,6 @@ def _apply(
         elif isinstance(key, GroupMetadataKey):
             value = record.value
             metadata[key.group] = None if value is None else rec.read_group_value(value)
-    except (ValueError, IndexError, struct.error) as e:
+    except (ValueError, IndexError, struct.error, ProtocolError) as e:
         log.warning("Skipping unreadable %s record at offset %s: %s",
                     GROUP_METADATA_TOPIC, record.offset, e)  # fmt: skip

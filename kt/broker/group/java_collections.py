@@ -13,10 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from kt.broker.group.group_metadata_manager import java_string_hash
-
 T = TypeVar("T")
 _LOAD_FACTOR = 0.75
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode: h = 31*h + c over UTF-16 code units, in int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def _table_size_for(capacity: int) -> int:

@@ -28,6 +28,9 @@ class MemberTimers:
         if key not in self._handles:
             self.schedule(key, delay_ms, callback, *args)
 
+    def is_scheduled(self, key: Key) -> bool:
+        return key in self._handles
+
     def _fire(self, key: Key, callback: Callable[..., None], args: tuple) -> None:
         self._handles.pop(key, None)
         callback(*args)

@@ -12,8 +12,9 @@ task another member still has.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kt.broker.group import streams_group_records as sr
 from kt.broker.group.java_collections import java_hash_map_order
@@ -23,6 +24,9 @@ from kt.broker.group.streams_current_assignment import (
     MemberState,
     TasksTuple,
 )
+
+if TYPE_CHECKING:
+    from kt.broker.group.group_metadata import GroupMetadata
 
 EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
     "Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")  # fmt: skip
@@ -69,6 +73,13 @@ class StreamsGroup:
         self.failed_description_topology_epoch = -1
         self.last_assignment_configs: dict[str, str] = {}
         self.state = EMPTY_STATE
+        # In memory only (Kafka keeps them out of the log too): the topology fitted to the
+        # topics, the topics version it was fitted at, each member's reported changelog
+        # offsets, who asked the application to shut down, the endpoints' epoch.
+        self.metadata_topics_version = -1
+        self.task_offsets: dict[str, tuple[dict, dict]] = {}
+        self.shutdown_request_member_id: str | None = None
+        self.endpoint_information_epoch = 0
         self._active_owner: dict[tuple[str, int], str] = {}
         self._standby_owners: dict[tuple[str, int], set[str]] = {}
         self._warmup_owners: dict[tuple[str, int], set[str]] = {}
@@ -83,6 +94,69 @@ class StreamsGroup:
 
     def warmup_owners(self, subtopology: str, partition: int) -> set[str]:
         return self._warmup_owners.get((subtopology, partition), set())
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, member_epoch: int,
+        transactional: bool, api_version: int, partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], str]:  # fmt: skip
+        """StreamsGroup.validateOffsetCommit: an error name per (topic, partition). A
+        member may commit with an epoch older than its current one for the tasks it has
+        held since that epoch (their assignment epochs)."""
+        partitions = list(partitions)
+        if (member_epoch < 0 and not self.members) or (
+            transactional and member_epoch == -1 and member_id == "" and instance_id is None
+        ):
+            return dict.fromkeys(partitions, "NONE")
+        member = self.members.get(member_id)
+        if member is None:
+            error = "UNKNOWN_MEMBER_ID"
+        elif not transactional and api_version < 9:
+            error = "UNSUPPORTED_VERSION"
+        elif member_epoch == member.member_epoch:
+            error = "NONE"
+        elif member_epoch > member.member_epoch or self.topology is None:
+            error = "STALE_MEMBER_EPOCH"
+        else:
+            return {tp: self._commit_error(member, member_epoch, *tp) for tp in partitions}
+        return dict.fromkeys(partitions, error)
+
+    def _commit_error(self, member: StreamsGroupMember, epoch: int, topic: str,
+                      partition: int) -> str:  # fmt: skip
+        """The assignment epoch check of createAssignmentEpochValidator."""
+        subtopology = None
+        for s in self.topology.subtopologies:
+            repartition = (t.name for t in s.repartition_source_topics)
+            if topic in s.source_topics or topic in repartition:
+                subtopology = s.subtopology_id
+        if subtopology is None:
+            return "STALE_MEMBER_EPOCH"
+        assigned = member.assigned.active.get(subtopology, {}).get(partition)
+        if assigned is None:
+            assigned = member.pending_revocation.active.get(subtopology, {}).get(partition)
+        if assigned is None or epoch < assigned:
+            return "STALE_MEMBER_EPOCH"
+        return "NONE"
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> str:
+        """StreamsGroup.validateOffsetFetch: the error name."""
+        if member_id is None and member_epoch < 0:
+            return "NONE"
+        member = self.members.get(member_id or "")
+        if member is None:
+            return "UNKNOWN_MEMBER_ID"
+        return "NONE" if member_epoch == member.member_epoch else "STALE_MEMBER_EPOCH"
+
+    def subscribed_topics(self) -> set[str]:
+        """isSubscribedToTopic: the source and repartition source topics, while the group
+        has members."""
+        if self.state == EMPTY_STATE or self.topology is None:
+            return set()
+        topics = set()
+        for s in self.topology.subtopologies:
+            topics.update(s.source_topics, (r.name for r in s.repartition_source_topics))
+        return topics
 
     # -- changes ----------------------------------------------------------------------------
 
@@ -146,20 +220,37 @@ class StreamsGroup:
                         owners.get((s, p), set()).discard(member.process_id)
 
 
+def apply(holder: GroupMetadata, record: sr.StreamsRecord, new: StreamsGroup | None = None) -> None:
+    """Replay one record into `holder`'s streams group (created by the first record that
+    is not a tombstone, `new` if given; dropped by the group's tombstone)."""
+    if holder.streams is None:
+        if record.value is None:
+            return
+        holder.streams = new if new is not None else StreamsGroup(holder.group_id)
+    if not replay_into(holder.streams, record):
+        holder.streams = None
+
+
 def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
     """Apply one streams group record (GroupMetadataManager.replay): a value creates the
     group if needed; tombstones remove the member, the target, or the group."""
     group = groups.get(record.group_id)
-    value = record.value
     if group is None:
-        if value is None:
+        if record.value is None:
             return
         group = groups[record.group_id] = StreamsGroup(record.group_id)
+    if not replay_into(group, record):
+        del groups[record.group_id]
+
+
+def replay_into(group: StreamsGroup, record: sr.StreamsRecord) -> bool:
+    """Apply one record to `group`; False for the group's own tombstone (the group is
+    gone: the caller drops it)."""
+    value = record.value
     kind, member_id = record.type, record.member or ""
     if kind == sr.GROUP_METADATA:
         if value is None:
-            del groups[record.group_id]
-            return
+            return False
         group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
         group.validated_topology_epoch = value.validated_topology_epoch
         group.stored_description_topology_epoch = value.stored_description_topology_epoch
@@ -168,6 +259,8 @@ def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
                                          for c in value.last_assignment_configs or ()}  # fmt: skip
     elif kind == sr.TOPOLOGY:
         group.topology = value
+        if value is None:
+            group.configured_topology = None
     elif kind == sr.TARGET_ASSIGNMENT_METADATA:
         group.assignment_epoch, group.assignment_timestamp = (
             (value.assignment_epoch, value.assignment_timestamp) if value is not None else (-1, 0)
@@ -182,7 +275,8 @@ def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
     elif kind == sr.MEMBER_METADATA:
         if value is None:
             group.remove_member(member_id)
-            return
+            group.task_offsets.pop(member_id, None)
+            return True
         old = group.members.get(member_id) or StreamsGroupMember(member_id)
         endpoint = value.user_endpoint
         group.update_member(replace(
@@ -197,7 +291,7 @@ def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
             if old is not None:
                 group.update_member(replace(old, member_epoch=-1, previous_member_epoch=-1,
                                             assigned=EMPTY, pending_revocation=EMPTY))  # fmt: skip
-            return
+            return True
         group.update_member(replace(
             old or StreamsGroupMember(member_id), member_epoch=value.member_epoch,
             previous_member_epoch=value.previous_member_epoch, state=MemberState(value.state),
@@ -207,8 +301,9 @@ def replay(groups: dict[str, StreamsGroup], record: sr.StreamsRecord) -> None:
                                          value.standby_tasks_pending_revocation,
                                          value.warmup_tasks_pending_revocation,
                                          value.member_epoch)))  # fmt: skip
-        return
+        return True
     group.update_state()
+    return True
 
 
 def _tasks(task_ids: Any) -> dict[str, set[int]]:
@@ -303,3 +398,16 @@ def current_assignment_record(group_id: str, member: StreamsGroupMember) -> sr.S
 
 def tombstone(kind: int, group_id: str, member_id: str | None = None) -> sr.StreamsRecord:
     return sr.StreamsRecord(kind, group_id, member_id, None)
+
+
+def group_removal(group: StreamsGroup) -> list[sr.StreamsRecord]:
+    """createGroupTombstoneRecords: every member's current assignment, target and
+    metadata, the target's epoch, the group epoch and the topology."""
+    group_id = group.group_id
+    records = [tombstone(sr.CURRENT_MEMBER_ASSIGNMENT, group_id, m) for m in group.members]
+    records += [tombstone(sr.TARGET_ASSIGNMENT_MEMBER, group_id, m) for m in group.members]
+    records.append(tombstone(sr.TARGET_ASSIGNMENT_METADATA, group_id))
+    records += [tombstone(sr.MEMBER_METADATA, group_id, m) for m in group.members]
+    records.append(tombstone(sr.GROUP_METADATA, group_id))
+    records.append(tombstone(sr.TOPOLOGY, group_id))
+    return records

@@ -201,6 +201,15 @@ def read_record(kind: int, key: bytes, value: bytes | None) -> StreamsRecord:
     return StreamsRecord(kind, group_id, member, body)
 
 
+def read_group_record(key: bytes, value: bytes | None) -> StreamsRecord | None:
+    """The streams group record of a `__consumer_offsets` key and value; None for a record
+    of another type."""
+    kind = _I16.unpack_from(key, 0)[0]
+    if kind not in RECORD_TYPES:
+        return None
+    return read_record(kind, key[2:], value)
+
+
 def _read_string(view: memoryview, pos: int) -> tuple[str, int]:
     (length,) = _I16.unpack_from(view, pos)
     end = pos + 2 + length

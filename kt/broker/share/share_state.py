@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from kt.broker.group.group_metadata_manager import java_string_hash
+from kt.broker.group.java_collections import java_string_hash
 from kt.protocol.schema_reader import SchemaReader
 from kt.protocol.types import compact_length, write_uuid, write_uvarint
 

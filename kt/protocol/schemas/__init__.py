@@ -12,6 +12,7 @@ from kt.protocol.schemas import (
     group_coordinator,
     security,
     share_groups,
+    streams_groups,
     transactions,
 )
 
@@ -23,7 +24,8 @@ SCHEMAS = tuple(
         + admin.SCHEMAS
         + security.SCHEMAS
         + controller.SCHEMAS
-        + share_groups.SCHEMAS,
+        + share_groups.SCHEMAS
+        + streams_groups.SCHEMAS,
         key=lambda m: (m.api_key, m.kind != "request"),
     )
 )

@@ -1,0 +1,1185 @@
+"""Streams group membership (KIP-1071): StreamsGroupHeartbeat, its timers, and
+StreamsGroupDescribe (Kafka 4.4's GroupMetadataManager.streamsGroupHeartbeat and
+streamsGroupLeave, GroupCoordinatorService's request checks).
+
+A Kafka Streams member joins (epoch 0) with its application's topology; the first one
+stores it (the topology record), later ones must send the same. The coordinator fits the
+topology to the cluster's topics (streams_topology.configure_topics): the internal topics
+still missing are reported in the answer's status and named for the broker to create;
+once every topic fits, the topology epoch is validated and the group epoch bumped. A
+member whose metadata changes, a change of the required topics or of the assignment
+configs (num.standby.replicas) bumps the group epoch too; the target assignment follows
+by the sticky task assignor (streams_assignor.py), at most once per
+streams.assignment.interval.ms and not before streams.initial.rebalance.delay.ms after
+the first member of an empty group joins (ASSIGNMENT_DELAYED meanwhile). Each member
+then moves to its target one heartbeat at a time (streams_current_assignment.py): a task
+another process still runs is held back until that process releases it. Members leave
+(epoch -1; -2 for a static member that comes back), or are fenced when their session
+expires or they do not revoke within their rebalance timeout.
+
+Every change is a list of records (streams_group_records.py), computed from the group as
+it was, replayed into it and appended to `__consumer_offsets` with acks=all before the
+answer. A streams group lives in the GroupMetadata of its id (`.streams`); a group of
+another kind under the id answers GROUP_ID_NOT_FOUND, as on Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kt.broker.group import streams_assignor
+from kt.broker.group import streams_group as sg
+from kt.broker.group import streams_group_records as sr
+from kt.broker.group import streams_topology as st
+from kt.broker.group.group_config import GroupConfigs
+from kt.broker.group.group_metadata import GroupMetadata, GroupState
+from kt.broker.group.group_metadata_manager import GroupMetadataManager, now_ms
+from kt.broker.group.heartbeat_request import GroupError, refuse_empty
+from kt.broker.group.java_collections import java_hash_map_order
+from kt.broker.group.member_timers import MemberTimers
+from kt.broker.group.streams_current_assignment import (
+    EMPTY,
+    FencedMemberEpochError,
+    MemberAssignment,
+    MemberState,
+    TasksTuple,
+    reconcile,
+)
+from kt.broker.group.streams_group import StreamsGroup, StreamsGroupMember
+from kt.broker.group.subscribed_topics import TopicsView, topics_digest
+from kt.broker.task_set import TaskSet
+
+log = logging.getLogger(__name__)
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+STICKY_ASSIGNOR = "sticky"
+# Group configs (GroupConfig.STREAMS_*) and the broker keys behind them.
+SESSION_TIMEOUT = "streams.session.timeout.ms"
+HEARTBEAT_INTERVAL = "streams.heartbeat.interval.ms"
+NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
+INITIAL_REBALANCE_DELAY = "streams.initial.rebalance.delay.ms"
+ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
+RACK_AWARE_ASSIGNMENT_TAGS = "streams.rack.aware.assignment.tags"
+
+Tasks = dict[str, set[int]]
+
+
+@dataclass(frozen=True)
+class StreamsGroupSettings:
+    """The broker's group.streams.* settings (GroupCoordinatorConfig, Kafka 4.4's
+    defaults)."""
+
+    max_size: int = 2**31 - 1
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    num_standby_replicas: int = 0
+    initial_rebalance_delay_ms: int = 3000
+    assignment_interval_ms: int = 1000
+    task_offset_interval_ms: int = 60000
+    acceptable_recovery_lag: int = 10000
+    rack_aware_assignment_tags: tuple[str, ...] = ()
+
+
+@dataclass
+class StreamsHeartbeatRequest:
+    """A StreamsGroupHeartbeat as the coordinator reads it: tasks as {subtopology:
+    partitions} (None: unchanged), the topology as a StreamsGroupTopologyValue."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int = 0
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    topology: Any = None
+    active_tasks: Tasks | None = None
+    standby_tasks: Tasks | None = None
+    warmup_tasks: Tasks | None = None
+    process_id: str | None = None
+    user_endpoint: tuple[str, int] | None = None
+    client_tags: dict[str, str] | None = None
+    task_offsets: dict[str, dict[int, int]] | None = None
+    task_end_offsets: dict[str, dict[int, int]] | None = None
+    shutdown_application: bool = False
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+    # what the member's topology lists as source topics without the topology's partitions
+    # (subtopology ids with regexes): refused, as Kafka 4.4 does
+    source_topic_regex: bool = False
+
+
+@dataclass
+class EndpointPartitions:
+    """One member's user endpoint and the source partitions of its tasks (for IQ)."""
+
+    endpoint: tuple[str, int]
+    active: list[tuple[str, list[int]]]
+    standby: list[tuple[str, list[int]]]
+
+
+@dataclass
+class StreamsHeartbeatResult:
+    error: str = "NONE"
+    message: str | None = None
+    member_id: str = ""
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    task_offset_interval_ms: int = 0
+    acceptable_recovery_lag: int = 0
+    statuses: list[tuple[int, str]] = field(default_factory=list)
+    assignment: tuple[Tasks, Tasks, Tasks] | None = None  # active, standby, warm-up
+    endpoint_information_epoch: int = 0
+    partitions_by_user_endpoint: list[EndpointPartitions] | None = None
+    topics_to_create: dict[str, st.InternalTopic] = field(default_factory=dict)
+
+
+def validate(request: StreamsHeartbeatRequest) -> None:
+    """throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures and
+    throwIfStreamsGroupHeartbeatRequestIsInvalid."""
+    topology = request.topology
+    if topology is not None and any(s.source_topic_regex for s in topology.subtopologies):
+        raise GroupError(
+            "INVALID_REQUEST", "Regular expressions for source topics are not supported yet."
+        )
+    refuse_empty(
+        (request.member_id, "MemberId"),
+        (request.group_id, "GroupId"),
+        (request.instance_id, "InstanceId"),
+        (request.rack_id, "RackId"),
+    )
+    tasks = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
+    epoch = request.member_epoch
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise GroupError(
+                "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."
+            )
+        for owned, kind in zip(tasks, ("ActiveTasks", "StandbyTasks", "WarmupTasks"), strict=True):
+            if owned:
+                raise GroupError("INVALID_REQUEST", f"{kind} must be empty when (re-)joining.")
+        if topology is None:
+            raise GroupError("INVALID_REQUEST", "Topology must be non-null when (re-)joining.")
+        for s in topology.subtopologies:
+            for t in s.state_changelog_topics:
+                if t.partitions != 0:
+                    raise GroupError(
+                        "STREAMS_INVALID_TOPOLOGY",
+                        f"Changelog topic {t.name} must "
+                        "have an undefined partition count, but it is set to "
+                        f"{t.partitions}.",
+                    )
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if request.instance_id is None:
+            raise GroupError("INVALID_REQUEST", "InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise GroupError(
+            "INVALID_REQUEST", f"MemberEpoch is {epoch}, but must be greater than or equal to -2."
+        )
+    if any(t is not None for t in tasks) and any(t is None for t in tasks):
+        raise GroupError("INVALID_REQUEST", "If one task-type is non-null, all must be non-null.")
+    if epoch != 0 and topology is not None:
+        raise GroupError("INVALID_REQUEST", "Topology can only be provided when (re-)joining.")
+
+
+class StreamsGroupCoordinator:
+    """Streams groups of the `__consumer_offsets` partitions `manager` holds."""
+
+    def __init__(
+        self,
+        manager: GroupMetadataManager,
+        topics: TopicsView,
+        settings: StreamsGroupSettings,
+        *,
+        group_configs: GroupConfigs | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.manager = manager
+        self.topics = topics
+        self.settings = settings
+        self.group_configs = group_configs  # each group's streams.* overrides
+        self.clock = clock
+        self.session_timers = MemberTimers()
+        self.rebalance_timers = MemberTimers()
+        self.initial_delay_timers = MemberTimers()  # keyed (group id, "")
+        self._tasks = TaskSet()
+
+    # -- StreamsGroupHeartbeat ---------------------------------------------------------
+
+    async def heartbeat(self, request: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
+        try:
+            validate(request)
+            status = self.manager.group_status(request.group_id)
+            if status != "NONE":
+                raise GroupError(status)
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                result, records = self._leave(request)
+            else:
+                result, records = self._heartbeat(request)
+        except GroupError as e:
+            return StreamsHeartbeatResult(e.error, e.message)
+        except FencedMemberEpochError as e:
+            return StreamsHeartbeatResult("FENCED_MEMBER_EPOCH", str(e))
+        except st.InvalidTopologyError as e:
+            return StreamsHeartbeatResult("STREAMS_INVALID_TOPOLOGY", str(e))
+        error = await self.manager.write(request.group_id, records)
+        if error != "NONE":
+            return StreamsHeartbeatResult(error)
+        return result
+
+    def _heartbeat(
+        self, request: StreamsHeartbeatRequest
+    ) -> tuple[StreamsHeartbeatResult, list[sr.StreamsRecord]]:
+        records: list[sr.StreamsRecord] = []
+        statuses: list[tuple[int, str]] = []
+        group_id, member_id = request.group_id, request.member_id
+        joining = request.member_epoch == 0
+        group, existed = self._group_for(group_id, joining, records)
+        if joining:
+            self._throw_if_full(group, request.instance_id, member_id)
+        replaced = None
+        if request.instance_id is None:
+            member = self._dynamic_member(group, request, joining)
+        else:
+            old_static = group.members.get(group.static_members.get(request.instance_id, ""))
+            if old_static is not None and old_static.member_id != member_id:
+                replaced = old_static
+            member = self._static_member(group, request, joining, records)
+        updated = _updated_member(member, request, joining)
+        recompute = self._member_changed(group_id, request.instance_id, member, updated, records)
+        topology = self._topology(group, member_id, request.topology, records)
+        if group.topology is not None and updated.topology_epoch < group.topology.epoch:
+            statuses.append(
+                (
+                    st.STALE_TOPOLOGY,
+                    f"The member's topology epoch "
+                    f"{updated.topology_epoch} is behind the group's topology epoch "
+                    f"{group.topology.epoch}.",
+                )
+            )
+        reconfigure = group.topology is None
+        metadata_hash = group.metadata_hash
+        configured = group.configured_topology
+        if reconfigure or configured is None or self._metadata_expired(group):
+            metadata_hash = topics_digest(self.topics, st.required_topics(topology.subtopologies))
+            group.metadata_topics_version = self.topics.topics_version
+            if metadata_hash != group.metadata_hash:
+                log.info(
+                    "[GroupId %s][MemberId %s] Computed new metadata hash: %d.",
+                    group_id,
+                    member_id,
+                    metadata_hash,
+                )
+                recompute = reconfigure = True
+            if reconfigure or configured is None:
+                log.info(
+                    "[GroupId %s][MemberId %s] Configuring the topology %d",
+                    group_id,
+                    member_id,
+                    topology.epoch,
+                )
+                configured = st.configure_topics(topology, metadata_hash, self._partition_count)
+                group.configured_topology = configured
+        assert configured is not None
+        validated_epoch = -1
+        if configured.is_ready:
+            validated_epoch = topology.epoch
+            assert configured.subtopologies is not None
+            for owned in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
+                _throw_if_invalid_tasks(configured.subtopologies, owned)
+        if request.task_offsets is not None or request.task_end_offsets is not None:
+            offsets, end_offsets = group.task_offsets.get(member_id, ({}, {}))
+            group.task_offsets[member_id] = (
+                offsets if request.task_offsets is None else request.task_offsets,
+                end_offsets if request.task_end_offsets is None else request.task_end_offsets,
+            )
+        if validated_epoch != group.validated_topology_epoch:
+            recompute = True
+        assignment_configs = self.assignment_configs(group_id)
+        if not recompute and assignment_configs != group.last_assignment_configs:
+            log.info(
+                "[GroupId %s][MemberId %s] Assignment configurations changed to %s. "
+                "Triggering rebalance.",
+                group_id,
+                member_id,
+                _java_map(assignment_configs),
+            )
+            recompute = True
+        refined = False
+        if not recompute and group.state == sg.STABLE:
+            # Kafka 4.4's AssignmentRefiner hands the target back unchanged
+            target = group.target_assignment.get(member_id, TasksTuple())
+            refined = not _same_tasks(target, updated)
+        group_epoch = group.group_epoch
+        if recompute or refined:
+            group_epoch += 1
+            records.append(
+                sg.group_epoch_record(
+                    group_id,
+                    group_epoch,
+                    metadata_hash,
+                    validated_epoch,
+                    assignment_configs,
+                    group.stored_description_topology_epoch,
+                    group.failed_description_topology_epoch,
+                )
+            )
+            log.info(
+                "[GroupId %s][MemberId %s] Bumped streams group epoch to %d with metadata "
+                "hash %d and validated topic epoch %d.",
+                group_id,
+                member_id,
+                group_epoch,
+                metadata_hash,
+                validated_epoch,
+            )
+        if group.state == sg.EMPTY_STATE:
+            delay = self._setting(group_id, INITIAL_REBALANCE_DELAY)
+            if delay > 0:
+                self.initial_delay_timers.schedule_if_absent(
+                    (group_id, ""), delay, self._delayed_target_assignment, group_id
+                )
+        target_epoch, targets = self._target_assignment(
+            group,
+            group_epoch,
+            updated,
+            configured,
+            records,
+            statuses,
+            assignment_configs,
+            refine_only=refined and not recompute,
+        )
+        updated = self._reconcile(
+            group_id,
+            group,
+            updated,
+            target_epoch,
+            targets.get(member_id, TasksTuple()),
+            request,
+            records,
+        )
+        self._schedule_session_timeout(group_id, member_id)
+        if request.shutdown_application and group.shutdown_request_member_id is None:
+            log.info(
+                "[GroupId %s][MemberId %s] Shutdown requested for the streams application.",
+                group_id,
+                member_id,
+            )
+            group.shutdown_request_member_id = member_id
+        result = StreamsHeartbeatResult(
+            member_id=updated.member_id,
+            member_epoch=updated.member_epoch,
+            heartbeat_interval_ms=self._setting(group_id, HEARTBEAT_INTERVAL),
+            task_offset_interval_ms=self.settings.task_offset_interval_ms,
+            acceptable_recovery_lag=self.settings.acceptable_recovery_lag,
+        )
+        tasks_changed = updated.assigned != member.assigned
+        if joining or tasks_changed:
+            held = updated.assigned
+            result.assignment = (
+                {s: set(ps) for s, ps in held.active.items()},
+                held.standby,
+                held.warmup,
+            )
+        endpoint_changed = member.user_endpoint != updated.user_endpoint
+        if endpoint_changed or (tasks_changed and updated.user_endpoint is not None):
+            group.endpoint_information_epoch += 1
+        self.apply(group_id, records, group)
+        if group.endpoint_information_epoch != request.endpoint_information_epoch:
+            result.partitions_by_user_endpoint = self._endpoints(group, updated, replaced)
+        if existed:
+            result.endpoint_information_epoch = group.endpoint_information_epoch
+        if configured.error is not None:
+            result.topics_to_create = dict(configured.topics_to_create)
+            statuses.append((configured.error.status, configured.error.message))
+        if group.shutdown_request_member_id is not None:
+            statuses.append(
+                (
+                    st.SHUTDOWN_APPLICATION,
+                    f"Streams group member "
+                    f"{group.shutdown_request_member_id} encountered a fatal error and "
+                    "requested a shutdown for the entire application.",
+                )
+            )
+        tags = assignment_configs.get("rack.aware.assignment.tags", "").strip()
+        if request.api_version >= 1 and tags:
+            missing = [
+                t for t in (x.strip() for x in tags.split(",")) if t not in updated.client_tags
+            ]
+            if missing:
+                statuses.append(
+                    (
+                        st.MISSING_CLIENT_TAGS,
+                        "Missing required client tags for "
+                        f"rack-aware standby assignment: [{', '.join(missing)}]. "
+                        "Configure them via 'client.tag.<tagKey>' in your Streams "
+                        "config.",
+                    )
+                )
+        result.statuses = statuses
+        return result, records
+
+    # -- the member ----------------------------------------------------------------------
+
+    def _group_for(
+        self, group_id: str, create: bool, records: list[sr.StreamsRecord]
+    ) -> tuple[StreamsGroup, bool]:
+        """getOrCreateStreamsGroup / getStreamsGroupOrThrow: (the group, whether it
+        exists already). An empty classic group gives way (its metadata deleted, its
+        offsets kept)."""
+        holder = self.manager.get_group(group_id)
+        if holder is not None and holder.streams is not None:
+            return holder.streams, True
+        if holder is not None and (holder.consumer is not None or holder.share is not None):
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a streams group.")
+        if not create:
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Streams group {group_id} not found.")
+        if holder is not None and holder.protocol_type is not None:
+            if not holder.is_(GroupState.EMPTY):
+                raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a streams group.")
+            from kt.broker.group import consumer_group_records as cr
+
+            records.append(cr.classic_group_removal(group_id))  # type: ignore[arg-type]
+            log.info("[GroupId %s] Converted the empty classic group to a streams group.", group_id)
+        return StreamsGroup(group_id), False
+
+    def _throw_if_full(self, group: StreamsGroup, instance_id: str | None, member_id: str) -> None:
+        if instance_id is not None and instance_id in group.static_members:
+            return
+        limit = self.settings.max_size
+        if len(group.members) >= limit and (not member_id or member_id not in group.members):
+            raise GroupError(
+                "GROUP_MAX_SIZE_REACHED",
+                f"The streams group has reached its maximum capacity of {limit} members.",
+            )
+
+    def _dynamic_member(
+        self, group: StreamsGroup, request: StreamsHeartbeatRequest, joining: bool
+    ) -> StreamsGroupMember:
+        member = group.members.get(request.member_id)
+        if member is None:
+            if not joining:
+                raise GroupError(
+                    "UNKNOWN_MEMBER_ID",
+                    f"Member {request.member_id} is not a member of group {group.group_id}.",
+                )
+            member = StreamsGroupMember(request.member_id)
+        _check_epoch(member, request)
+        if joining:
+            log.info(
+                "[GroupId %s][MemberId %s] Member joins the streams group.",
+                group.group_id,
+                request.member_id,
+            )
+        return member
+
+    def _static_member(
+        self,
+        group: StreamsGroup,
+        request: StreamsHeartbeatRequest,
+        joining: bool,
+        records: list[sr.StreamsRecord],
+    ) -> StreamsGroupMember:
+        group_id, member_id, instance_id = group.group_id, request.member_id, request.instance_id
+        assert instance_id is not None
+        existing = group.members.get(group.static_members.get(instance_id, ""))
+        if joining:
+            if existing is None:
+                log.info(
+                    "[GroupId %s][MemberId %s] Static member %s with instance id %s joins "
+                    "the streams group.",
+                    group_id,
+                    member_id,
+                    member_id,
+                    instance_id,
+                )
+                return group.members.get(member_id) or StreamsGroupMember(member_id)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise GroupError(
+                    "UNRELEASED_INSTANCE_ID",
+                    f"Static member {member_id} with "
+                    f"instance id {instance_id} cannot join the group because the "
+                    f"instance id is owned by {existing.member_id} member.",
+                )
+            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records.extend(_removal(group_id, existing.member_id))
+            records.append(sg.member_record(group_id, new))
+            records.append(
+                sg.target_record(
+                    group_id,
+                    member_id,
+                    group.target_assignment.get(existing.member_id, TasksTuple()),
+                )
+            )
+            records.append(sg.current_assignment_record(group_id, new))
+            log.info(
+                "[GroupId %s][MemberId %s] Static member with instance id %s re-joins the "
+                "streams group using the streams protocol. Created a new member %s to "
+                "replace the existing member %s.",
+                group_id,
+                member_id,
+                instance_id,
+                member_id,
+                existing.member_id,
+            )
+            return new
+        if existing is None:
+            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise GroupError(
+                "FENCED_INSTANCE_ID",
+                f"Static member {member_id} with instance "
+                f"id {instance_id} was fenced by member {existing.member_id}.",
+            )
+        _check_epoch(existing, request)
+        return existing
+
+    def _member_changed(
+        self,
+        group_id: str,
+        instance_id: str | None,
+        member: StreamsGroupMember,
+        updated: StreamsGroupMember,
+        records: list[sr.StreamsRecord],
+    ) -> bool:
+        """hasStreamsMemberMetadataChanged: a record when the member's metadata changed; a
+        new assignment for a dynamic member, for a static one only when what the
+        assignment reads changed."""
+        if updated == member:
+            return False
+        records.append(sg.member_record(group_id, updated))
+        log.info(
+            "[GroupId %s][MemberId %s] Member updated its member metadata.",
+            group_id,
+            updated.member_id,
+        )
+        if instance_id is None:
+            return True
+        return (member.topology_epoch, member.rack_id, member.client_tags, member.process_id) != (
+            updated.topology_epoch,
+            updated.rack_id,
+            updated.client_tags,
+            updated.process_id,
+        )
+
+    def _topology(
+        self, group: StreamsGroup, member_id: str, topology: Any, records: list[sr.StreamsRecord]
+    ) -> Any:
+        """maybeUpdateTopology: the first member's topology is the group's."""
+        stored = group.topology
+        if topology is None:
+            if stored is None:
+                raise GroupError(
+                    "UNKNOWN_SERVER_ERROR",
+                    "The topology is null and the group topology is also null.",
+                )
+            return stored
+        if stored is None:
+            log.info(
+                "[GroupId %s][MemberId %s] Member initialized the topology with epoch %d",
+                group.group_id,
+                member_id,
+                topology.epoch,
+            )
+            records.append(sr.StreamsRecord(sr.TOPOLOGY, group.group_id, None, topology))
+            return topology
+        if stored.epoch > topology.epoch:
+            log.info(
+                "[GroupId %s][MemberId %s] Member joined with stale topology epoch %d",
+                group.group_id,
+                member_id,
+                topology.epoch,
+            )
+            return stored
+        if not _same_topology(stored, topology):
+            raise GroupError("INVALID_REQUEST", "Topology updates are not supported yet.")
+        return stored
+
+    def _metadata_expired(self, group: StreamsGroup) -> bool:
+        return group.metadata_topics_version != self.topics.topics_version
+
+    def _partition_count(self, topic: str) -> int | None:
+        return len(self.topics.topic_partitions(topic)) or None
+
+    # -- the target assignment and reconciliation -----------------------------------------
+
+    def _target_assignment(
+        self,
+        group: StreamsGroup,
+        group_epoch: int,
+        updated: StreamsGroupMember | None,
+        configured: st.ConfiguredTopology,
+        records: list[sr.StreamsRecord],
+        statuses: list[tuple[int, str]] | None,
+        assignment_configs: dict[str, str],
+        refine_only: bool = False,
+    ) -> tuple[int, dict[str, TasksTuple]]:
+        """maybeUpdateStreamsTargetAssignment: (the target's epoch, each member's target)."""
+        group_id = group.group_id
+        if self.initial_delay_timers.is_scheduled((group_id, "")):
+            if statuses is not None:
+                statuses.append(
+                    (
+                        st.ASSIGNMENT_DELAYED,
+                        "Assignment delayed due to the configured initial rebalance delay.",
+                    )
+                )
+            return group.assignment_epoch, {}
+        members = dict(group.members)
+        if updated is not None:
+            members[updated.member_id] = updated
+        targets = dict(group.target_assignment)
+        if group.assignment_epoch >= group_epoch:
+            return group.assignment_epoch, targets
+        if refine_only and group.assignment_epoch >= group.group_epoch:
+            records.append(
+                sg.target_epoch_record(group_id, group_epoch, group.assignment_timestamp)
+            )
+            return group_epoch, targets
+        now = self.clock()
+        interval = self._setting(group_id, ASSIGNMENT_INTERVAL)
+        timestamp = group.assignment_timestamp
+        if timestamp != 0 and interval != 0 and now < timestamp + interval:
+            if statuses is not None:
+                statuses.append(
+                    (
+                        st.ASSIGNMENT_DELAYED,
+                        "Assignment delayed due to the configured assignment interval.",
+                    )
+                )
+            return group.assignment_epoch, targets
+        new = _assign(members, group.task_offsets, configured, assignment_configs)
+        for member_id in java_hash_map_order(members):
+            target = new[member_id]
+            if targets.get(member_id) != target:
+                records.append(sg.target_record(group_id, member_id, target))
+        records.append(sg.target_epoch_record(group_id, group_epoch, now))
+        log.info(
+            "[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
+            group_id,
+            group_epoch,
+            STICKY_ASSIGNOR,
+        )
+        return group_epoch, new
+
+    def _reconcile(
+        self,
+        group_id: str,
+        group: StreamsGroup,
+        member: StreamsGroupMember,
+        target_epoch: int,
+        target: TasksTuple,
+        request: StreamsHeartbeatRequest,
+        records: list[sr.StreamsRecord],
+    ) -> StreamsGroupMember:
+        """maybeReconcile: the member one step towards its target (CurrentAssignmentBuilder)."""
+        if member.is_reconciled_to(target_epoch):
+            return member
+        owned = None
+        if None not in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
+            owned = TasksTuple(
+                request.active_tasks or {}, request.standby_tasks or {}, request.warmup_tasks or {}
+            )
+        moved = reconcile(
+            MemberAssignment(
+                member.process_id,
+                member.state,
+                member.member_epoch,
+                member.previous_member_epoch,
+                member.assigned,
+                member.pending_revocation,
+            ),
+            target_epoch,
+            target,
+            group.active_owner,
+            group.standby_owners,
+            group.warmup_owners,
+            owned,
+        )
+        updated = replace(
+            member,
+            state=moved.state,
+            member_epoch=moved.member_epoch,
+            previous_member_epoch=moved.previous_member_epoch,
+            assigned=moved.assigned,
+            pending_revocation=moved.pending_revocation,
+        )
+        if updated != member:
+            records.append(sg.current_assignment_record(group_id, updated))
+            log.info(
+                "[GroupId %s][MemberId %s] Member's new assignment state: epoch=%d, "
+                "previousEpoch=%d, state=%s.",
+                group_id,
+                updated.member_id,
+                updated.member_epoch,
+                updated.previous_member_epoch,
+                updated.state.name,
+            )
+            if updated.state == MemberState.UNREVOKED_TASKS:
+                self.rebalance_timers.schedule(
+                    (group_id, updated.member_id),
+                    updated.rebalance_timeout_ms,
+                    self._rebalance_timeout,
+                    group_id,
+                    updated.member_id,
+                    updated.member_epoch,
+                    updated.rebalance_timeout_ms,
+                )
+            else:
+                self.rebalance_timers.cancel((group_id, updated.member_id))
+        return updated
+
+    def _delayed_target_assignment(self, group_id: str) -> None:
+        """computeDelayedTargetAssignment: the initial rebalance delay is over."""
+        group = self.streams_group_or_none(group_id)
+        if group is None or self.manager.group_status(group_id) != "NONE":
+            return
+        if group.state == sg.EMPTY_STATE or group.group_epoch <= group.assignment_epoch:
+            return
+        if group.configured_topology is None:
+            log.warning(
+                "[GroupId %s] Cannot compute delayed target assignment: configured "
+                "topology is not present",
+                group_id,
+            )
+            return
+        records: list[sr.StreamsRecord] = []
+        self._target_assignment(
+            group,
+            group.group_epoch,
+            None,
+            group.configured_topology,
+            records,
+            None,
+            group.last_assignment_configs,
+        )
+        self.apply(group_id, records)
+        self._tasks.spawn(self.manager.write(group_id, records))
+
+    def assignment_configs(self, group_id: str) -> dict[str, str]:
+        """streamsGroupAssignmentConfigs: what the assignor reads, by name."""
+        configs = {"num.standby.replicas": str(self._setting(group_id, NUM_STANDBY_REPLICAS))}
+        tags = self._tags(group_id)
+        if tags:
+            configs["rack.aware.assignment.tags"] = ",".join(tags)
+        return dict(sorted(configs.items()))
+
+    # -- leaving and fencing ---------------------------------------------------------------
+
+    def _leave(
+        self, request: StreamsHeartbeatRequest
+    ) -> tuple[StreamsHeartbeatResult, list[sr.StreamsRecord]]:
+        group_id, member_id, instance_id = request.group_id, request.member_id, request.instance_id
+        group, _ = self._group_for(group_id, False, [])
+        if request.shutdown_application and group.shutdown_request_member_id is None:
+            group.shutdown_request_member_id = member_id
+        result = StreamsHeartbeatResult(member_id=member_id, member_epoch=request.member_epoch)
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                raise GroupError(
+                    "UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {group_id}."
+                )
+            log.info(
+                "[GroupId %s][MemberId %s] Member %s left the streams group.",
+                group_id,
+                member_id,
+                member_id,
+            )
+            return result, self._fence(group, member)
+        static_id = group.static_members.get(instance_id)
+        member = group.members.get(static_id) if static_id is not None else None
+        if member is None:
+            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+        if member.member_id != member_id:
+            raise GroupError(
+                "FENCED_INSTANCE_ID",
+                f"Static member {member_id} with instance "
+                f"id {instance_id} was fenced by member {member.member_id}.",
+            )
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            log.info(
+                "[GroupId %s][MemberId %s] Static member %s with instance id %s temporarily "
+                "left the streams group.",
+                group_id,
+                member_id,
+                member_id,
+                instance_id,
+            )
+            leaving = replace(
+                member,
+                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                pending_revocation=EMPTY,
+                assigned=replace(
+                    member.assigned,
+                    active={s: dict.fromkeys(ps, 0) for s, ps in member.assigned.active.items()},
+                ),
+            )
+            records = [sg.current_assignment_record(group_id, leaving)]
+            self.apply(group_id, records)
+            return StreamsHeartbeatResult(
+                member_id=member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            ), records
+        log.info(
+            "[GroupId %s][MemberId %s] Static member %s with instance id %s left the "
+            "streams group.",
+            group_id,
+            member_id,
+            member_id,
+            instance_id,
+        )
+        return result, self._fence(group, member)
+
+    def _fence(self, group: StreamsGroup, member: StreamsGroupMember) -> list[sr.StreamsRecord]:
+        """streamsGroupFenceMember: the member's records deleted, the group epoch bumped."""
+        group_id = group.group_id
+        records = _removal(group_id, member.member_id)
+        epoch = group.group_epoch + 1
+        records.append(
+            sg.group_epoch_record(
+                group_id,
+                epoch,
+                group.metadata_hash,
+                group.validated_topology_epoch,
+                group.last_assignment_configs,
+                group.stored_description_topology_epoch,
+                group.failed_description_topology_epoch,
+            )
+        )
+        if len(group.members) == 1:
+            records.append(sg.target_epoch_record(group_id, epoch, 0))
+        self.session_timers.cancel((group_id, member.member_id))
+        self.rebalance_timers.cancel((group_id, member.member_id))
+        self.apply(group_id, records)
+        return records
+
+    def _fence_later(self, group_id: str, member_id: str, reason: str) -> None:
+        group = self.streams_group_or_none(group_id)
+        if group is None or member_id not in group.members:
+            return
+        if self.manager.group_status(group_id) != "NONE":
+            return
+        log.info(
+            "[GroupId %s] Streams member %s fenced from the group because %s.",
+            group_id,
+            member_id,
+            reason,
+        )
+        self._tasks.spawn(
+            self.manager.write(group_id, self._fence(group, group.members[member_id]))
+        )
+
+    def _rebalance_timeout(
+        self, group_id: str, member_id: str, epoch: int, timeout_ms: int
+    ) -> None:
+        group = self.streams_group_or_none(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None or member.member_epoch != epoch:
+            return
+        self._fence_later(
+            group_id, member_id, f"it failed to transition from epoch {epoch} within {timeout_ms}ms"
+        )
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.session_timers.schedule(
+            (group_id, member_id),
+            self._setting(group_id, SESSION_TIMEOUT),
+            self._fence_later,
+            group_id,
+            member_id,
+            "the member session expired",
+        )
+
+    # -- settings ------------------------------------------------------------------------
+
+    def _setting(self, group_id: str, name: str) -> int:
+        """A streams.* int setting: the group's config, else the broker's."""
+        if self.group_configs is not None:
+            return self.group_configs.value(group_id, name)
+        s = self.settings
+        return {
+            SESSION_TIMEOUT: s.session_timeout_ms,
+            HEARTBEAT_INTERVAL: s.heartbeat_interval_ms,
+            NUM_STANDBY_REPLICAS: s.num_standby_replicas,
+            INITIAL_REBALANCE_DELAY: s.initial_rebalance_delay_ms,
+            ASSIGNMENT_INTERVAL: s.assignment_interval_ms,
+        }[name]
+
+    def _tags(self, group_id: str) -> list[str]:
+        if self.group_configs is not None:
+            text = self.group_configs.text(group_id, RACK_AWARE_ASSIGNMENT_TAGS)
+            return [t.strip() for t in text.split(",") if t.strip()]
+        return list(self.settings.rack_aware_assignment_tags)
+
+    # -- endpoints for interactive queries -------------------------------------------------
+
+    def _endpoints(
+        self, group: StreamsGroup, updated: StreamsGroupMember, replaced: StreamsGroupMember | None
+    ) -> list[EndpointPartitions]:
+        """buildEndpointToPartitions: each member with a user endpoint, the member that
+        heartbeats last."""
+        others = [
+            m
+            for m_id, m in group.members.items()
+            if m_id != updated.member_id and (replaced is None or m_id != replaced.member_id)
+        ]
+        out = []
+        for member in [*others, updated]:
+            if member.user_endpoint is None or group.configured_topology is None:
+                continue
+            subtopologies = group.configured_topology.subtopologies or {}
+            active = {s: set(ps) for s, ps in member.assigned.active.items()}
+            replicas: Tasks = {}
+            for tasks in (member.assigned.standby, member.assigned.warmup):
+                for s, ps in tasks.items():
+                    replicas.setdefault(s, set()).update(ps)
+            out.append(
+                EndpointPartitions(
+                    member.user_endpoint,
+                    self._partitions_of(active, subtopologies),
+                    self._partitions_of(replicas, subtopologies),
+                )
+            )
+        return out
+
+    def _partitions_of(self, tasks: Tasks, subtopologies: dict) -> list[tuple[str, list[int]]]:
+        out = []
+        for s, ps in tasks.items():
+            sub = subtopologies.get(s)
+            if sub is None:
+                continue
+            for topic in sorted({*sub.source_topics, *sub.repartition_source_topics}):
+                count = len(self.topics.topic_partitions(topic))
+                partitions = sorted(p for p in ps if p < count)
+                if partitions:
+                    out.append((topic, partitions))
+        return out
+
+    # -- state and the log ---------------------------------------------------------------
+
+    def streams_group_or_none(self, group_id: str) -> StreamsGroup | None:
+        holder = self.manager.get_group(group_id)
+        return holder.streams if holder is not None else None
+
+    def apply(self, group_id: str, records: list[Any], group: StreamsGroup | None = None) -> None:
+        """Replay `records` into the group: `group` (a new one built by the heartbeat) is
+        installed by the first record that is not a tombstone; the group's tombstone drops
+        it. A classic group's tombstone among them deletes the classic metadata."""
+        holder = self.manager.get_group(group_id)
+        for record in records:
+            if not isinstance(record, sr.StreamsRecord):
+                if holder is not None:
+                    from kt.broker.group import consumer_group_records as cr
+
+                    cr.apply(holder, record)
+                continue
+            if holder is None:
+                if record.value is None:
+                    continue
+                holder = self.manager.add_group(
+                    GroupMetadata(group_id, GroupState.EMPTY, self.clock())
+                )
+            sg.apply(holder, record, group)
+        if (
+            holder is not None
+            and holder.streams is None
+            and holder.consumer is None
+            and holder.share is None
+            and not (holder.offsets or holder.members or holder.protocol_type)
+        ):
+            self.manager.remove_group(holder)
+
+    def on_loaded(self, groups: Iterable[GroupMetadata]) -> None:
+        for holder in groups:
+            if holder.streams is not None:
+                for member_id, member in holder.streams.members.items():
+                    self._schedule_session_timeout(holder.group_id, member_id)
+                    if member.state == MemberState.UNREVOKED_TASKS:
+                        self.rebalance_timers.schedule(
+                            (holder.group_id, member_id),
+                            member.rebalance_timeout_ms,
+                            self._rebalance_timeout,
+                            holder.group_id,
+                            member_id,
+                            member.member_epoch,
+                            member.rebalance_timeout_ms,
+                        )
+
+    def on_unloaded(self, groups: Iterable[GroupMetadata]) -> None:
+        for holder in groups:
+            if holder.streams is not None:
+                for member_id in holder.streams.members:
+                    self.session_timers.cancel((holder.group_id, member_id))
+                    self.rebalance_timers.cancel((holder.group_id, member_id))
+                self.initial_delay_timers.cancel((holder.group_id, ""))
+
+    def shutdown(self) -> None:
+        self.session_timers.cancel_all()
+        self.rebalance_timers.cancel_all()
+        self.initial_delay_timers.cancel_all()
+        self._tasks.cancel_all()
+
+    # -- StreamsGroupDescribe -----------------------------------------------------------
+
+    def describe(self, group_id: str) -> tuple[str, str | None, StreamsGroup | None]:
+        status = self.manager.group_status(group_id)
+        if status != "NONE":
+            return status, None, None
+        holder = self.manager.get_group(group_id)
+        if holder is None or holder.streams is None:
+            message = (
+                f"Group {group_id} not found."
+                if holder is None
+                else f"Group {group_id} is not a streams group."
+            )
+            return "GROUP_ID_NOT_FOUND", message, None
+        return "NONE", None, holder.streams
+
+
+def _updated_member(
+    member: StreamsGroupMember, request: StreamsHeartbeatRequest, joining: bool
+) -> StreamsGroupMember:
+    """The member with what the request changes (StreamsGroupMember.Builder's
+    maybeUpdate*: a null field keeps the value)."""
+
+    def keep(new: Any, old: Any) -> Any:
+        return old if new is None else new
+
+    topology = request.topology
+    timeout = request.rebalance_timeout_ms
+    return replace(
+        member,
+        instance_id=keep(request.instance_id, member.instance_id),
+        rack_id=keep(request.rack_id, member.rack_id),
+        rebalance_timeout_ms=member.rebalance_timeout_ms if timeout == -1 else timeout,
+        topology_epoch=member.topology_epoch if topology is None else topology.epoch,
+        client_id=request.client_id,
+        client_host=request.client_host,
+        process_id=keep(request.process_id, member.process_id),
+        client_tags=keep(request.client_tags, member.client_tags),
+        user_endpoint=request.user_endpoint
+        if joining
+        else keep(request.user_endpoint, member.user_endpoint),
+    )
+
+
+def _check_epoch(member: StreamsGroupMember, request: StreamsHeartbeatRequest) -> None:
+    """throwIfStreamsGroupMemberEpochIsInvalid."""
+    received = request.member_epoch
+    if received == 0:
+        return
+    if received > member.member_epoch:
+        raise GroupError(
+            "FENCED_MEMBER_EPOCH",
+            "The streams group member has a greater member "
+            f"epoch ({received}) than the one known by the group coordinator "
+            f"({member.member_epoch}). The member must abandon all its partitions "
+            "and rejoin.",
+        )
+    if received < member.member_epoch:
+        held = member.assigned
+        if (
+            received != member.previous_member_epoch
+            or not _contained(request.active_tasks, {s: set(ps) for s, ps in held.active.items()})
+            or not _contained(request.standby_tasks, held.standby)
+            or not _contained(request.warmup_tasks, held.warmup)
+        ):
+            raise GroupError(
+                "FENCED_MEMBER_EPOCH",
+                "The streams group member has a smaller "
+                f"member epoch ({received}) than the one known by the group "
+                f"coordinator ({member.member_epoch}). The member must abandon all "
+                "its partitions and rejoin.",
+            )
+
+
+def _contained(owned: Tasks | None, assigned: Tasks) -> bool:
+    """areOwnedTasksContainedInAssignedTasks: null owns nothing."""
+    if owned is None:
+        return True
+    return all(set(ps) <= assigned.get(s, set()) for s, ps in owned.items())
+
+
+def _throw_if_invalid_tasks(subtopologies: dict[str, Any], tasks: Tasks | None) -> None:
+    """throwIfRequestContainsInvalidTasks."""
+    for s, ps in (tasks or {}).items():
+        sub = subtopologies.get(s)
+        if sub is None:
+            raise GroupError("INVALID_REQUEST", f"Subtopology {s} does not exist in the topology.")
+        for p in ps:
+            if p < 0 or p >= sub.number_of_tasks:
+                raise GroupError(
+                    "INVALID_REQUEST",
+                    f"Task {p} for subtopology {s} is invalid. "
+                    f"Number of tasks for this subtopology: {sub.number_of_tasks}",
+                )
+
+
+def _same_tasks(target: TasksTuple, member: StreamsGroupMember) -> bool:
+    """TasksTuple.sameTasks: the same tasks whatever their epochs."""
+    held = member.assigned
+    return (
+        target.standby == held.standby
+        and target.warmup == held.warmup
+        and target.active == {s: set(ps) for s, ps in held.active.items()}
+    )
+
+
+def _same_topology(a: Any, b: Any) -> bool:
+    """StreamsTopology.equals: the epoch, and the subtopologies by id."""
+    return a.epoch == b.epoch and (
+        {s.subtopology_id: s for s in a.subtopologies}
+        == {s.subtopology_id: s for s in b.subtopologies}
+    )
+
+
+def _removal(group_id: str, member_id: str) -> list[sr.StreamsRecord]:
+    """removeStreamsMember: the member's current assignment, target and metadata."""
+    return [
+        sg.tombstone(sr.CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
+        sg.tombstone(sr.TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
+        sg.tombstone(sr.MEMBER_METADATA, group_id, member_id),
+    ]
+
+
+def _assign(
+    members: dict[str, StreamsGroupMember],
+    task_offsets: dict[str, tuple[dict, dict]],
+    configured: st.ConfiguredTopology,
+    configs: dict[str, str],
+) -> dict[str, TasksTuple]:
+    """TargetAssignmentBuilder.build: the sticky assignor over the configured topology
+    (every member without tasks while it is not ready); no warm-up tasks in a target."""
+    if not configured.is_ready or not configured.subtopologies:
+        return {m: TasksTuple() for m in members}
+    specs = {
+        member_id: streams_assignor.MemberSpec(
+            m.process_id,
+            {s: set(ps) for s, ps in m.assigned.active.items()},
+            m.assigned.standby,
+            task_offsets.get(member_id, ({}, {}))[0],
+        )
+        for member_id, m in members.items()
+    }
+    subtopologies = {
+        s: streams_assignor.SubtopologySpec(sub.number_of_tasks, bool(sub.state_changelog_topics))
+        for s, sub in configured.subtopologies.items()
+    }
+    try:
+        assigned = streams_assignor.assign(
+            specs, subtopologies, int(configs.get("num.standby.replicas", "0"))
+        )
+    except streams_assignor.TaskAssignorError as e:
+        raise GroupError(
+            "UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment: {e}"
+        ) from None
+    return {m: TasksTuple(a.active, a.standby, {}) for m, a in assigned.items()}
+
+
+def _java_map(configs: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in configs.items()) + "}"
