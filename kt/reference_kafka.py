@@ -67,6 +67,7 @@ TOOL_CLASSES_4 = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-console-share-consumer": "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
     "kafka-share-groups": "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+    "kafka-streams-groups": "org.apache.kafka.tools.streams.StreamsGroupCommand",
     "kafka-share-consumer-perf-test": "org.apache.kafka.tools.ShareConsumerPerformance",
 }
 

@@ -630,10 +630,7 @@ class StreamsGroupCoordinator:
                     )
                 )
             return group.assignment_epoch, {}
-        members = dict(group.members)
-        if updated is not None:
-            members[updated.member_id] = updated
-        targets = dict(group.target_assignment)
+        members, targets = _updated_view(group, updated)
         if group.assignment_epoch >= group_epoch:
             return group.assignment_epoch, targets
         if refine_only and group.assignment_epoch >= group.group_epoch:
@@ -1066,6 +1063,23 @@ def _updated_member(
         if joining
         else keep(request.user_endpoint, member.user_endpoint),
     )
+
+
+def _updated_view(group: StreamsGroup, updated: StreamsGroupMember | None
+                  ) -> tuple[dict[str, StreamsGroupMember], dict[str, TasksTuple]]:  # fmt: skip
+    """UpdatedMembersAndTargetAssignmentView: the members and targets with `updated` in;
+    a static member replacing another under a new member id takes its target."""
+    members, targets = dict(group.members), dict(group.target_assignment)
+    if updated is None:
+        return members, targets
+    members[updated.member_id] = updated
+    previous = group.static_members.get(updated.instance_id or "")
+    if updated.instance_id is not None and previous not in (None, updated.member_id):
+        if previous in targets:
+            targets[updated.member_id] = targets[previous]
+        members.pop(previous, None)
+        targets.pop(previous, None)
+    return members, targets
 
 
 def _check_epoch(member: StreamsGroupMember, request: StreamsHeartbeatRequest) -> None:
