@@ -257,7 +257,10 @@ def test_the_group_protocols_must_include_classic() -> None:
     """Kafka 4.4's default, classic, consumer and streams, is kt's; a list without classic
     is refused as by Kafka."""
     assert KafkaConfig({}).list_of("group.coordinator.rebalance.protocols") == [
-        "classic", "consumer", "streams"]
+        "classic",
+        "consumer",
+        "streams",
+    ]
     with pytest.raises(InvalidConfigError) as refused:
         KafkaConfig({"group.coordinator.rebalance.protocols": "consumer"})
     assert str(refused.value) == (
