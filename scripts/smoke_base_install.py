@@ -124,6 +124,10 @@ def calls(bootstrap: str, log_dir: Path, work: Path) -> dict[str, list[Call]]:
             Call((*b, "--list")),
             Call((*b, "--describe", "--group", "smoke-share")),
         ],
+        "streams-groups": [
+            Call((*b, "--list")),
+            Call((*b, "--list", "--state")),
+        ],
         "acls": [
             Call(
                 (*b, "--list"),

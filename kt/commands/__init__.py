@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "server-start": "kt.commands.server:server_start",
     "server-stop": "kt.commands.server:server_stop",
     "share-groups": "kt.commands.share_groups:share_groups",
+    "streams-groups": "kt.commands.streams_groups:streams_groups",
     "topics": "kt.commands.topics:topics",
     "top": "kt.commands.top:top",
     "transactions": "kt.commands.transactions:transactions",

@@ -94,6 +94,14 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
          "kt share-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group jobs "
          "--topic orders --to-earliest --execute"),
     ],
+    "kt streams-groups": [
+        ("Each member of a Kafka Streams application and the tasks it runs and keeps:",
+         "kt streams-groups --bootstrap-server 127.0.0.1:9092 --describe --group word-count "
+         "--members --verbose"),
+        ("Process the input again from its start once every instance is stopped:",
+         "kt streams-groups --bootstrap-server 127.0.0.1:9092 --reset-offsets --group "
+         "word-count --all-input-topics --to-earliest --delete-all-internal-topics --execute"),
+    ],
     "kt features": [
         ("The feature flags of the cluster (group.version 1: the consumer group protocol):",
          "kt features --bootstrap-server 127.0.0.1:9092 describe"),

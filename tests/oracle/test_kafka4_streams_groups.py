@@ -14,6 +14,7 @@ import re
 import signal
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -199,10 +200,31 @@ def normalized(text: str) -> list[str]:
     return rows[:1] + sorted(rows[1:])
 
 
-def word_count_as_seen_by_the_tool(base: Path, bootstrap: str) -> tuple[list[list[str]], float]:
+def kt_streams_groups(bootstrap: str, *args: str) -> str:
+    """`kt streams-groups`; its standard output (exit status 0 demanded)."""
+    command = [sys.executable, "-m", "kt", "streams-groups", "--bootstrap-server", bootstrap]
+    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+DESCRIBED = [(f"--{what}", *verbose) for what in ("members", "state", "offsets")
+             for verbose in ((), ("--verbose",))]  # fmt: skip
+
+
+def same_as_kafkas_tool(bootstrap: str, *args: str) -> bool:
+    """kt's tool prints what Kafka's prints, asked one after the other (again while the
+    group moves between them)."""
+    return kt_streams_groups(bootstrap, *args) == streams_groups(bootstrap, *args)
+
+
+def word_count_as_seen_by_the_tool(
+    base: Path, bootstrap: str, tool: Callable[..., str]
+) -> tuple[list[list[str]], float]:
     """Two instances count 3,000 lines; (what kafka-streams-groups prints once they are
-    settled, the seconds from an instance's kill -9 until the other runs all the tasks).
-    The counts are exact before the kill and after more lines."""
+    settled and, by `tool`, once they are gone, the seconds from an instance's kill -9
+    until the other runs all the tasks). The counts are exact before the kill and after
+    more lines; with kt's tool, it prints what Kafka's does."""
     create_topics(bootstrap)
     produce(bootstrap, 0, 3000)
     # a streams group's standby replicas are the group's config (the client's is ignored)
@@ -222,6 +244,12 @@ def word_count_as_seen_by_the_tool(base: Path, bootstrap: str) -> tuple[list[lis
             ("--describe", "--group", APP_ID, "--state"),
             ("--describe", "--group", APP_ID, "--offsets"),
         )]  # fmt: skip
+        if tool is kt_streams_groups:
+            for args in [("--list",), ("--list", "--state"), ("--list", "--state", "stable"),
+                         *(("--describe", "--group", APP_ID, *a) for a in DESCRIBED)]:  # fmt: skip
+                wait_until(lambda a=args: same_as_kafkas_tool(bootstrap, *a),
+                           f"kt streams-groups {' '.join(args)} printing as Kafka's", 30,
+                           instances)  # fmt: skip
         killed = time.monotonic()
         instances[1].kill()
         everything = "0:[0,1,2,3]; 1:[0,1,2,3];"
@@ -236,7 +264,19 @@ def word_count_as_seen_by_the_tool(base: Path, bootstrap: str) -> tuple[list[lis
         wait_until(lambda: "Empty" in streams_groups(bootstrap, "--describe", "--group", APP_ID,
                                                      "--state"),
                    "the group empty once its last member closed", 60, instances)  # fmt: skip
-        return printed, moved
+        group = ("--group", APP_ID)
+        inactive = [normalized(tool(bootstrap, *args)) for args in (
+            ("--describe", *group, "--state"),
+            ("--list", "--state"),
+            ("--reset-offsets", *group, "--all-input-topics", "--to-earliest", "--dry-run"),
+            ("--reset-offsets", *group, "--input-topic", f"{INPUT}:1", "--shift-by", "-10",
+             "--dry-run"),
+            ("--reset-offsets", *group, "--all-input-topics", "--to-offset", "5", "--execute",
+             "--delete-all-internal-topics"),
+            ("--delete", *group),
+            ("--list",),
+        )]  # fmt: skip
+        return [*printed, *inactive], moved
     finally:
         for instance in instances:
             instance.stop()
@@ -268,14 +308,25 @@ def test_a_streams_word_count_on_kt_as_on_kafka44(
     kt = broker_factory(**ONE_BROKER)
     (tmp_path / "on-kt").mkdir()
     (tmp_path / "on-kafka").mkdir()
-    ours, _ = word_count_as_seen_by_the_tool(tmp_path / "on-kt", kt.bootstrap)
-    theirs, _ = word_count_as_seen_by_the_tool(tmp_path / "on-kafka", kafka44_streams.bootstrap)
+    ours, _ = word_count_as_seen_by_the_tool(tmp_path / "on-kt", kt.bootstrap, kt_streams_groups)
+    theirs, _ = word_count_as_seen_by_the_tool(
+        tmp_path / "on-kafka", kafka44_streams.bootstrap, streams_groups
+    )
     assert ours == theirs
-    listed, described, state, offsets = ours
+    listed, described, state, offsets, *inactive = ours
     assert listed == [APP_ID]
     assert state[1].split()[-2:] == ["Stable", "2"]
     assert len(described) == 3 and all("STANDBY:" in row for row in described[1:])
     assert len(offsets) == 1 + 2 * PARTITIONS  # the lines and the repartition topic
+    empty, listed_states, dry_run, shifted, reset, deleted, gone = inactive
+    assert empty[0] == f"Error: Streams group '{APP_ID}' has no active members."
+    assert listed_states == ["GROUP STATE", f"{APP_ID} Empty"]
+    assert len(dry_run) == 1 + PARTITIONS and all(r.endswith(" 0") for r in dry_run[1:])
+    assert len(shifted) == 2 and shifted[1].split()[:3] == [APP_ID, INPUT, "1"]
+    assert deleted == [f"Deletion of requested streams groups ('{APP_ID}') was successful."]
+    assert gone == [] and len(reset) == 1 + PARTITIONS
+    topics = AdminClient({"bootstrap.servers": kt.bootstrap}).list_topics(timeout=30).topics
+    assert sorted(t for t in topics if not t.startswith("__")) == [OUTPUT, INPUT]  # no internal
 
 
 def test_exactly_once_through_broker_and_instance_kills_on_three_brokers(
