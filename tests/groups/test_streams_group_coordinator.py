@@ -303,6 +303,17 @@ def test_offset_commits_are_checked_against_the_member_epochs(tmp_path) -> None:
         await c.heartbeat(beat("a", 3, owned={"0": {0}}))  # task 1 is a's from epoch 4
         assert await commit("a", 3) == {("lines", 0): "NONE", ("lines", 1): "STALE_MEMBER_EPOCH"}
         assert await commit("a", 4) == dict.fromkeys(offsets, "NONE")
+        others = {("other", 0): OffsetAndMetadata(1)}
+        assert await group_admin.commit_offsets(classic, "app", "", None, -1, others) == {
+            ("other", 0): "UNKNOWN_MEMBER_ID"
+        }  # an outsider's commit while members run
+        holder = classic.manager.get_group("app")
+        holder.offsets[("other", 0)] = OffsetAndMetadata(1, commit_timestamp=0)
+        # retention spares the topics the topology reads while the group has members
+        assert holder.expired_offsets(10**13, 1000) == [("other", 0)]
+        await c.heartbeat(beat("a", -1))
+        assert sorted(holder.expired_offsets(10**13, 1000)) == [("lines", 0), ("lines", 1),
+                                                               ("other", 0)]  # fmt: skip
         c.shutdown()
 
     asyncio.run(scenario())
@@ -372,5 +383,58 @@ def test_a_member_may_not_change_the_topology(tmp_path) -> None:
         c.shutdown()
         assert c.describe("none")[:2] == ("GROUP_ID_NOT_FOUND", "Group none not found.")
         assert c.describe("app")[2].state != EMPTY_STATE
+
+    asyncio.run(scenario())
+
+
+def test_a_group_id_is_of_one_kind(tmp_path) -> None:
+    """A streams group's id is not a consumer, share or classic group's, and the reverse:
+    GROUP_ID_NOT_FOUND (INCONSISTENT_GROUP_PROTOCOL for a classic member), with Kafka's
+    messages."""
+    from kt.broker.group.consumer_group_coordinator import (
+        ConsumerGroupCoordinator,
+        ConsumerGroupSettings,
+    )
+    from kt.broker.group.group_config import GroupConfigs
+    from kt.config import KafkaConfig
+    from tests.groups.test_share_group_coordinator import (
+        beat as share_beat,
+    )
+    from tests.groups.test_share_group_coordinator import (
+        consumer_beat,
+        share_coordinator,
+    )
+
+    async def scenario() -> None:
+        classic, _ = coordinator_on(tmp_path)
+        await wait_loaded(classic)
+        c = coordinator(classic.manager)
+        consumers = ConsumerGroupCoordinator(classic.manager, Topics(), ConsumerGroupSettings(),
+                                             GroupConfigs(KafkaConfig({})), classic)  # fmt: skip
+        shares = share_coordinator(classic.manager)
+        assert (await c.heartbeat(beat("a", 0, stateless()))).error == "NONE"
+        assert (await consumers.heartbeat(consumer_beat("cg"))).error == "NONE"
+        refused = await consumers.heartbeat(consumer_beat("app"))
+        assert (refused.error, refused.message) == (
+            "GROUP_ID_NOT_FOUND",
+            "Group app is not a consumer group.",
+        )
+        refused = await shares.heartbeat(share_beat("s", 0, ["orders"], group="app"))
+        assert (refused.error, refused.message) == (
+            "GROUP_ID_NOT_FOUND",
+            "Group app is not a share group.",
+        )
+        joined = await classic.join_group("app", "", None, True, "c", "/h", 5000, 10000,
+                                          "consumer", [("range", b"")])  # fmt: skip
+        assert joined.error == "INCONSISTENT_GROUP_PROTOCOL"
+        other = StreamsHeartbeatRequest("cg", "b", 0, topology=stateless(),
+                                        rebalance_timeout_ms=1000)  # fmt: skip
+        refused = await c.heartbeat(other)
+        assert (refused.error, refused.message) == (
+            "GROUP_ID_NOT_FOUND",
+            "Group cg is not a streams group.",
+        )
+        for coordinator_ in (c, consumers, shares, classic):
+            coordinator_.shutdown()
 
     asyncio.run(scenario())

@@ -285,7 +285,7 @@ class ConsumerGroupCoordinator:
         holder = self.manager.get_group(group_id)
         if holder is not None and holder.consumer is not None:
             return holder.consumer
-        if holder is not None and holder.share is not None:
+        if holder is not None and (holder.share is not None or holder.streams is not None):
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group.")
         if not create:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Consumer group {group_id} not found.")
@@ -498,6 +498,7 @@ class ConsumerGroupCoordinator:
         if (
             holder is not None
             and holder.consumer is None
+            and holder.streams is None
             and not holder.offsets
             and holder.is_(GroupState.EMPTY)
             and not holder.members

@@ -102,8 +102,8 @@ class GroupCoordinator:
             return JoinResult("INVALID_SESSION_TIMEOUT", member_id)
         unknown = member_id == ""
         group = self.manager.get_group(group_id)
-        if group is not None and group.share is not None:
-            return JoinResult("INCONSISTENT_GROUP_PROTOCOL", "")  # a share group's id
+        if group is not None and (group.share is not None or group.streams is not None):
+            return JoinResult("INCONSISTENT_GROUP_PROTOCOL", "")  # a share or streams group's
         if group is not None and group.consumer is not None:
             if group.consumer.members:  # Kafka's group.consumer.migration.policy=disabled
                 return JoinResult("GROUP_ID_NOT_FOUND", member_id)

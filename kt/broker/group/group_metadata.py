@@ -392,9 +392,19 @@ class GroupMetadata:
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
         """Offsets past retention (GroupMetadata.removeExpiredOffsets): for an Empty group
         counted from when it became Empty, for a Stable consumer group only for topics
-        no member subscribes to, for a simple (offsets-only) group from each commit."""
+        no member subscribes to, for a simple (offsets-only) group from each commit; for a
+        consumer (KIP-848) or streams group from each commit, but for the topics its
+        members read (isSubscribedToTopic)."""
         subscribed: set[str] = set()
-        if self.protocol_type is not None and self.is_(GroupState.EMPTY):
+        modern = self.consumer if self.consumer is not None else self.streams
+        if modern is not None:  # Kafka 4's groups: OffsetExpirationConditionImpl by commit
+            subscribed = (modern.subscribed_names() if self.consumer is not None
+                          else self.streams.subscribed_topics())  # type: ignore[union-attr]  # fmt: skip
+
+            def base(o: OffsetAndMetadata) -> int:
+                return o.commit_timestamp
+
+        elif self.protocol_type is not None and self.is_(GroupState.EMPTY):
 
             def base(o: OffsetAndMetadata) -> int:
                 return self.current_state_timestamp

@@ -216,7 +216,8 @@ class ShareGroupCoordinator:
         holder = self.manager.get_group(group_id)
         if holder is not None and holder.share is not None:
             return holder.share
-        if holder is not None and (holder.consumer is not None or holder.protocol_type is not None):
+        if holder is not None and (holder.consumer is not None or holder.streams is not None
+                                   or holder.protocol_type is not None):  # fmt: skip
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a share group.")
         if not create:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Share group {group_id} not found.")
@@ -385,6 +386,7 @@ class ShareGroupCoordinator:
             holder is not None
             and holder.share is None
             and holder.consumer is None
+            and holder.streams is None
             and not (holder.offsets or holder.members or holder.protocol_type)
         ):
             self.manager.remove_group(holder)
