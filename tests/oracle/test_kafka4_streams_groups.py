@@ -100,7 +100,7 @@ class Instance:
             return
         self.stop_file.touch()
         try:
-            self.proc.wait(60)
+            self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -300,6 +300,7 @@ def kafka44_streams(tmp_path: Path, streams_jars: None) -> Iterator[ReferenceKaf
         yield kafka
 
 
+@pytest.mark.timeout(900)  # two brokers, each with its own run of the application
 def test_a_streams_word_count_on_kt_as_on_kafka44(
     tmp_path: Path, broker_factory, kafka44_streams: ReferenceKafka
 ) -> None:
@@ -329,6 +330,7 @@ def test_a_streams_word_count_on_kt_as_on_kafka44(
     assert sorted(t for t in topics if not t.startswith("__")) == [OUTPUT, INPUT]  # no internal
 
 
+@pytest.mark.timeout(900)
 def test_exactly_once_through_broker_and_instance_kills_on_three_brokers(
     tmp_path: Path, zookeeper: str, streams_jars: None
 ) -> None:
@@ -401,3 +403,34 @@ def test_exactly_once_through_broker_and_instance_kills_on_three_brokers(
         for instance in instances:
             instance.stop()
         cluster.close()
+
+
+def test_kafka4_configs_sets_and_refuses_streams_group_configs_as_on_kafka4(
+    kafka_factory, broker_factory
+) -> None:
+    """A streams group's configs (streams.*) through kafka-configs: Kafka 4.4's tool sets,
+    refuses (its messages, the broker's bounds) and describes the same against both."""
+    from tests.oracle.test_kafka4_consumer_groups import configs
+
+    runs = (
+        ("--alter", "--add-config", "streams.num.standby.replicas=1"),
+        ("--alter", "--add-config", "streams.num.standby.replicas=3"),
+        ("--alter", "--add-config", "streams.num.standby.replicas=-1"),
+        ("--alter", "--add-config", "streams.session.timeout.ms=30000"),
+        ("--alter", "--add-config", "streams.session.timeout.ms=50000"),
+        ("--alter", "--add-config", "streams.heartbeat.interval.ms=60000"),
+        ("--alter", "--add-config", "streams.assignment.interval.ms=20000"),
+        ("--alter", "--add-config", "streams.assignor.name=balanced"),
+        ("--alter", "--add-config", "streams.assignor.name=sticky"),
+        ("--alter", "--add-config", "streams.initial.rebalance.delay.ms=0"),
+        ("--describe",),
+        ("--alter", "--delete-config", "streams.num.standby.replicas"),
+        ("--describe",),
+    )
+    kafka = kafka_factory(version=KAFKA4_VERSION)
+    theirs = [configs(kafka.bootstrap, *args) for args in runs]
+    kt = broker_factory()
+    ours = [configs(kt.bootstrap, *args) for args in runs]
+    assert "streams.num.standby.replicas=1" in theirs[10][1]
+    assert "must be less than or equal to 2" in theirs[1][2]
+    assert ours == theirs
