@@ -153,3 +153,44 @@ def checked_client_props(props: dict[str, str]) -> dict[str, str]:
     except InvalidConfigError as e:
         fail(str(e))
     return props
+
+
+def run_group_tool(tool: Any, o: dict, action: str, scenario: tuple[str, object] | None,
+                   kind: str) -> bool:  # fmt: skip
+    """Run a share or streams group tool's action (`tool.run`) over a client of
+    --bootstrap-server: the reset scenario read (a --from-file plan's text), the errors
+    printed as Kafka's tool prints them ("Executing <kind> group command failed due to")."""
+    import sys
+
+    from kt.client.client import KafkaClient
+    from kt.client.groups import GroupAdmin
+    from kt.errors import KafkaError
+    from kt.tools import consumer_groups as cg
+
+    reset = None
+    if scenario is not None:
+        name, value = scenario
+        if name == "file":
+            try:
+                with open(str(value)) as f:
+                    value = f.read()
+            except OSError as e:
+                fail(f"Cannot read {o['from_file']}: {e.strerror}")
+        reset = cg.ResetScenario(name, value)  # type: ignore[arg-type]
+    props = load_client_config(o["command_config"])
+    try:
+        client = KafkaClient(o["bootstrap_server"], client_id=props.get("client.id", "kt-admin"),
+                             **client_security(props))  # fmt: skip
+    except KafkaError as e:
+        fail(f"Error connecting to {o['bootstrap_server']}: {e}")
+    failed = f"Executing {kind} group command failed due to"
+    try:
+        return bool(tool.run(GroupAdmin(client, o["timeout_ms"]), action, o, reset))
+    except KafkaError as e:
+        tool.print_error(sys.stdout, f"{failed} {tool.java_text(e)}")
+        return False
+    except cg.ConsumerGroupCommandError as e:
+        tool.print_error(sys.stdout, f"{failed} {e}")
+        return False
+    finally:
+        client.close()

@@ -3,16 +3,13 @@ reset or delete their offsets."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from kt.commands.common import (
     INT,
     KafkaCommand,
-    client_security,
     fail,
-    load_client_config,
+    run_group_tool,
     usage_error,
 )
 
@@ -62,7 +59,8 @@ def share_groups(**o: object) -> None:
     action = chosen[0]
     _check(o, action)
     try:
-        ok = _run(sg, o, action)
+        scenario = _scenarios(o)[0] if action == "reset_offsets" else None
+        ok = run_group_tool(sg, o, action, scenario, "share")
     except sg.ShareGroupCommandError as e:
         fail(str(e))
     except ValueError as e:
@@ -106,37 +104,3 @@ def _scenarios(o: dict) -> list[tuple[str, object]]:
         ("current", o["to_current"] or None), ("offset", o["to_offset"]),
         ("datetime", o["to_datetime"]), ("file", o["from_file"]),
     ) if v is not None]  # fmt: skip
-
-
-def _run(sg, o: dict, action: str) -> bool:  # type: ignore[no-untyped-def]
-    from kt.client.client import KafkaClient
-    from kt.client.groups import GroupAdmin
-    from kt.errors import KafkaError
-    from kt.tools import consumer_groups as cg
-
-    scenario = None
-    if action == "reset_offsets":
-        kind, value = _scenarios(o)[0]
-        if kind == "file":
-            try:
-                with open(str(value)) as f:
-                    value = f.read()
-            except OSError as e:
-                fail(f"Cannot read {o['from_file']}: {e.strerror}")
-        scenario = cg.ResetScenario(kind, value)  # type: ignore[arg-type]
-    props = load_client_config(o["command_config"])  # type: ignore[arg-type]
-    try:
-        client = KafkaClient(o["bootstrap_server"], client_id=props.get("client.id", "kt-admin"),
-                             **client_security(props))  # fmt: skip
-    except KafkaError as e:
-        fail(f"Error connecting to {o['bootstrap_server']}: {e}")
-    try:
-        return sg.run(GroupAdmin(client, o["timeout_ms"]), action, o, scenario)
-    except KafkaError as e:
-        sg.print_error(sys.stdout, f"Executing share group command failed due to {sg.java_text(e)}")
-        return False
-    except cg.ConsumerGroupCommandError as e:
-        sg.print_error(sys.stdout, f"Executing share group command failed due to {e}")
-        return False
-    finally:
-        client.close()

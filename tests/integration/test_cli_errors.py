@@ -199,6 +199,16 @@ CASES = [
          "--reset-offsets", "--group", "g", "--topic", "t", "--to-earliest"],
          ["Option [reset-offsets] takes the option: [execute] or [dry-run]"],
          usage=True),
+    Case("streams-groups-no-action", ["streams-groups", "--bootstrap-server", B], ["Command "
+         "must include exactly one action: --list, --describe, --delete, --reset-offsets, or "
+         "--delete-offsets."], usage=True),
+    Case("streams-groups-reset-no-scope", ["streams-groups", "--bootstrap-server", B,
+         "--reset-offsets", "--group", "g", "--to-earliest", "--dry-run"],
+         ["One of the reset scopes should be defined: --all-input-topics, --input-topic."],
+         usage=True),
+    Case("streams-groups-bad-state", ["streams-groups", "--bootstrap-server", B, "--list",
+         "--state", "busy"], ["Invalid state list 'busy'. Valid states are: Empty, NotReady, "
+         "Stable, Assigning, Reconciling, Dead"], usage=True),
     Case("share-consumer-reject-and-release", ["console-share-consumer", "--bootstrap-server",
          B, "--topic", "t", "--reject", "--release"],
          ["At most one of --reject and --release may be specified."], usage=True),
