@@ -32,16 +32,15 @@ from kt.client.client import KafkaClient  # noqa: E402
 from kt.client.groups import GroupAdmin  # noqa: E402
 from kt.client.streams_groups import StreamsGroupAdmin  # noqa: E402
 from kt.errors import KafkaError  # noqa: E402
-from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka, run_tool  # noqa: E402
+from kt.reference_kafka import KAFKA4_VERSION, ReferenceKafka  # noqa: E402
 from tests.oracle.test_kafka4_streams_groups import (  # noqa: E402
     APP_ID,
     ONE_BROKER,
     PARTITIONS,
-    Instance,
-    create_topics,
     expected_counts,
     last_counts,
     produce,
+    two_instances,
 )
 
 EVERY_TASK = [("0", list(range(PARTITIONS))), ("1", list(range(PARTITIONS)))]
@@ -69,13 +68,7 @@ def actives(bootstrap: str) -> list[list[tuple[str, list[int]]]]:
 
 def one_run(base: Path, bootstrap: str) -> tuple[float, float]:
     """(seconds until the survivor runs every task, until the counts are exact again)."""
-    create_topics(bootstrap)
-    produce(bootstrap, 0, 2000)
-    configured = run_tool("kafka-configs", "--bootstrap-server", bootstrap, "--alter",
-                          "--entity-type", "groups", "--entity-name", APP_ID, "--add-config",
-                          "streams.num.standby.replicas=1", version=KAFKA4_VERSION)  # fmt: skip
-    assert configured.returncode == 0, configured.stderr
-    instances = [Instance(base, bootstrap, f"app{n}").start() for n in range(2)]
+    instances = two_instances(base, bootstrap, 2000)
     try:
         wait(lambda: last_counts(bootstrap) == expected_counts(2000), "the first counts")
         wait(lambda: len([a for a in actives(bootstrap) if a]) == 2, "two running instances")

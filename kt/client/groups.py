@@ -178,6 +178,21 @@ class GroupAdmin:
                                      g.group_type or "classic")  # fmt: skip
         return [found[g] for g in sorted(found)]
 
+    def list_groups_of_type(self, group_type: str,
+                            states: list[str] | None = None) -> list[tuple[str, str]]:  # fmt: skip
+        """(group id, state) of every group of `group_type` (share, streams) of every
+        broker, sorted (ListGroups with its types filter)."""
+        self.client.metadata([])
+        found: dict[str, str] = {}
+        request = m.ListGroupsRequest(states_filter=states or [], types_filter=[group_type])
+        for broker_id in sorted(self.client.brokers):
+            response = self.client.connection(broker_id).send(ApiKey.LIST_GROUPS, request)
+            if response.error_code:
+                raise KafkaError(response.error_code, "ListGroups failed")
+            for g in response.groups:
+                found[g.group_id] = g.group_state
+        return sorted(found.items())
+
     def describe_group(self, group_id: str) -> GroupDescription:
         """A consumer group (KIP-848) as ConsumerGroupDescribe gives it, else a classic
         group as DescribeGroups does (Kafka's Admin.describeConsumerGroups)."""

@@ -48,17 +48,7 @@ class ShareGroupAdmin:
 
     def list_groups(self, states: list[str] | None = None) -> list[tuple[str, str]]:
         """(group id, state) of every share group of every broker, sorted."""
-        client = self.groups.client
-        client.metadata([])
-        found: dict[str, str] = {}
-        request = m.ListGroupsRequest(states_filter=states or [], types_filter=["share"])
-        for broker_id in sorted(client.brokers):
-            response = client.connection(broker_id).send(ApiKey.LIST_GROUPS, request)
-            if response.error_code:
-                raise KafkaError(response.error_code, "ListGroups failed")
-            for g in response.groups:
-                found[g.group_id] = g.group_state
-        return sorted(found.items())
+        return self.groups.list_groups_of_type("share", states)
 
     def describe(self, group_id: str) -> ShareGroupDescription:
         """ShareGroupDescribe; KafkaError for a group that is not a share group."""

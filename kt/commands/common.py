@@ -155,6 +155,20 @@ def checked_client_props(props: dict[str, str]) -> dict[str, str]:
     return props
 
 
+def run_group_command(tool: Any, o: dict, action: str, scenario: tuple[str, object] | None,
+                      kind: str, command_error: type[Exception]) -> None:  # fmt: skip
+    """A share or streams group command's action, exit 1 unless it fully succeeded:
+    `command_error` a one-line failure, ValueError a usage error."""
+    try:
+        ok = run_group_tool(tool, o, action, scenario, kind)
+    except command_error as e:
+        fail(str(e))
+    except ValueError as e:
+        usage_error(str(e))
+    if not ok:
+        raise SystemExit(1)
+
+
 def run_group_tool(tool: Any, o: dict, action: str, scenario: tuple[str, object] | None,
                    kind: str) -> bool:  # fmt: skip
     """Run a share or streams group tool's action (`tool.run`) over a client of

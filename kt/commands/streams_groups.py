@@ -8,8 +8,7 @@ import click
 from kt.commands.common import (
     INT,
     KafkaCommand,
-    fail,
-    run_group_tool,
+    run_group_command,
     usage_error,
 )
 
@@ -78,15 +77,8 @@ def streams_groups(**o: object) -> None:
                     "--reset-offsets, or --delete-offsets.")  # fmt: skip
     action = chosen[0]
     _check(o, action)
-    try:
-        scenario = _scenarios(o)[0] if action == "reset_offsets" else None
-        ok = run_group_tool(sg, o, action, scenario, "streams")
-    except sg.StreamsGroupCommandError as e:
-        fail(str(e))
-    except ValueError as e:
-        usage_error(str(e))
-    if not ok:
-        raise SystemExit(1)
+    scenario = _scenarios(o)[0] if action == "reset_offsets" else None
+    run_group_command(sg, o, action, scenario, "streams", sg.StreamsGroupCommandError)
 
 
 def _check(o: dict, action: str) -> None:

@@ -200,6 +200,18 @@ def normalized(text: str) -> list[str]:
     return rows[:1] + sorted(rows[1:])
 
 
+def two_instances(base: Path, bootstrap: str, lines: int) -> list[Instance]:
+    """The topics and `lines` lines, one standby per task, two instances started."""
+    create_topics(bootstrap)
+    produce(bootstrap, 0, lines)
+    # a streams group's standby replicas are the group's config (the client's is ignored)
+    configured = run_tool("kafka-configs", "--bootstrap-server", bootstrap, "--alter",
+                          "--entity-type", "groups", "--entity-name", APP_ID, "--add-config",
+                          "streams.num.standby.replicas=1", version=KAFKA4_VERSION)  # fmt: skip
+    assert configured.returncode == 0, configured.stderr
+    return [Instance(base, bootstrap, f"app{n}").start() for n in range(2)]
+
+
 def kt_streams_groups(bootstrap: str, *args: str) -> str:
     """`kt streams-groups`; its standard output (exit status 0 demanded)."""
     command = [sys.executable, "-m", "kt", "streams-groups", "--bootstrap-server", bootstrap]
@@ -225,14 +237,7 @@ def word_count_as_seen_by_the_tool(
     settled and, by `tool`, once they are gone, the seconds from an instance's kill -9
     until the other runs all the tasks). The counts are exact before the kill and after
     more lines; with kt's tool, it prints what Kafka's does."""
-    create_topics(bootstrap)
-    produce(bootstrap, 0, 3000)
-    # a streams group's standby replicas are the group's config (the client's is ignored)
-    configured = run_tool("kafka-configs", "--bootstrap-server", bootstrap, "--alter",
-                          "--entity-type", "groups", "--entity-name", APP_ID, "--add-config",
-                          "streams.num.standby.replicas=1", version=KAFKA4_VERSION)  # fmt: skip
-    assert configured.returncode == 0, configured.stderr
-    instances = [Instance(base, bootstrap, f"app{n}").start() for n in range(2)]
+    instances = two_instances(base, bootstrap, 3000)
     try:
         expected = expected_counts(3000)
         wait_until(lambda: last_counts(bootstrap) == expected, "exact counts", 180, instances)
