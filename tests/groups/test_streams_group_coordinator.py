@@ -88,13 +88,14 @@ def coordinator(manager: GroupMetadataManager, topics: Topics | None = None,
 
 
 def beat(member: str, epoch: int, topology: object = None, process: str | None = None,
-         owned: dict | None = None, **fields: object) -> StreamsHeartbeatRequest:  # fmt: skip
+         owned: dict | None = None, group: str = "app",
+         **fields: object) -> StreamsHeartbeatRequest:  # fmt: skip
     """A heartbeat as Kafka Streams sends it: the topology and process when joining, the
     tasks it owns (active only here) when it says."""
     tasks = {} if owned is None else {"active_tasks": owned, "standby_tasks": {},
                                       "warmup_tasks": {}}  # fmt: skip
     return StreamsHeartbeatRequest(
-        "app", member, epoch, topology=topology,
+        group, member, epoch, topology=topology,
         rebalance_timeout_ms=fields.pop("rebalance_timeout_ms", 30000 if epoch == 0 else -1),  # type: ignore[arg-type]
         process_id=process if process is not None else (member if epoch == 0 else None),
         client_id="client", client_host="/h", **tasks, **fields,  # type: ignore[arg-type]
@@ -435,6 +436,31 @@ def test_a_group_id_is_of_one_kind(tmp_path) -> None:
             "Group cg is not a streams group.",
         )
         for coordinator_ in (c, consumers, shares, classic):
+            coordinator_.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_offsets_retention_deletes_empty_streams_groups_only(tmp_path) -> None:
+    """The retention pass (cleanupGroupMetadata) deletes a streams group once it is empty
+    and without offsets, never one with members, and never a share group
+    (ShareGroup.shouldExpire)."""
+    from tests.groups.test_share_group_coordinator import beat as share_beat
+    from tests.groups.test_share_group_coordinator import share_coordinator
+
+    async def scenario() -> None:
+        classic, _ = coordinator_on(tmp_path)
+        await wait_loaded(classic)
+        c = coordinator(classic.manager)
+        shares = share_coordinator(classic.manager)
+        assert (await shares.heartbeat(share_beat("s", 0, ["orders"]))).error == "NONE"
+        assert (await c.heartbeat(beat("a", 0, stateless()))).error == "NONE"
+        assert (await c.heartbeat(beat("b", 0, stateless(), group="gone"))).error == "NONE"
+        assert (await c.heartbeat(beat("b", -1, group="gone"))).error == "NONE"
+        await classic.manager.cleanup_expired_offsets(1000)
+        assert c.describe("gone")[0] == "GROUP_ID_NOT_FOUND"
+        assert c.describe("app")[2] is not None and shares.describe("sg")[2] is not None
+        for coordinator_ in (c, shares, classic):
             coordinator_.shutdown()
 
     asyncio.run(scenario())

@@ -262,8 +262,8 @@ class GroupMetadataManager:
         return entries
 
     async def cleanup_expired_offsets(self, retention_ms: int) -> int:
-        """Drop offsets past retention; Empty groups left without offsets die. Returns
-        the number of offsets removed."""
+        """Drop offsets past retention; Empty groups left without offsets die (but share
+        groups: ShareGroup.shouldExpire). Returns the number of offsets removed."""
         removed = 0
         now = self.clock()
         for group in list(self.groups.values()):
@@ -273,12 +273,7 @@ class GroupMetadataManager:
             if expired:
                 await self.delete_offsets(group, expired)
                 removed += len(expired)
-            if (
-                group.is_(GroupState.EMPTY)
-                and not group.offsets
-                and not group.members
-                and (group.consumer is None or not group.consumer.members)
-            ):
+            if not group.offsets and _should_expire(group):
                 log.info("Group %s transitioned to Dead in generation %s",
                          group.group_id, group.generation_id)  # fmt: skip
                 await self.delete_group(group)
@@ -387,6 +382,17 @@ class GroupMetadataManager:
         for group in gone:
             del self.groups[group.group_id]
         return gone
+
+
+def _should_expire(group: GroupMetadata) -> bool:
+    """An empty group of any kind but share (ShareGroup.shouldExpire is false)."""
+    if group.share is not None:
+        return False
+    if group.streams is not None:
+        return not group.streams.members
+    if group.consumer is not None and group.consumer.members:
+        return False
+    return group.is_(GroupState.EMPTY) and not group.members
 
 
 def _apply_marker(batch: Any, offsets: dict, pending: dict) -> None:
