@@ -16,9 +16,20 @@ flight, as with Kafka's sender thread), is encoded once (with the producer id
 and the partition's next sequence when idempotent, kt.client.producer's rules) and is
 queued for its leader, whose connection carries up to `max.in.flight` unanswered Produce
 requests (the broker answers a connection's requests in order). Every record's callback
-runs with the batch's answer: (None, offset) or (KafkaError, -1). A failed batch is not
-retried (its records report the error); an idempotent producer then takes a new id, as
-kt's synchronous producer does.
+runs once, with the batch's answer: (None, offset) or (KafkaError, -1).
+
+A batch that fails with a retriable error (its leader moved, not enough replicas, the
+connection broke, a timeout) is sent again, up to `retries` times within
+`delivery.timeout.ms` of its first record (Kafka's defaults: no count, 120 s), after
+`retry.backoff.ms`, to its partition's leader as the metadata now says: the same bytes,
+so an idempotent producer's batch keeps its sequence, and the broker answers a batch it
+has already written with its first offsets (no duplicate). Retried batches go back in
+sequence order (RecordAccumulator.insertInSequenceOrder) and a partition's batches leave
+in that order, never one before an earlier one waiting out its backoff; a batch refused
+as out of order because an earlier one of its partition failed is retried with it (the
+TransactionManager's canRetry). Order per partition holds. A batch that fails for good
+reports its error; an idempotent producer then takes a new id, as kt's synchronous
+producer does.
 """
 
 from __future__ import annotations
@@ -38,6 +49,7 @@ from kt.protocol import messages as m
 from kt.storage.record_batch import MemoryRecordsBuilder
 
 Callback = Callable[[KafkaError | None, int], None]
+DUPLICATE_SEQUENCE_NUMBER = 46
 
 
 @dataclass
@@ -49,6 +61,9 @@ class _Batch:
     )  # encoded as they come
     callbacks: list[Callback | None] = field(default_factory=list)
     data: bytes = b""
+    sequence: int = -1  # its base sequence, when idempotent or transactional
+    attempts: int = 0  # sends that failed and were retried
+    not_before: float = 0.0  # a retry waits out retry.backoff.ms
 
 
 @dataclass
@@ -69,8 +84,12 @@ class PipelinedProducer:
         max_in_flight: int = 5,
         buffer_memory: int = 33554432,
         transactions: TransactionManager | None = None,
+        retries: int = 2**31 - 1,
+        delivery_timeout_ms: int = 120000,
     ) -> None:
         self.base = base
+        self.retries = retries  # Kafka's defaults: retried until delivery.timeout.ms
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.buffer_memory = buffer_memory
         self._buffered = 0  # bytes of the batches closed and not answered yet
         self.transactions = transactions
@@ -192,10 +211,11 @@ class PipelinedProducer:
         else:
             base.ensure_producer_id()
         if transactional or base.idempotent:
+            batch.sequence = base.next_sequence(batch.tp, records.count)
             batch.data = records.build(
                 compression_type=base.codec, producer_id=base.producer_id,
                 producer_epoch=base.producer_epoch, is_transactional=transactional,
-                base_sequence=base.next_sequence(batch.tp, records.count),
+                base_sequence=batch.sequence,
             )  # fmt: skip
         else:
             batch.data = records.build(compression_type=base.codec)
@@ -209,18 +229,33 @@ class PipelinedProducer:
         return waiting < self.max_in_flight
 
     def _send_queued(self) -> None:
-        for leader, queued in self._queued.items():
+        """Send each leader's queued batches while its connection has room, a
+        partition's in order: one waiting out its backoff holds back those behind it."""
+        now = time.monotonic()
+        failures: list[tuple[_Batch, KafkaError]] = []
+        for leader, queued in list(self._queued.items()):
             in_flight = self._in_flight.setdefault(leader, deque())
-            while queued and len(in_flight) < self.max_in_flight:
+            held: set[tuple[str, int]] = set()
+            kept: deque[_Batch] = deque()
+            while queued:
                 batch = queued.popleft()
+                full = len(in_flight) >= self.max_in_flight
+                if full or batch.tp in held or batch.not_before > now:
+                    held.add(batch.tp)
+                    kept.append(batch)
+                    continue
                 try:
                     in_flight.append(_InFlight(self._send(leader, batch), batch))
                 except KafkaError as e:
-                    self._failed(batch, e)
+                    held.add(batch.tp)
+                    failures.append((batch, e))
                     continue
                 if self.base.acks == 0:  # nothing comes back: done when written
                     in_flight.pop()
                     self._done(batch, -1)
+            queued.extend(kept)
+        for batch, error in failures:
+            self._failed(batch, error)
 
     def _send(self, leader: int, batch: _Batch) -> PendingResponse | None:
         R = m.ProduceRequest
@@ -261,10 +296,59 @@ class PipelinedProducer:
                 self._failed(item.batch, e)
             return
         part = response.responses[0].partition_responses[0]
-        if part.error_code:
+        if part.error_code == DUPLICATE_SEQUENCE_NUMBER:  # written before: done
+            self._done(entry.batch, part.base_offset)
+        elif part.error_code:
             self._failed(entry.batch, KafkaError(part.error_code, part.error_message))
         else:
             self._done(entry.batch, part.base_offset)
+
+    def _can_retry(self, batch: _Batch, error: KafkaError) -> bool:
+        """Sender.canRetry: a retriable error within `retries` and delivery.timeout.ms of
+        the batch's first record; with sequences, also an out-of-order refusal while an
+        earlier batch of the partition is not answered."""
+        expired = time.monotonic() > batch.created + self.delivery_timeout_s
+        if batch.attempts >= self.retries or expired or self.base.acks == 0:
+            return False
+        if error.retriable:
+            return True
+        return (
+            error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+            and batch.sequence >= 0
+            and any(
+                b.tp == batch.tp and 0 <= b.sequence < batch.sequence for b in self._unanswered()
+            )
+        )
+
+    def _unanswered(self) -> list[_Batch]:
+        return [*(b for q in self._queued.values() for b in q),
+                *(e.batch for q in self._in_flight.values() for e in q)]  # fmt: skip
+
+    def _retry(self, batch: _Batch) -> None:
+        """Queue the batch again for its partition's leader as the metadata now says,
+        among its partition's other queued batches in sequence order; they all move to
+        that leader."""
+        batch.attempts += 1
+        batch.not_before = time.monotonic() + self.base.retry_backoff_ms / 1000
+        self.base.forget_metadata()
+        topic, partition = batch.tp
+        try:
+            leader = self.base.topic_info(topic).partitions[partition].leader
+        except KafkaError:
+            leader = self._leaders.get(batch.tp, -1)
+        if batch.tp in self._open:
+            self._leaders[batch.tp] = leader
+        ours = [batch]
+        for queued in self._queued.values():
+            mine = [b for b in queued if b.tp == batch.tp]
+            for b in mine:
+                queued.remove(b)
+            ours += mine
+        ours.sort(key=lambda b: (b.sequence, b.created) if b.sequence >= 0 else (-1, 0.0))
+        if batch.sequence < 0:  # no sequences: the retried batch goes first (addFirst)
+            ours.remove(batch)
+            ours.insert(0, batch)
+        self._queued.setdefault(leader, deque()).extendleft(reversed(ours))
 
     def _done(self, batch: _Batch, base_offset: int) -> None:
         self._buffered -= len(batch.data)
@@ -273,6 +357,9 @@ class PipelinedProducer:
                 callback(None, base_offset + i if base_offset >= 0 else -1)
 
     def _failed(self, batch: _Batch, error: KafkaError) -> None:
+        if self._can_retry(batch, error):
+            self._retry(batch)
+            return
         self._buffered -= len(batch.data)
         if error.retriable:  # a leader moved: ask for the metadata again next time
             self.base.forget_metadata()

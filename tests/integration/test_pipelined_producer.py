@@ -134,3 +134,47 @@ def test_buffer_memory_bounds_what_waits_for_answers(module_broker) -> None:
     client.close()
     assert most <= 32768 + 8192 + 1024 + 100, most  # the bound, plus the batch over it
     assert sorted(answered) == list(range(4000))
+
+
+def test_retries_keep_order_and_write_once_through_a_leader_killed(tmp_path) -> None:
+    """The partition's leader killed -9 while an idempotent producer has five requests in
+    flight to it: the failed batches are sent again to the new leader in sequence order,
+    every record's callback runs once with its offset, and the partition holds every
+    record once, in send order (what was written before the kill answered as the
+    duplicate it is)."""
+    from kt.testing import KtCluster
+
+    records = 20000
+    overrides = {"min.insync.replicas": "2", "replica.lag.time.max.ms": "5000"}
+    with KtCluster(3, base_dir=tmp_path, overrides=overrides) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("moved", 1, 3)])["moved"].result(30)
+        client = KafkaClient(bootstrap)
+        producer = PipelinedProducer(Producer(client, acks=-1, batch_size=1024), linger_ms=0,
+                                     max_in_flight=5)  # fmt: skip
+        answers: list[list[tuple[str | None, int]]] = [[] for _ in range(records)]
+
+        def answered(i: int):  # type: ignore[no-untyped-def]
+            def on_delivery(error: KafkaError | None, offset: int) -> None:
+                answers[i].append((None if error is None else error.name, offset))
+
+            return on_delivery
+
+        killed = None
+        for i in range(records):
+            producer.send("moved", b"%06d" % i, on_delivery=answered(i))
+            if i % 50 == 0:
+                producer.poll(0)
+            if i == records // 3:
+                killed = cluster.leader_of("moved", 0)
+                cluster.kill_broker(killed)
+        producer.flush(120)
+        client.close()
+        assert [len(a) for a in answers] == [1] * records  # every callback once
+        assert {error for ((error, _),) in answers} == {None}
+        offsets = [offset for ((_, offset),) in answers]
+        assert offsets == list(range(records))  # in send order, nothing written twice
+        assert cluster.leader_of("moved", 0) != killed
+        values = [m.value() for m in read_all(bootstrap, "moved", 1, records)]
+        assert values == [b"%06d" % i for i in range(records)]

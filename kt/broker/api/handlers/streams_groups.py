@@ -342,6 +342,8 @@ def describe_group(R: Any, group: Any) -> Any:
                 for s_id, s in sorted((configured.subtopologies or {}).items())
             ],
         )
+    elif group.topology is None:  # records compacted away: Kafka would throw
+        topology = None
     else:
         stored = group.topology
 
