@@ -106,7 +106,9 @@ def test_a_refused_batch_tells_each_of_its_records(module_broker) -> None:
     bootstrap = module_broker.bootstrap
     create(bootstrap, "refused", 1, **{"min.insync.replicas": "2"})  # one replica: never
     client = KafkaClient(bootstrap)
-    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=0)
+    # retried (NOT_ENOUGH_REPLICAS is retriable) until delivery.timeout.ms, then reported
+    producer = PipelinedProducer(Producer(client, acks=-1), linger_ms=0,
+                                 delivery_timeout_ms=1500)  # fmt: skip
     errors: list[str] = []
     for _ in range(10):
         producer.send("refused", b"x", on_delivery=lambda e, o: errors.append(e.name))

@@ -123,8 +123,9 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     """kafka-features.sh describe: the consumer group protocol's feature (group.version) at
     level 1 as on Kafka 4.4 (the epoch aside); share.version up to 1, finalized (share
     groups served whatever the protocols list, as on Kafka 4.4) and transaction.version at
-    0, which kt serves; `kt features describe` prints the same. A broker without the
-    consumer protocol leaves group.version unfinalized, share.version not."""
+    0, which kt serves; streams.version 1 (streams groups); `kt features describe` prints
+    the same. A broker with the classic protocol only leaves group.version and
+    streams.version unfinalized, share.version not."""
     epoch = re.compile(r"Epoch: \S+$")
     theirs = {line.split()[1]: epoch.sub("", line) for line in features(kafka4.bootstrap)}
     ours = features(kt4.bootstrap)
@@ -133,6 +134,7 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
         # share.version 1 (share groups) kt serves; 2 (dead-letter queues) it does not
         theirs["share.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 1 ")
         .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 1 "),
+        theirs["streams.version"],  # streams groups, served as on Kafka 4.4
         theirs["transaction.version"].replace("SupportedMaxVersion: 2 ", "SupportedMaxVersion: 0 ")
         .replace("FinalizedVersionLevel: 2 ", "FinalizedVersionLevel: 0 "),
     ]  # fmt: skip
@@ -142,9 +144,10 @@ def test_kafka4_features_describes_group_version_as_on_kafka4(kafka4, kt4, broke
     )  # fmt: skip
     assert kt_tool.stdout.splitlines() == ours
     classic = broker_factory(**{"group.coordinator.rebalance.protocols": "classic"})
-    group_version, share_version, _ = features(classic.bootstrap)
+    group_version, share_version, streams_version, _ = features(classic.bootstrap)
     assert "FinalizedVersionLevel: 0 " in group_version
     assert "FinalizedVersionLevel: 1 " in share_version
+    assert "FinalizedVersionLevel: 0 " in streams_version
 
 
 def configs(bootstrap: str, *args: str) -> tuple[int, str, str]:
