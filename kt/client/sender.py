@@ -37,7 +37,7 @@ from __future__ import annotations
 import select
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kt.client.connection import BrokerConnection, PendingResponse
@@ -104,7 +104,7 @@ class PipelinedProducer:
     def send(
         self, topic: str, value: bytes | None, key: bytes | None = None,
         on_delivery: Callback | None = None, partition: int | None = None,
-        timestamp_ms: int | None = None,
+        timestamp_ms: int | None = None, headers: Sequence[tuple[str, bytes | None]] = (),
     ) -> None:  # fmt: skip
         """Append one record (its timestamp now unless given); sends the batches that are
         due on the way. While `buffer_memory` bytes of closed batches wait for their
@@ -126,7 +126,7 @@ class PipelinedProducer:
             self._leaders[tp] = info.partitions[partition].leader
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        size = batch.records.append(timestamp_ms, key, value)
+        size = batch.records.append(timestamp_ms, key, value, headers)
         batch.callbacks.append(on_delivery)
         if size >= base.batch_size:
             self._close(batch)

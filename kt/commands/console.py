@@ -74,6 +74,7 @@ def console_producer(
     """Read lines from standard input and send each as a record."""
     from kt.client.client import KafkaClient
     from kt.client.producer import Producer, acks_number, idempotence
+    from kt.client.sender import PipelinedProducer
     from kt.errors import KafkaError
     from kt.tools.console import LineFormatError, LineReader, stdin_lines
 
@@ -98,29 +99,47 @@ def console_producer(
     try:
         client = KafkaClient(bootstrap_server, client_id=props.get("client.id", "console-producer"),
                              **security)  # fmt: skip
-        producer = Producer(
+        base = Producer(
             client,
             acks=acks_number(props["acks"]),
             compression=props["compression.type"],
-            batch_size=1 if sync else int(props["batch.size"]),
+            batch_size=int(props["batch.size"]),
             request_timeout_ms=int(props["request.timeout.ms"]),
-            retries=int(props["retries"]),
             retry_backoff_ms=int(props["retry.backoff.ms"]),
             max_block_ms=int(props["max.block.ms"]),
-            buffer_memory=int(props["buffer.memory"]),
             idempotent=idempotent,
         )
+        producer = PipelinedProducer(
+            base, linger_ms=int(props["linger.ms"]),
+            max_in_flight=int(props.get("max.in.flight.requests.per.connection", "5")),
+            buffer_memory=int(props["buffer.memory"]), retries=int(props["retries"]),
+            delivery_timeout_ms=int(props.get("delivery.timeout.ms", "120000")),
+        )  # fmt: skip
+        failed: list[int] = []
+
+        def report(error: KafkaError | None, _offset: int) -> None:
+            """ErrorLoggingCallback: a record the broker refused, on standard error."""
+            if error is not None:
+                failed.append(1)
+                click.echo(f"Error when sending message to topic {topic}: {error.name}: "
+                           f"{error.message}", err=True)  # fmt: skip
+
         number = 0
         try:
             for line in stdin_lines(int(props["linger.ms"]) / 1000):
                 if line is None:  # linger.ms passed with nothing new: send what waits
-                    failures += _report(producer.flush())
+                    producer.poll(0)
                     continue
                 number += 1
                 key, value, headers = reader.parse(line, number)
-                failures += _report(producer.send(topic, value, key, headers))
+                producer.send(topic, value, key, on_delivery=report, headers=headers or ())
+                if sync:  # --sync: each record answered before the next is read
+                    producer.flush(base.request_timeout_ms / 1000 * 4)
+                elif number % 64 == 0:
+                    producer.poll(0)
         finally:  # everything read before an error is sent before the tool exits
-            failures += _report(producer.flush())
+            producer.flush(max(60.0, base.request_timeout_ms / 1000 * 4))
+        failures = len(failed)
     except (LineFormatError, KafkaError) as e:
         fail(f"ERROR {e}")
     finally:
@@ -162,22 +181,6 @@ def _producer_props(ctx: click.Context, props: dict[str, str]) -> dict[str, str]
         except ValueError as e:
             fail(str(e))
     return props
-
-
-def _report(results: list) -> int:
-    from kt.errors import error_for
-
-    failed = 0
-    for r in results:
-        if r.error_code:
-            failed += 1
-            message = r.error_message or error_for(r.error_code).message
-            click.echo(
-                f"Error when sending message to topic {r.topic}: {error_for(r.error_code).name}: "
-                f"{message}",
-                err=True,
-            )
-    return failed
 
 
 @click.command("console-consumer", cls=KafkaCommand)
