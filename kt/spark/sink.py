@@ -22,7 +22,7 @@ sink promises.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,14 +44,15 @@ from pyspark.sql.types import (
 )
 
 from kt.client.producer import idempotence
-from kt.errors import InvalidConfigError
+from kt.errors import InvalidConfigError, KafkaError
 from kt.spark.options import BOOTSTRAP_SERVERS
 from kt.unsupported import refuse_client_features
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from kt.client.producer import Producer
+    from kt.client.sender import PipelinedProducer
+
 
 TOPIC_REQUIRED = (
     "topic option required when no 'topic' attribute is present. Use the topic option for "
@@ -144,32 +145,52 @@ class KtCommitMessage(WriterCommitMessage):
 
 
 def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> KtCommitMessage:
-    """Produce the rows of one task; returns only when all of them are acknowledged."""
+    """Produce the rows of one task through the pipelined producer (batches gathered
+    while requests are in flight, retried as the Java producer does); returns only when
+    all of them are acknowledged, else raises the first refusal (a failed task: Spark
+    runs it again)."""
     from kt.client.client import KafkaClient
     from kt.client.producer import Producer, acks_number
+    from kt.client.sender import PipelinedProducer
 
     props = options.producer
     client = KafkaClient(options.bootstrap_servers, client_id=props.get("client.id", "kt-spark"))
+    refused: list[KafkaError] = []
+
+    def on_delivery(error: KafkaError | None, _offset: int) -> None:
+        if error is not None:
+            refused.append(error)
+
     try:
-        producer = Producer(
+        base = Producer(
             client, acks=acks_number(props.get("acks", "all")),
             compression=props.get("compression.type", "none"),
             batch_size=int(props.get("batch.size", 16384)),
-            retries=int(props.get("retries", 5)),
             request_timeout_ms=int(props.get("request.timeout.ms", 30000)),
+            retry_backoff_ms=int(props.get("retry.backoff.ms", 100)),
             max_block_ms=int(props.get("max.block.ms", 60000)),
             idempotent=idempotence(props),
         )  # fmt: skip
+        producer = PipelinedProducer(
+            base, linger_ms=float(props.get("linger.ms", 5)),
+            max_in_flight=int(props.get("max.in.flight.requests.per.connection", 5)),
+            buffer_memory=int(props.get("buffer.memory", 33554432)),
+            retries=int(props.get("retries", 2**31 - 1)),
+            delivery_timeout_ms=int(props.get("delivery.timeout.ms", 120000)),
+        )  # fmt: skip
         written = 0
         for batch in batches:
-            written += _produce(producer, options, batch)
-        _check(producer.flush())
+            written += _produce(producer, options, batch, on_delivery)
+            _raise_first(refused)
+        producer.flush(max(60.0, base.request_timeout_ms / 1000 * 4))
+        _raise_first(refused)
     finally:
         client.close()
     return KtCommitMessage(written)
 
 
-def _produce(producer: Producer, options: SinkOptions, batch: pa.RecordBatch) -> int:
+def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.RecordBatch,
+             on_delivery: Callable[[KafkaError | None, int], None]) -> int:  # fmt: skip
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -195,11 +216,12 @@ def _produce(producer: Producer, options: SinkOptions, batch: pa.RecordBatch) ->
         topic = topics[i]
         if topic is None:
             raise SinkError(NULL_TOPIC)
-        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else None
-        _check(producer.send(
-            topic, values[i], keys[i], record_headers, partitions[i],
-            stamps[i] if stamps is not None else None,
-        ))  # fmt: skip
+        record_headers = [(h["key"], h["value"]) for h in headers[i]] if headers[i] else ()
+        producer.send(topic, values[i], keys[i], on_delivery=on_delivery,  # type: ignore[index]
+                      partition=partitions[i], headers=record_headers,
+                      timestamp_ms=stamps[i] if stamps is not None else None)  # fmt: skip
+        if i % 256 == 255:
+            producer.poll(0)
     return n
 
 
@@ -214,16 +236,11 @@ def _timestamps(batch: pa.RecordBatch, name: str) -> list[int | None]:
     return array.to_pylist()
 
 
-def _check(results: list) -> None:
-    """Raise for the first batch the broker did not take (a failed task: Spark retries)."""
-    from kt.errors import KafkaError, error_for
-
-    for result in results:
-        if result.error_code:
-            name = error_for(result.error_code).name
-            detail = result.error_message or error_for(result.error_code).message
-            raise KafkaError(result.error_code, f"{name}: {detail} "
-                             f"(producing to {result.topic}-{result.partition})")  # fmt: skip
+def _raise_first(refused: list[KafkaError]) -> None:
+    """Raise the first record the broker did not take (a failed task: Spark retries)."""
+    if refused:
+        error = refused[0]
+        raise KafkaError(error.code, f"{error.name}: {error.message}")
 
 
 class KtBatchWriter(DataSourceArrowWriter):
