@@ -256,6 +256,13 @@ class GroupAdmin:
 
     def fetch_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
         """Committed offsets of every partition the group has one for."""
+        return {tp: offset for tp, (offset, _) in self.fetch_offsets_and_epochs(group_id).items()}
+
+    def fetch_offsets_and_epochs(
+        self, group_id: str
+    ) -> dict[tuple[str, int], tuple[int, int | None]]:
+        """(committed offset, its leader epoch or None) of every partition the group has
+        an offset for."""
         R = m.OffsetFetchRequest
         body = R(group_id=group_id, topics=None,
                  groups=[R.OffsetFetchRequestGroup(group_id=group_id, topics=None)])  # fmt: skip
@@ -269,7 +276,10 @@ class GroupAdmin:
             raise KafkaError(code, f"OffsetFetch for group {group_id} failed")
         topics = response.groups[0].topics if response.groups else response.topics
         return {
-            (t.name, p.partition_index): p.committed_offset
+            (t.name, p.partition_index): (
+                p.committed_offset,
+                p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None,
+            )
             for t in topics
             for p in t.partitions
             if p.committed_offset >= 0

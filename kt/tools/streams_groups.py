@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from kt.client.groups import GroupAdmin
 from kt.client.streams_groups import StreamsAssignment, StreamsGroupAdmin, StreamsGroupDescription
@@ -149,7 +149,7 @@ def describe_offsets(groups: GroupAdmin, out: TextIO, d: StreamsGroupDescription
     partitions = _active_partitions(d)
     earliest = cg.log_offsets(groups, partitions, cg.EARLIEST)
     latest = cg.log_offsets(groups, partitions, cg.LATEST)
-    committed = committed_offsets(groups, d)
+    committed = committed_offsets(groups, d, epochs=True)
     if d.state == "Dead" or not d.members:
         return
     _maybe_print_empty(out, d)
@@ -157,30 +157,37 @@ def describe_offsets(groups: GroupAdmin, out: TextIO, d: StreamsGroupDescription
     for tp in partitions:
         if tp not in earliest or tp not in latest:
             continue
-        current = committed.get(tp)
+        current, epoch = committed.get(tp, (None, None))
         lag = latest[tp] - (current if current is not None else earliest[tp])
-        rows.append((tp, current, latest[tp], lag))
+        rows.append((tp, current, epoch, latest[tp], lag))
     widths = [max(15, len(d.group_id)), max([15, *(len(tp[0]) for tp in partitions)]), 10]
     if not verbose:
         out.write(_format(widths, ["GROUP", "TOPIC", "PARTITION", "OFFSET-LAG"]) + "\n")
-        for (topic, partition), _, _, lag in rows:
+        for (topic, partition), _, _, _, lag in rows:
             out.write(_format(widths, [d.group_id, topic, partition, lag]) + "\n")
         return
     widths += [15, 15, 15, 15]  # "%-15s%n": the last column padded too
     lines = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LEADER-EPOCH", "LOG-END-OFFSET",
               "OFFSET-LAG"]] + [
-        [d.group_id, tp[0], tp[1], "-" if current is None else current, "-", end, lag]
-        for tp, current, end, lag in rows]  # fmt: skip
+        [d.group_id, tp[0], tp[1], _or_dash(current), _or_dash(epoch), end, lag]
+        for tp, current, epoch, end, lag in rows]  # fmt: skip
     for cells in lines:
         out.write(" ".join(str(v).ljust(w) for w, v in zip(widths, cells, strict=True)) + "\n")
 
 
-def committed_offsets(groups: GroupAdmin, d: StreamsGroupDescription,
-                      repartition: bool = True) -> dict[TopicPartition, int]:  # fmt: skip
+def committed_offsets(groups: GroupAdmin, d: StreamsGroupDescription, repartition: bool = True,
+                      epochs: bool = False) -> dict[TopicPartition, Any]:  # fmt: skip
     """getCommittedOffsets (getInputTopicOffsets without the repartition topics): the
-    group's committed offsets of the topics its topology reads."""
+    group's committed offsets of the topics its topology reads (with `epochs`, each with
+    its leader epoch)."""
     topics = d.source_topics(repartition)
-    return {tp: o for tp, o in groups.fetch_offsets(d.group_id).items() if tp[0] in topics}
+    found = (groups.fetch_offsets_and_epochs(d.group_id) if epochs
+             else groups.fetch_offsets(d.group_id))  # fmt: skip
+    return {tp: o for tp, o in found.items() if tp[0] in topics}
+
+
+def _or_dash(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 # -- delete ---------------------------------------------------------------------------------
