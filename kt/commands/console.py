@@ -122,7 +122,7 @@ def console_producer(
             if error is not None:
                 failed.append(1)
                 click.echo(f"Error when sending message to topic {topic}: {error.name}: "
-                           f"{error.message}", err=True)  # fmt: skip
+                           f"{error}", err=True)  # fmt: skip
 
         number = 0
         try:

@@ -240,7 +240,7 @@ def _raise_first(refused: list[KafkaError]) -> None:
     """Raise the first record the broker did not take (a failed task: Spark retries)."""
     if refused:
         error = refused[0]
-        raise KafkaError(error.code, f"{error.name}: {error.message}")
+        raise KafkaError(error.code, f"{error.name}: {error}")
 
 
 class KtBatchWriter(DataSourceArrowWriter):

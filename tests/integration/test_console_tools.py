@@ -130,6 +130,24 @@ def test_producer_line_errors(module_broker) -> None:
     assert error.endswith("No header key separator found in pair 'novalue' on line number 1")
 
 
+def test_a_refused_record_is_printed_and_the_tool_fails(module_broker) -> None:
+    """Each record the broker refuses (here, after its retries: NOT_ENOUGH_REPLICAS, one
+    replica where two must be in sync) prints its error on standard error, as the Java
+    tool's ErrorLoggingCallback does; the tool exits 1."""
+    kt_ok("topics", "--bootstrap-server", module_broker.bootstrap, "--create", "--topic",
+          "console-refused", "--partitions", "1", "--config", "min.insync.replicas=2")  # fmt: skip
+    result = kt_command(
+        "console-producer", "--bootstrap-server", module_broker.bootstrap,
+        "--topic", "console-refused", "--producer-property", "delivery.timeout.ms=1000",
+        input="one\ntwo\n",
+    )  # fmt: skip
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and all(
+        line.startswith("Error when sending message to topic console-refused: "
+                        "NOT_ENOUGH_REPLICAS: ") for line in lines), lines  # fmt: skip
+
+
 def test_read_committed_leaves_out_aborted_records(module_broker) -> None:
     """--isolation-level read_committed prints the committed transactions' records only,
     as Kafka's ConsoleConsumer does; read_uncommitted prints the aborted ones too."""
