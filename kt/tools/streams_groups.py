@@ -43,6 +43,11 @@ def _format(widths: Sequence[int], values: Sequence[object]) -> str:
     return " ".join([*cells, str(values[-1])])
 
 
+def _padded(widths: Sequence[int], values: Sequence[object]) -> str:
+    """Java's printf("%-Ns ...") where every column, the last too, is padded."""
+    return " ".join(str(v).ljust(w) for w, v in zip(widths, values, strict=True))
+
+
 def parse_states(text: str) -> list[str]:
     """groupStatesFromString: case-insensitive, the streams group states only."""
     by_lower = {s.lower(): s for s in STREAMS_STATES}
@@ -172,7 +177,7 @@ def describe_offsets(groups: GroupAdmin, out: TextIO, d: StreamsGroupDescription
         [d.group_id, tp[0], tp[1], _or_dash(current), _or_dash(epoch), end, lag]
         for tp, current, epoch, end, lag in rows]  # fmt: skip
     for cells in lines:
-        out.write(" ".join(str(v).ljust(w) for w, v in zip(widths, cells, strict=True)) + "\n")
+        out.write(_padded(widths, cells) + "\n")
 
 
 def committed_offsets(groups: GroupAdmin, d: StreamsGroupDescription, repartition: bool = True,
@@ -310,13 +315,13 @@ def delete_offsets(groups: GroupAdmin, out: TextIO, group: str, topics: list[str
     else:
         print_error(out, f"Encountered some unknown error: {name}")
     width = max([15, *(len(t) for t, _ in results)])
-    out.write("\n" + _format([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"]))
+    out.write("\n" + _padded([width, 10, 15], ["TOPIC", "PARTITION", "STATUS"]))
     for (topic, partition), error in sorted(
         results.items(), key=lambda kv: kv[0][0] + str(kv[0][1])
     ):
         status = "Successful" if error is None else f"Error: {error}"
         shown = partition if partition >= 0 else "-"
-        out.write("\n" + _format([width, 10, 15], [topic, shown, status]))
+        out.write("\n" + _padded([width, 10, 15], [topic, shown, status]))
     out.write("\n")
     return top == 0 and all(e is None for e in results.values())
 

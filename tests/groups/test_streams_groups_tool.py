@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kt.client.client import KafkaClient
+from kt.client.groups import GroupAdmin
 from kt.protocol import ApiKey
 from kt.protocol import messages as m
 from tests.groups._clients import wait_until
@@ -126,9 +127,15 @@ def scenario(b: str) -> None:
     assert tool(b, *reset, "--dry-run") == planned
     assert tool(b, *reset, "--execute") == planned
     with KafkaClient(b) as client:
-        from kt.client.groups import GroupAdmin
-
         assert GroupAdmin(client).fetch_offsets(GROUP) == {(TOPIC, 0): 0, (TOPIC, 1): 0}
+    deleted = tool(b, "--delete-offsets", "--group", GROUP, "--input-topic", f"{TOPIC}:1")
+    assert deleted == (
+        f"Request succeeded for deleting offsets from group {GROUP}.\n"
+        "\nTOPIC           PARTITION  STATUS         "
+        f"\n{TOPIC}      1          Successful     \n"
+    )  # fmt: skip
+    with KafkaClient(b) as client:
+        assert GroupAdmin(client).fetch_offsets(GROUP) == {(TOPIC, 0): 0}
     assert tool(b, "--delete", "--group", GROUP) == (
         f"Deletion of requested streams groups ('{GROUP}') was successful.\n"
     )
