@@ -109,9 +109,6 @@ class StreamsHeartbeatRequest:
     client_id: str = ""
     client_host: str = ""
     api_version: int = 1
-    # what the member's topology lists as source topics without the topology's partitions
-    # (subtopology ids with regexes): refused, as Kafka 4.4 does
-    source_topic_regex: bool = False
 
 
 @dataclass
