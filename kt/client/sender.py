@@ -237,10 +237,9 @@ class PipelinedProducer:
             in_flight = self._in_flight.setdefault(leader, deque())
             held: set[tuple[str, int]] = set()
             kept: deque[_Batch] = deque()
-            while queued:
+            while queued and len(in_flight) < self.max_in_flight:
                 batch = queued.popleft()
-                full = len(in_flight) >= self.max_in_flight
-                if full or batch.tp in held or batch.not_before > now:
+                if batch.tp in held or batch.not_before > now:
                     held.add(batch.tp)
                     kept.append(batch)
                     continue
@@ -253,7 +252,7 @@ class PipelinedProducer:
                 if self.base.acks == 0:  # nothing comes back: done when written
                     in_flight.pop()
                     self._done(batch, -1)
-            queued.extend(kept)
+            queued.extendleft(reversed(kept))  # back at the front, in their order
         for batch, error in failures:
             self._failed(batch, error)
 
