@@ -253,8 +253,8 @@ class PipelinedProducer:
                     in_flight.pop()
                     self._done(batch, -1)
             queued.extendleft(reversed(kept))  # back at the front, in their order
-        for batch, error in failures:
-            self._failed(batch, error)
+        for batch, error in failures:  # never sent: no attempt spent (a node not ready)
+            self._failed(batch, error, sent=False)
 
     def _send(self, leader: int, batch: _Batch) -> PendingResponse | None:
         R = m.ProduceRequest
@@ -278,7 +278,17 @@ class PipelinedProducer:
             if timeout_s > 0:
                 time.sleep(timeout_s)
             return
-        connections = {self.base.client.connection(leader): leader for leader in waiting}
+        connections = {}
+        for leader in waiting:
+            try:
+                connections[self.base.client.connection(leader)] = leader
+            except KafkaError as e:  # gone, and it cannot be reached again: all lost
+                lost = list(self._in_flight[leader])
+                self._in_flight[leader].clear()
+                for item in lost:
+                    self._failed(item.batch, e)
+        if not connections:
+            return
         readable, _, _ = select.select(list(connections), [], [], max(timeout_s, 0.0))
         for connection in readable:
             self._read_one(connections[connection], connection)
@@ -302,12 +312,12 @@ class PipelinedProducer:
         else:
             self._done(entry.batch, part.base_offset)
 
-    def _can_retry(self, batch: _Batch, error: KafkaError) -> bool:
+    def _can_retry(self, batch: _Batch, error: KafkaError, sent: bool = True) -> bool:
         """Sender.canRetry: a retriable error within `retries` and delivery.timeout.ms of
         the batch's first record; with sequences, also an out-of-order refusal while an
         earlier batch of the partition is not answered."""
         expired = time.monotonic() > batch.created + self.delivery_timeout_s
-        if batch.attempts >= self.retries or expired or self.base.acks == 0:
+        if (sent and batch.attempts >= self.retries) or expired or self.base.acks == 0:
             return False
         if error.retriable:
             return True
@@ -323,11 +333,12 @@ class PipelinedProducer:
         return [*(b for q in self._queued.values() for b in q),
                 *(e.batch for q in self._in_flight.values() for e in q)]  # fmt: skip
 
-    def _retry(self, batch: _Batch) -> None:
+    def _retry(self, batch: _Batch, sent: bool = True) -> None:
         """Queue the batch again for its partition's leader as the metadata now says,
         among its partition's other queued batches in sequence order; they all move to
-        that leader."""
-        batch.attempts += 1
+        that leader. A batch that could not be sent (its leader unreachable) spends no
+        attempt, as Kafka's sender drains only nodes that are ready."""
+        batch.attempts += sent
         batch.not_before = time.monotonic() + self.base.retry_backoff_ms / 1000
         self.base.forget_metadata()
         topic, partition = batch.tp
@@ -355,9 +366,9 @@ class PipelinedProducer:
             if callback is not None:
                 callback(None, base_offset + i if base_offset >= 0 else -1)
 
-    def _failed(self, batch: _Batch, error: KafkaError) -> None:
-        if self._can_retry(batch, error):
-            self._retry(batch)
+    def _failed(self, batch: _Batch, error: KafkaError, sent: bool = True) -> None:
+        if self._can_retry(batch, error, sent):
+            self._retry(batch, sent)
             return
         self._buffered -= len(batch.data)
         if error.retriable:  # a leader moved: ask for the metadata again next time
