@@ -23,12 +23,8 @@ from kt.broker.group.heartbeat_request import GroupError
 from kt.broker.group.offsets_records import OffsetAndMetadata
 from kt.broker.group.streams_current_assignment import MemberState
 from kt.broker.group.streams_group import ASSIGNING, EMPTY_STATE, NOT_READY, STABLE
-from kt.broker.group.streams_group_coordinator import (
-    StreamsGroupCoordinator,
-    StreamsGroupSettings,
-    StreamsHeartbeatRequest,
-    validate,
-)
+from kt.broker.group.streams_group_coordinator import StreamsGroupCoordinator, StreamsGroupSettings
+from kt.broker.group.streams_heartbeat_request import StreamsHeartbeatRequest, validate
 from tests.groups.test_group_coordinator import coordinator_on, wait_loaded, wait_until
 
 V = sr.TopologyValue
@@ -233,10 +229,12 @@ def test_an_expired_session_fences_the_member_and_its_tasks_move(tmp_path) -> No
         await c.heartbeat(beat("a", 0, stateless()))
         b = await c.heartbeat(beat("b", 0, stateless()))
         group = c.describe("app")[2]
-        for _ in range(10):  # b keeps its session; a stops heartbeating
+        deadline = asyncio.get_running_loop().time() + 10
+        while "a" in group.members:  # b keeps its session; a stops heartbeating
+            assert asyncio.get_running_loop().time() < deadline, "a never fenced"
             b = await c.heartbeat(beat("b", b.member_epoch, owned=active(b) or {}))
+            assert b.error == "NONE", b.message
             await asyncio.sleep(0.05)
-        assert "a" not in group.members
         b = await c.heartbeat(beat("b", b.member_epoch, owned={"0": {1}}))
         assert set(group.members["b"].assigned.active["0"]) == {0, 1}
         c.shutdown()

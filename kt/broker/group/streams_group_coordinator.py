@@ -27,17 +27,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from kt.broker.group import streams_assignor
 from kt.broker.group import streams_group as sg
 from kt.broker.group import streams_group_records as sr
 from kt.broker.group import streams_topology as st
 from kt.broker.group.group_config import GroupConfigs
 from kt.broker.group.group_metadata import GroupMetadata, GroupState
 from kt.broker.group.group_metadata_manager import GroupMetadataManager, now_ms
-from kt.broker.group.heartbeat_request import GroupError, refuse_empty
+from kt.broker.group.heartbeat_request import GroupError
 from kt.broker.group.java_collections import java_hash_map_order
 from kt.broker.group.member_timers import MemberTimers
 from kt.broker.group.streams_current_assignment import (
@@ -49,13 +48,28 @@ from kt.broker.group.streams_current_assignment import (
     reconcile,
 )
 from kt.broker.group.streams_group import StreamsGroup, StreamsGroupMember
+from kt.broker.group.streams_heartbeat_request import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    EndpointPartitions,
+    StreamsHeartbeatRequest,
+    StreamsHeartbeatResult,
+    Tasks,
+    check_epoch,
+    throw_if_invalid_tasks,
+    updated_member,
+    validate,
+)
+from kt.broker.group.streams_target_assignment import (
+    build_target_assignment,
+    same_tasks,
+    updated_view,
+)
 from kt.broker.group.subscribed_topics import TopicsView, topics_digest
 from kt.broker.task_set import TaskSet
 
 log = logging.getLogger(__name__)
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 STICKY_ASSIGNOR = "sticky"
 # Group configs (GroupConfig.STREAMS_*) and the broker keys behind them.
 SESSION_TIMEOUT = "streams.session.timeout.ms"
@@ -64,8 +78,6 @@ NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
 INITIAL_REBALANCE_DELAY = "streams.initial.rebalance.delay.ms"
 ASSIGNMENT_INTERVAL = "streams.assignment.interval.ms"
 RACK_AWARE_ASSIGNMENT_TAGS = "streams.rack.aware.assignment.tags"
-
-Tasks = dict[str, set[int]]
 
 
 @dataclass(frozen=True)
@@ -82,106 +94,6 @@ class StreamsGroupSettings:
     task_offset_interval_ms: int = 60000
     acceptable_recovery_lag: int = 10000
     rack_aware_assignment_tags: tuple[str, ...] = ()
-
-
-@dataclass
-class StreamsHeartbeatRequest:
-    """A StreamsGroupHeartbeat as the coordinator reads it: tasks as {subtopology:
-    partitions} (None: unchanged), the topology as a StreamsGroupTopologyValue."""
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    endpoint_information_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    topology: Any = None
-    active_tasks: Tasks | None = None
-    standby_tasks: Tasks | None = None
-    warmup_tasks: Tasks | None = None
-    process_id: str | None = None
-    user_endpoint: tuple[str, int] | None = None
-    client_tags: dict[str, str] | None = None
-    task_offsets: dict[str, dict[int, int]] | None = None
-    task_end_offsets: dict[str, dict[int, int]] | None = None
-    shutdown_application: bool = False
-    client_id: str = ""
-    client_host: str = ""
-    api_version: int = 1
-
-
-@dataclass
-class EndpointPartitions:
-    """One member's user endpoint and the source partitions of its tasks (for IQ)."""
-
-    endpoint: tuple[str, int]
-    active: list[tuple[str, list[int]]]
-    standby: list[tuple[str, list[int]]]
-
-
-@dataclass
-class StreamsHeartbeatResult:
-    error: str = "NONE"
-    message: str | None = None
-    member_id: str = ""
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    task_offset_interval_ms: int = 0
-    acceptable_recovery_lag: int = 0
-    statuses: list[tuple[int, str]] = field(default_factory=list)
-    assignment: tuple[Tasks, Tasks, Tasks] | None = None  # active, standby, warm-up
-    endpoint_information_epoch: int = 0
-    partitions_by_user_endpoint: list[EndpointPartitions] | None = None
-    topics_to_create: dict[str, st.InternalTopic] = field(default_factory=dict)
-
-
-def validate(request: StreamsHeartbeatRequest) -> None:
-    """throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures and
-    throwIfStreamsGroupHeartbeatRequestIsInvalid."""
-    topology = request.topology
-    if topology is not None and any(s.source_topic_regex for s in topology.subtopologies):
-        raise GroupError(
-            "INVALID_REQUEST", "Regular expressions for source topics are not supported yet."
-        )
-    refuse_empty(
-        (request.member_id, "MemberId"),
-        (request.group_id, "GroupId"),
-        (request.instance_id, "InstanceId"),
-        (request.rack_id, "RackId"),
-    )
-    tasks = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
-    epoch = request.member_epoch
-    if epoch == 0:
-        if request.rebalance_timeout_ms == -1:
-            raise GroupError(
-                "INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request."
-            )
-        for owned, kind in zip(tasks, ("ActiveTasks", "StandbyTasks", "WarmupTasks"), strict=True):
-            if owned:
-                raise GroupError("INVALID_REQUEST", f"{kind} must be empty when (re-)joining.")
-        if topology is None:
-            raise GroupError("INVALID_REQUEST", "Topology must be non-null when (re-)joining.")
-        for s in topology.subtopologies:
-            for t in s.state_changelog_topics:
-                if t.partitions != 0:
-                    raise GroupError(
-                        "STREAMS_INVALID_TOPOLOGY",
-                        f"Changelog topic {t.name} must "
-                        "have an undefined partition count, but it is set to "
-                        f"{t.partitions}.",
-                    )
-    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if request.instance_id is None:
-            raise GroupError("INVALID_REQUEST", "InstanceId can't be null.")
-    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise GroupError(
-            "INVALID_REQUEST", f"MemberEpoch is {epoch}, but must be greater than or equal to -2."
-        )
-    if any(t is not None for t in tasks) and any(t is None for t in tasks):
-        raise GroupError("INVALID_REQUEST", "If one task-type is non-null, all must be non-null.")
-    if epoch != 0 and topology is not None:
-        raise GroupError("INVALID_REQUEST", "Topology can only be provided when (re-)joining.")
 
 
 class StreamsGroupCoordinator:
@@ -247,7 +159,7 @@ class StreamsGroupCoordinator:
             if old_static is not None and old_static.member_id != member_id:
                 replaced = old_static
             member = self._static_member(group, request, joining, records)
-        updated = _updated_member(member, request, joining)
+        updated = updated_member(member, request, joining)
         recompute = self._member_changed(group_id, request.instance_id, member, updated, records)
         topology = self._topology(group, member_id, request.topology, records)
         if group.topology is not None and updated.topology_epoch < group.topology.epoch:
@@ -288,7 +200,7 @@ class StreamsGroupCoordinator:
             validated_epoch = topology.epoch
             assert configured.subtopologies is not None
             for owned in (request.active_tasks, request.standby_tasks, request.warmup_tasks):
-                _throw_if_invalid_tasks(configured.subtopologies, owned)
+                throw_if_invalid_tasks(configured.subtopologies, owned)
         if request.task_offsets is not None or request.task_end_offsets is not None:
             offsets, end_offsets = group.task_offsets.get(member_id, ({}, {}))
             group.task_offsets[member_id] = (
@@ -311,7 +223,7 @@ class StreamsGroupCoordinator:
         if not recompute and group.state == sg.STABLE:
             # Kafka 4.4's AssignmentRefiner hands the target back unchanged
             target = group.target_assignment.get(member_id, TasksTuple())
-            refined = not _same_tasks(target, updated)
+            refined = not same_tasks(target, updated)
         group_epoch = group.group_epoch
         if recompute or refined:
             group_epoch += 1
@@ -466,7 +378,7 @@ class StreamsGroupCoordinator:
                     f"Member {request.member_id} is not a member of group {group.group_id}.",
                 )
             member = StreamsGroupMember(request.member_id)
-        _check_epoch(member, request)
+        check_epoch(member, request)
         if joining:
             log.info(
                 "[GroupId %s][MemberId %s] Member joins the streams group.",
@@ -533,7 +445,7 @@ class StreamsGroupCoordinator:
                 f"Static member {member_id} with instance "
                 f"id {instance_id} was fenced by member {existing.member_id}.",
             )
-        _check_epoch(existing, request)
+        check_epoch(existing, request)
         return existing
 
     def _member_changed(
@@ -627,7 +539,7 @@ class StreamsGroupCoordinator:
                     )
                 )
             return group.assignment_epoch, {}
-        members, targets = _updated_view(group, updated)
+        members, targets = updated_view(group, updated)
         if group.assignment_epoch >= group_epoch:
             return group.assignment_epoch, targets
         if refine_only and group.assignment_epoch >= group.group_epoch:
@@ -647,7 +559,7 @@ class StreamsGroupCoordinator:
                     )
                 )
             return group.assignment_epoch, targets
-        new = _assign(members, group.task_offsets, configured, assignment_configs)
+        new = build_target_assignment(members, group.task_offsets, configured, assignment_configs)
         for member_id in java_hash_map_order(members):
             target = new[member_id]
             if targets.get(member_id) != target:
@@ -1035,112 +947,6 @@ class StreamsGroupCoordinator:
         return "NONE", None, holder.streams
 
 
-def _updated_member(
-    member: StreamsGroupMember, request: StreamsHeartbeatRequest, joining: bool
-) -> StreamsGroupMember:
-    """The member with what the request changes (StreamsGroupMember.Builder's
-    maybeUpdate*: a null field keeps the value)."""
-
-    def keep(new: Any, old: Any) -> Any:
-        return old if new is None else new
-
-    topology = request.topology
-    timeout = request.rebalance_timeout_ms
-    return replace(
-        member,
-        instance_id=keep(request.instance_id, member.instance_id),
-        rack_id=keep(request.rack_id, member.rack_id),
-        rebalance_timeout_ms=member.rebalance_timeout_ms if timeout == -1 else timeout,
-        topology_epoch=member.topology_epoch if topology is None else topology.epoch,
-        client_id=request.client_id,
-        client_host=request.client_host,
-        process_id=keep(request.process_id, member.process_id),
-        client_tags=keep(request.client_tags, member.client_tags),
-        user_endpoint=request.user_endpoint
-        if joining
-        else keep(request.user_endpoint, member.user_endpoint),
-    )
-
-
-def _updated_view(group: StreamsGroup, updated: StreamsGroupMember | None
-                  ) -> tuple[dict[str, StreamsGroupMember], dict[str, TasksTuple]]:  # fmt: skip
-    """UpdatedMembersAndTargetAssignmentView: the members and targets with `updated` in;
-    a static member replacing another under a new member id takes its target."""
-    members, targets = dict(group.members), dict(group.target_assignment)
-    if updated is None:
-        return members, targets
-    members[updated.member_id] = updated
-    previous = group.static_members.get(updated.instance_id or "")
-    if updated.instance_id is not None and previous not in (None, updated.member_id):
-        if previous in targets:
-            targets[updated.member_id] = targets[previous]
-        members.pop(previous, None)
-        targets.pop(previous, None)
-    return members, targets
-
-
-def _check_epoch(member: StreamsGroupMember, request: StreamsHeartbeatRequest) -> None:
-    """throwIfStreamsGroupMemberEpochIsInvalid."""
-    received = request.member_epoch
-    if received == 0:
-        return
-    if received > member.member_epoch:
-        raise GroupError(
-            "FENCED_MEMBER_EPOCH",
-            "The streams group member has a greater member "
-            f"epoch ({received}) than the one known by the group coordinator "
-            f"({member.member_epoch}). The member must abandon all its partitions "
-            "and rejoin.",
-        )
-    if received < member.member_epoch:
-        held = member.assigned
-        if (
-            received != member.previous_member_epoch
-            or not _contained(request.active_tasks, {s: set(ps) for s, ps in held.active.items()})
-            or not _contained(request.standby_tasks, held.standby)
-            or not _contained(request.warmup_tasks, held.warmup)
-        ):
-            raise GroupError(
-                "FENCED_MEMBER_EPOCH",
-                "The streams group member has a smaller "
-                f"member epoch ({received}) than the one known by the group "
-                f"coordinator ({member.member_epoch}). The member must abandon all "
-                "its partitions and rejoin.",
-            )
-
-
-def _contained(owned: Tasks | None, assigned: Tasks) -> bool:
-    """areOwnedTasksContainedInAssignedTasks: null owns nothing."""
-    if owned is None:
-        return True
-    return all(set(ps) <= assigned.get(s, set()) for s, ps in owned.items())
-
-
-def _throw_if_invalid_tasks(subtopologies: dict[str, Any], tasks: Tasks | None) -> None:
-    """throwIfRequestContainsInvalidTasks."""
-    for s, ps in (tasks or {}).items():
-        sub = subtopologies.get(s)
-        if sub is None:
-            raise GroupError("INVALID_REQUEST", f"Subtopology {s} does not exist in the topology.")
-        for p in ps:
-            if p < 0 or p >= sub.number_of_tasks:
-                raise GroupError(
-                    "INVALID_REQUEST",
-                    f"Task {p} for subtopology {s} is invalid. "
-                    f"Number of tasks for this subtopology: {sub.number_of_tasks}",
-                )
-
-
-def _same_tasks(target: TasksTuple, member: StreamsGroupMember) -> bool:
-    """TasksTuple.sameTasks: the same tasks whatever their epochs."""
-    held = member.assigned
-    return (
-        target.standby == held.standby
-        and target.warmup == held.warmup
-        and target.active == {s: set(ps) for s, ps in held.active.items()}
-    )
-
-
 def _same_topology(a: Any, b: Any) -> bool:
     """StreamsTopology.equals: the epoch, and the subtopologies by id."""
     return a.epoch == b.epoch and (
@@ -1156,40 +962,6 @@ def _removal(group_id: str, member_id: str) -> list[sr.StreamsRecord]:
         sg.tombstone(sr.TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
         sg.tombstone(sr.MEMBER_METADATA, group_id, member_id),
     ]
-
-
-def _assign(
-    members: dict[str, StreamsGroupMember],
-    task_offsets: dict[str, tuple[dict, dict]],
-    configured: st.ConfiguredTopology,
-    configs: dict[str, str],
-) -> dict[str, TasksTuple]:
-    """TargetAssignmentBuilder.build: the sticky assignor over the configured topology
-    (every member without tasks while it is not ready); no warm-up tasks in a target."""
-    if not configured.is_ready or not configured.subtopologies:
-        return {m: TasksTuple() for m in members}
-    specs = {
-        member_id: streams_assignor.MemberSpec(
-            m.process_id,
-            {s: set(ps) for s, ps in m.assigned.active.items()},
-            m.assigned.standby,
-            task_offsets.get(member_id, ({}, {}))[0],
-        )
-        for member_id, m in members.items()
-    }
-    subtopologies = {
-        s: streams_assignor.SubtopologySpec(sub.number_of_tasks, bool(sub.state_changelog_topics))
-        for s, sub in configured.subtopologies.items()
-    }
-    try:
-        assigned = streams_assignor.assign(
-            specs, subtopologies, int(configs.get("num.standby.replicas", "0"))
-        )
-    except streams_assignor.TaskAssignorError as e:
-        raise GroupError(
-            "UNKNOWN_SERVER_ERROR", f"Failed to compute a new target assignment: {e}"
-        ) from None
-    return {m: TasksTuple(a.active, a.standby, {}) for m, a in assigned.items()}
 
 
 def _java_map(configs: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from kt.broker.admin.admin_manager import INTERNAL_TOPICS, NewTopic
 from kt.broker.api.handlers import authz
 from kt.broker.group import streams_group_records as sr
 from kt.broker.group import streams_topology as st
-from kt.broker.group.streams_group_coordinator import (
+from kt.broker.group.streams_heartbeat_request import (
     StreamsHeartbeatRequest,
     StreamsHeartbeatResult,
 )
