@@ -47,15 +47,22 @@ from kt.broker.group.streams_current_assignment import (
     TasksTuple,
     reconcile,
 )
+from kt.broker.group.streams_endpoints import endpoints
 from kt.broker.group.streams_group import StreamsGroup, StreamsGroupMember
+from kt.broker.group.streams_group_members import (
+    dynamic_member,
+    group_for,
+    group_topology,
+    member_changed,
+    member_removal,
+    static_member,
+    throw_if_full,
+)
 from kt.broker.group.streams_heartbeat_request import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    EndpointPartitions,
     StreamsHeartbeatRequest,
     StreamsHeartbeatResult,
-    Tasks,
-    check_epoch,
     throw_if_invalid_tasks,
     updated_member,
     validate,
@@ -148,20 +155,20 @@ class StreamsGroupCoordinator:
         statuses: list[tuple[int, str]] = []
         group_id, member_id = request.group_id, request.member_id
         joining = request.member_epoch == 0
-        group, existed = self._group_for(group_id, joining, records)
+        group, existed = group_for(self.manager, group_id, joining, records)
         if joining:
-            self._throw_if_full(group, request.instance_id, member_id)
+            throw_if_full(group, request.instance_id, member_id, self.settings.max_size)
         replaced = None
         if request.instance_id is None:
-            member = self._dynamic_member(group, request, joining)
+            member = dynamic_member(group, request, joining)
         else:
             old_static = group.members.get(group.static_members.get(request.instance_id, ""))
             if old_static is not None and old_static.member_id != member_id:
                 replaced = old_static
-            member = self._static_member(group, request, joining, records)
+            member = static_member(group, request, joining, records)
         updated = updated_member(member, request, joining)
-        recompute = self._member_changed(group_id, request.instance_id, member, updated, records)
-        topology = self._topology(group, member_id, request.topology, records)
+        recompute = member_changed(group_id, request.instance_id, member, updated, records)
+        topology = group_topology(group, member_id, request.topology, records)
         if group.topology is not None and updated.topology_epoch < group.topology.epoch:
             statuses.append(
                 (
@@ -300,7 +307,7 @@ class StreamsGroupCoordinator:
             group.endpoint_information_epoch += 1
         self.apply(group_id, records, group)
         if group.endpoint_information_epoch != request.endpoint_information_epoch:
-            result.partitions_by_user_endpoint = self._endpoints(group, updated, replaced)
+            result.partitions_by_user_endpoint = endpoints(group, updated, replaced, self.topics)
         if existed:
             result.endpoint_information_epoch = group.endpoint_information_epoch
         if configured.error is not None:
@@ -334,180 +341,6 @@ class StreamsGroupCoordinator:
         return result, records
 
     # -- the member ----------------------------------------------------------------------
-
-    def _group_for(
-        self, group_id: str, create: bool, records: list[sr.StreamsRecord]
-    ) -> tuple[StreamsGroup, bool]:
-        """getOrCreateStreamsGroup / getStreamsGroupOrThrow: (the group, whether it
-        exists already). An empty classic group gives way (its metadata deleted, its
-        offsets kept)."""
-        holder = self.manager.get_group(group_id)
-        if holder is not None and holder.streams is not None:
-            return holder.streams, True
-        if holder is not None and (holder.consumer is not None or holder.share is not None):
-            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a streams group.")
-        if not create:
-            raise GroupError("GROUP_ID_NOT_FOUND", f"Streams group {group_id} not found.")
-        if holder is not None and holder.protocol_type is not None:
-            if not holder.is_(GroupState.EMPTY):
-                raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a streams group.")
-            from kt.broker.group import consumer_group_records as cr
-
-            records.append(cr.classic_group_removal(group_id))  # type: ignore[arg-type]
-            log.info("[GroupId %s] Converted the empty classic group to a streams group.", group_id)
-        return StreamsGroup(group_id), False
-
-    def _throw_if_full(self, group: StreamsGroup, instance_id: str | None, member_id: str) -> None:
-        if instance_id is not None and instance_id in group.static_members:
-            return
-        limit = self.settings.max_size
-        if len(group.members) >= limit and (not member_id or member_id not in group.members):
-            raise GroupError(
-                "GROUP_MAX_SIZE_REACHED",
-                f"The streams group has reached its maximum capacity of {limit} members.",
-            )
-
-    def _dynamic_member(
-        self, group: StreamsGroup, request: StreamsHeartbeatRequest, joining: bool
-    ) -> StreamsGroupMember:
-        member = group.members.get(request.member_id)
-        if member is None:
-            if not joining:
-                raise GroupError(
-                    "UNKNOWN_MEMBER_ID",
-                    f"Member {request.member_id} is not a member of group {group.group_id}.",
-                )
-            member = StreamsGroupMember(request.member_id)
-        check_epoch(member, request)
-        if joining:
-            log.info(
-                "[GroupId %s][MemberId %s] Member joins the streams group.",
-                group.group_id,
-                request.member_id,
-            )
-        return member
-
-    def _static_member(
-        self,
-        group: StreamsGroup,
-        request: StreamsHeartbeatRequest,
-        joining: bool,
-        records: list[sr.StreamsRecord],
-    ) -> StreamsGroupMember:
-        group_id, member_id, instance_id = group.group_id, request.member_id, request.instance_id
-        assert instance_id is not None
-        existing = group.members.get(group.static_members.get(instance_id, ""))
-        if joining:
-            if existing is None:
-                log.info(
-                    "[GroupId %s][MemberId %s] Static member %s with instance id %s joins "
-                    "the streams group.",
-                    group_id,
-                    member_id,
-                    member_id,
-                    instance_id,
-                )
-                return group.members.get(member_id) or StreamsGroupMember(member_id)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise GroupError(
-                    "UNRELEASED_INSTANCE_ID",
-                    f"Static member {member_id} with "
-                    f"instance id {instance_id} cannot join the group because the "
-                    f"instance id is owned by {existing.member_id} member.",
-                )
-            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            records.extend(_removal(group_id, existing.member_id))
-            records.append(sg.member_record(group_id, new))
-            records.append(
-                sg.target_record(
-                    group_id,
-                    member_id,
-                    group.target_assignment.get(existing.member_id, TasksTuple()),
-                )
-            )
-            records.append(sg.current_assignment_record(group_id, new))
-            log.info(
-                "[GroupId %s][MemberId %s] Static member with instance id %s re-joins the "
-                "streams group using the streams protocol. Created a new member %s to "
-                "replace the existing member %s.",
-                group_id,
-                member_id,
-                instance_id,
-                member_id,
-                existing.member_id,
-            )
-            return new
-        if existing is None:
-            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise GroupError(
-                "FENCED_INSTANCE_ID",
-                f"Static member {member_id} with instance "
-                f"id {instance_id} was fenced by member {existing.member_id}.",
-            )
-        check_epoch(existing, request)
-        return existing
-
-    def _member_changed(
-        self,
-        group_id: str,
-        instance_id: str | None,
-        member: StreamsGroupMember,
-        updated: StreamsGroupMember,
-        records: list[sr.StreamsRecord],
-    ) -> bool:
-        """hasStreamsMemberMetadataChanged: a record when the member's metadata changed; a
-        new assignment for a dynamic member, for a static one only when what the
-        assignment reads changed."""
-        if updated == member:
-            return False
-        records.append(sg.member_record(group_id, updated))
-        log.info(
-            "[GroupId %s][MemberId %s] Member updated its member metadata.",
-            group_id,
-            updated.member_id,
-        )
-        if instance_id is None:
-            return True
-        return (member.topology_epoch, member.rack_id, member.client_tags, member.process_id) != (
-            updated.topology_epoch,
-            updated.rack_id,
-            updated.client_tags,
-            updated.process_id,
-        )
-
-    def _topology(
-        self, group: StreamsGroup, member_id: str, topology: Any, records: list[sr.StreamsRecord]
-    ) -> Any:
-        """maybeUpdateTopology: the first member's topology is the group's."""
-        stored = group.topology
-        if topology is None:
-            if stored is None:
-                raise GroupError(
-                    "UNKNOWN_SERVER_ERROR",
-                    "The topology is null and the group topology is also null.",
-                )
-            return stored
-        if stored is None:
-            log.info(
-                "[GroupId %s][MemberId %s] Member initialized the topology with epoch %d",
-                group.group_id,
-                member_id,
-                topology.epoch,
-            )
-            records.append(sr.StreamsRecord(sr.TOPOLOGY, group.group_id, None, topology))
-            return topology
-        if stored.epoch > topology.epoch:
-            log.info(
-                "[GroupId %s][MemberId %s] Member joined with stale topology epoch %d",
-                group.group_id,
-                member_id,
-                topology.epoch,
-            )
-            return stored
-        if not _same_topology(stored, topology):
-            raise GroupError("INVALID_REQUEST", "Topology updates are not supported yet.")
-        return stored
 
     def _metadata_expired(self, group: StreamsGroup) -> bool:
         return group.metadata_topics_version != self.topics.topics_version
@@ -681,7 +514,7 @@ class StreamsGroupCoordinator:
         self, request: StreamsHeartbeatRequest
     ) -> tuple[StreamsHeartbeatResult, list[sr.StreamsRecord]]:
         group_id, member_id, instance_id = request.group_id, request.member_id, request.instance_id
-        group, _ = self._group_for(group_id, False, [])
+        group, _ = group_for(self.manager, group_id, False, [])
         if request.shutdown_application and group.shutdown_request_member_id is None:
             group.shutdown_request_member_id = member_id
         result = StreamsHeartbeatResult(member_id=member_id, member_epoch=request.member_epoch)
@@ -744,7 +577,7 @@ class StreamsGroupCoordinator:
     def _fence(self, group: StreamsGroup, member: StreamsGroupMember) -> list[sr.StreamsRecord]:
         """streamsGroupFenceMember: the member's records deleted, the group epoch bumped."""
         group_id = group.group_id
-        records = _removal(group_id, member.member_id)
+        records = member_removal(group_id, member.member_id)
         epoch = group.group_epoch + 1
         records.append(
             sg.group_epoch_record(
@@ -823,48 +656,6 @@ class StreamsGroupCoordinator:
         return list(self.settings.rack_aware_assignment_tags)
 
     # -- endpoints for interactive queries -------------------------------------------------
-
-    def _endpoints(
-        self, group: StreamsGroup, updated: StreamsGroupMember, replaced: StreamsGroupMember | None
-    ) -> list[EndpointPartitions]:
-        """buildEndpointToPartitions: each member with a user endpoint, the member that
-        heartbeats last."""
-        others = [
-            m
-            for m_id, m in group.members.items()
-            if m_id != updated.member_id and (replaced is None or m_id != replaced.member_id)
-        ]
-        out = []
-        for member in [*others, updated]:
-            if member.user_endpoint is None or group.configured_topology is None:
-                continue
-            subtopologies = group.configured_topology.subtopologies or {}
-            active = {s: set(ps) for s, ps in member.assigned.active.items()}
-            replicas: Tasks = {}
-            for tasks in (member.assigned.standby, member.assigned.warmup):
-                for s, ps in tasks.items():
-                    replicas.setdefault(s, set()).update(ps)
-            out.append(
-                EndpointPartitions(
-                    member.user_endpoint,
-                    self._partitions_of(active, subtopologies),
-                    self._partitions_of(replicas, subtopologies),
-                )
-            )
-        return out
-
-    def _partitions_of(self, tasks: Tasks, subtopologies: dict) -> list[tuple[str, list[int]]]:
-        out = []
-        for s, ps in tasks.items():
-            sub = subtopologies.get(s)
-            if sub is None:
-                continue
-            for topic in sorted({*sub.source_topics, *sub.repartition_source_topics}):
-                count = len(self.topics.topic_partitions(topic))
-                partitions = sorted(p for p in ps if p < count)
-                if partitions:
-                    out.append((topic, partitions))
-        return out
 
     # -- state and the log ---------------------------------------------------------------
 
@@ -945,23 +736,6 @@ class StreamsGroupCoordinator:
             )
             return "GROUP_ID_NOT_FOUND", message, None
         return "NONE", None, holder.streams
-
-
-def _same_topology(a: Any, b: Any) -> bool:
-    """StreamsTopology.equals: the epoch, and the subtopologies by id."""
-    return a.epoch == b.epoch and (
-        {s.subtopology_id: s for s in a.subtopologies}
-        == {s.subtopology_id: s for s in b.subtopologies}
-    )
-
-
-def _removal(group_id: str, member_id: str) -> list[sr.StreamsRecord]:
-    """removeStreamsMember: the member's current assignment, target and metadata."""
-    return [
-        sg.tombstone(sr.CURRENT_MEMBER_ASSIGNMENT, group_id, member_id),
-        sg.tombstone(sr.TARGET_ASSIGNMENT_MEMBER, group_id, member_id),
-        sg.tombstone(sr.MEMBER_METADATA, group_id, member_id),
-    ]
 
 
 def _java_map(configs: dict[str, str]) -> str:
