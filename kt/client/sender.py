@@ -39,6 +39,8 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Protocol
 
 from kt.client.connection import BrokerConnection, PendingResponse
 from kt.client.producer import Producer
@@ -52,6 +54,16 @@ Callback = Callable[[KafkaError | None, int], None]
 DUPLICATE_SEQUENCE_NUMBER = 46
 
 
+class EncodedRecords(Protocol):
+    """Records encoded for a batch when they go into it (their offset and timestamp deltas
+    are the batch's): kt.spark.record_encoder.ArrowRecords."""
+
+    count: int
+
+    def encode(self, start: int, first_index: int, base_timestamp: int | None, room: int,
+               now_ms: int) -> tuple[bytes, int, int, int]: ...  # fmt: skip
+
+
 @dataclass
 class _Batch:
     tp: tuple[str, int]
@@ -59,7 +71,9 @@ class _Batch:
     records: MemoryRecordsBuilder = field(
         default_factory=MemoryRecordsBuilder
     )  # encoded as they come
-    callbacks: list[Callback | None] = field(default_factory=list)
+    callbacks: list[Callback | None] = field(default_factory=list)  # one per record
+    any_callback: bool = False  # whether one of `callbacks` is not None
+    runs: list[tuple[int, Callback]] = field(default_factory=list)  # (first record, callback)
     data: bytes = b""
     sequence: int = -1  # its base sequence, when idempotent or transactional
     attempts: int = 0  # sends that failed and were retried
@@ -128,10 +142,58 @@ class PipelinedProducer:
             timestamp_ms = int(time.time() * 1000)
         size = batch.records.append(timestamp_ms, key, value, headers)
         batch.callbacks.append(on_delivery)
+        if on_delivery is not None:
+            batch.any_callback = True
         if size >= base.batch_size:
             self._close(batch)
             base.partitioner.on_new_batch(topic, count)
             self._send_queued()
+
+    def send_encoded(
+        self, topic: str, records: EncodedRecords, partition: int | None = None,
+        on_delivery: Callback | None = None,
+    ) -> None:  # fmt: skip
+        """Append records encoded a batch at a time (kt.spark.record_encoder.ArrowRecords)
+        to `partition`, or with none to the sticky partitioner's (records without keys),
+        which moves on as each batch closes. A batch closes when the next record does not
+        fit in batch.size (RecordAccumulator.tryAppend), is sent as the connection allows,
+        and answers are read meanwhile. `on_delivery` runs once for each part of the run
+        that went into one batch: (None, the offset of the part's first record), or
+        (KafkaError, -1)."""
+        base = self.base
+        info = base.topic_info(topic)
+        count = len(info.partitions)
+        if partition is not None and partition not in info.partitions:
+            raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
+        start = 0
+        while start < records.count:
+            if self._buffered >= self.buffer_memory:
+                self._drain_buffer()
+            p = base.partitioner.partition(topic, None, count) if partition is None else partition
+            tp = (topic, p)
+            batch = self._open.get(tp)
+            if batch is None:
+                batch = self._open[tp] = _Batch(tp, time.monotonic())
+                self._leaders[tp] = info.partitions[p].leader
+            builder = batch.records
+            data, n, first, latest = records.encode(
+                start, builder.count, builder.base_timestamp if builder.count else None,
+                base.batch_size - len(builder.buf), int(time.time() * 1000),
+            )  # fmt: skip
+            if n:
+                if on_delivery is not None:
+                    batch.runs.append((builder.count, on_delivery))
+                builder.extend(data, n, first, latest)
+                batch.callbacks.extend(repeat(None, n))
+                start += n
+            if n == 0 or start < records.count or len(builder.buf) >= base.batch_size:
+                self._close(batch)
+                base.partitioner.on_new_batch(topic, count)
+                self._send_queued()
+                self._read_answers(0)
+
+    def partition_count(self, topic: str) -> int:
+        return len(self.base.topic_info(topic).partitions)
 
     @property
     def buffered_bytes(self) -> int:
@@ -362,9 +424,12 @@ class PipelinedProducer:
 
     def _done(self, batch: _Batch, base_offset: int) -> None:
         self._buffered -= len(batch.data)
-        for i, callback in enumerate(batch.callbacks):
-            if callback is not None:
-                callback(None, base_offset + i if base_offset >= 0 else -1)
+        if batch.any_callback:
+            for i, callback in enumerate(batch.callbacks):
+                if callback is not None:
+                    callback(None, base_offset + i if base_offset >= 0 else -1)
+        for i, callback in batch.runs:
+            callback(None, base_offset + i if base_offset >= 0 else -1)
 
     def _failed(self, batch: _Batch, error: KafkaError, sent: bool = True) -> None:
         if self._can_retry(batch, error, sent):
@@ -378,6 +443,6 @@ class PipelinedProducer:
             self._txn_failures.append(error)  # the transaction must abort
         elif self.base.idempotent:
             self.base.reset_producer_id()
-        for callback in batch.callbacks:
+        for callback in (*batch.callbacks, *(callback for _, callback in batch.runs)):
             if callback is not None:
                 callback(error, -1)

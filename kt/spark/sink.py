@@ -13,11 +13,13 @@ partition for null keys). Other columns are ignored, as Spark's sink ignores the
 except the one the kt option `timestampColumn` names (timestamp, or long milliseconds):
 it becomes each record's CreateTime (kt spark-import keeps the exported timestamps so).
 
-Each Spark task produces its rows through kt's producer, a batch per partition at a
-time, with acks=all unless `kafka.acks` says otherwise, and its commit message is sent
-only when every record it sent was acknowledged: a failed task raises, Spark retries
-it, and what the failed attempt wrote stays written. At least once, as Spark's Kafka
-sink promises.
+Each Spark task produces its rows through kt's producer, with acks=all unless
+`kafka.acks` says otherwise: each Arrow batch's rows are split by partition and encoded
+as records a column at a time (kt.spark.record_encoder), straight into the producer's
+batches; rows that name their topics or carry headers go record by record. A task's
+commit message is sent only when every record it sent was acknowledged: a failed task
+raises, Spark retries it, and what the failed attempt wrote stays written. At least
+once, as Spark's Kafka sink promises.
 """
 
 from __future__ import annotations
@@ -191,6 +193,64 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Kt
 
 def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.RecordBatch,
              on_delivery: Callable[[KafkaError | None, int], None]) -> int:  # fmt: skip
+    """The batch's rows produced: per partition, encoded a column at a time, unless the
+    rows name their topics, carry headers or lack some timestamps (then row by row)."""
+    if options.topic is not None and _encodable(batch, options.timestamp_column):
+        return _produce_encoded(producer, options.topic, batch, options.timestamp_column,
+                                on_delivery)  # fmt: skip
+    return _produce_rows(producer, options, batch, on_delivery)
+
+
+def _encodable(batch: pa.RecordBatch, timestamp_column: str | None) -> bool:
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    if "headers" in names and pc.sum(pc.list_value_length(batch.column("headers"))).as_py():
+        return False
+    if "partition" in names and (pc.min(batch.column("partition")).as_py() or 0) < 0:
+        return False  # refused record by record, as the producer refuses it
+    return timestamp_column is None or batch.column(timestamp_column).null_count == 0
+
+
+def _produce_encoded(
+    producer: PipelinedProducer, topic: str, batch: pa.RecordBatch,
+    timestamp_column: str | None, on_delivery: Callable[[KafkaError | None, int], None],
+) -> int:  # fmt: skip
+    """Each partition's rows as one run of records (kt.spark.record_encoder): the
+    `partition` column's, else the key's murmur2 partition, else (no key) the sticky
+    partitioner's."""
+    import numpy as np
+
+    from kt.spark.record_encoder import ArrowRecords, partitions_for_keys
+
+    names = batch.schema.names
+    n = batch.num_rows
+    keys = batch.column("key") if "key" in names else None
+    values = batch.column("value")
+    stamps = None
+    if timestamp_column is not None:
+        stamps = _timestamps(batch, timestamp_column).to_numpy()
+    parts = np.full(n, -1, np.int64)
+    if "partition" in names:
+        column = batch.column("partition")
+        parts = np.asarray(column.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    if keys is not None and (parts < 0).any():
+        by_key = partitions_for_keys(keys.cast("binary"), producer.partition_count(topic))
+        parts = np.where(parts < 0, by_key, parts)
+    for partition in np.unique(parts):
+        rows = np.flatnonzero(parts == partition)
+        whole = len(rows) == n
+        run = ArrowRecords(
+            None if keys is None else keys if whole else keys.take(rows),
+            values if whole else values.take(rows),
+            None if stamps is None else stamps[rows],
+        )  # fmt: skip
+        producer.send_encoded(topic, run, None if partition < 0 else int(partition), on_delivery)
+    return n
+
+
+def _produce_rows(producer: PipelinedProducer, options: SinkOptions, batch: pa.RecordBatch,
+                  on_delivery: Callable[[KafkaError | None, int], None]) -> int:  # fmt: skip
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -211,7 +271,9 @@ def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.Record
         topics = [t.decode() if t is not None else None for t in column("topic")]  # type: ignore[union-attr]
     headers = column("headers") or [None] * n
     partitions = column("partition") or [None] * n
-    stamps = _timestamps(batch, options.timestamp_column) if options.timestamp_column else None
+    stamps = None
+    if options.timestamp_column is not None:
+        stamps = _timestamps(batch, options.timestamp_column).to_pylist()
     for i in range(n):
         topic = topics[i]
         if topic is None:
@@ -225,15 +287,15 @@ def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.Record
     return n
 
 
-def _timestamps(batch: pa.RecordBatch, name: str) -> list[int | None]:
-    """The column as milliseconds since the epoch."""
+def _timestamps(batch: pa.RecordBatch, name: str) -> pa.Array:
+    """The column as int64 milliseconds since the epoch."""
     import pyarrow as pa
 
     array = batch.column(name)
     if pa.types.is_timestamp(array.type):
         # to whole milliseconds (a record's timestamp): finer units are truncated
-        array = array.cast(pa.timestamp("ms", tz=array.type.tz), safe=False).cast(pa.int64())
-    return array.to_pylist()
+        return array.cast(pa.timestamp("ms", tz=array.type.tz), safe=False).cast(pa.int64())
+    return array.cast(pa.int64())
 
 
 def _raise_first(refused: list[KafkaError]) -> None:

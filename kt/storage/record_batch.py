@@ -287,6 +287,18 @@ class MemoryRecordsBuilder:
         self.count = index + 1
         return len(self.buf)
 
+    def extend(self, records: bytes, count: int, first_timestamp: int, max_timestamp: int) -> int:
+        """Append `count` records encoded elsewhere (kt.spark.record_encoder), their offset
+        deltas from `self.count` and timestamp deltas from the batch's base timestamp
+        (`first_timestamp` when the batch is empty); the batch's size after them."""
+        if self.count == 0:
+            self.base_timestamp = first_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+        self.buf += records
+        self.count += count
+        return len(self.buf)
+
     def build(self, *, compression_type: int = compression.NONE, producer_id: int = -1,
               producer_epoch: int = -1, base_sequence: int = NO_SEQUENCE,
               is_transactional: bool = False) -> bytes:  # fmt: skip
