@@ -52,6 +52,7 @@ from kt.storage.record_batch import MemoryRecordsBuilder
 
 Callback = Callable[[KafkaError | None, int], None]
 DUPLICATE_SEQUENCE_NUMBER = 46
+DRAIN_SCAN = 64  # queued batches a request's drain looks at, at most
 
 
 class EncodedRecords(Protocol):
@@ -83,7 +84,7 @@ class _Batch:
 @dataclass
 class _InFlight:
     pending: PendingResponse | None
-    batch: _Batch
+    batches: list[_Batch]  # one Produce request: at most one batch per partition
 
 
 class PipelinedProducer:
@@ -100,8 +101,10 @@ class PipelinedProducer:
         transactions: TransactionManager | None = None,
         retries: int = 2**31 - 1,
         delivery_timeout_ms: int = 120000,
+        max_request_size: int = 1048576,
     ) -> None:
         self.base = base
+        self.max_request_size = max_request_size
         self.retries = retries  # Kafka's defaults: retried until delivery.timeout.ms
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.buffer_memory = buffer_memory
@@ -291,40 +294,65 @@ class PipelinedProducer:
         return waiting < self.max_in_flight
 
     def _send_queued(self) -> None:
-        """Send each leader's queued batches while its connection has room, a
-        partition's in order: one waiting out its backoff holds back those behind it."""
+        """Send each leader's queued batches while its connection has room, a request
+        holding the first sendable batch of each partition up to max.request.size
+        (Sender.drain), a partition's batches in order: one waiting out its backoff holds
+        back those behind it."""
         now = time.monotonic()
         failures: list[tuple[_Batch, KafkaError]] = []
         for leader, queued in list(self._queued.items()):
             in_flight = self._in_flight.setdefault(leader, deque())
-            held: set[tuple[str, int]] = set()
-            kept: deque[_Batch] = deque()
             while queued and len(in_flight) < self.max_in_flight:
-                batch = queued.popleft()
-                if batch.tp in held or batch.not_before > now:
-                    held.add(batch.tp)
-                    kept.append(batch)
-                    continue
+                batches = self._drain(queued, now)
+                if not batches:
+                    break
                 try:
-                    in_flight.append(_InFlight(self._send(leader, batch), batch))
+                    in_flight.append(_InFlight(self._send(leader, batches), batches))
                 except KafkaError as e:
-                    held.add(batch.tp)
-                    failures.append((batch, e))
-                    continue
+                    failures += [(batch, e) for batch in batches]
+                    break
                 if self.base.acks == 0:  # nothing comes back: done when written
                     in_flight.pop()
-                    self._done(batch, -1)
-            queued.extendleft(reversed(kept))  # back at the front, in their order
+                    for batch in batches:
+                        self._done(batch, -1)
         for batch, error in failures:  # never sent: no attempt spent (a node not ready)
             self._failed(batch, error, sent=False)
 
-    def _send(self, leader: int, batch: _Batch) -> PendingResponse | None:
+    def _drain(self, queued: deque[_Batch], now: float) -> list[_Batch]:
+        """The next request's batches, taken from the front of a leader's queue: the first
+        of each partition unless it waits out a backoff (the partition is then held),
+        within max.request.size (one batch at least). Looks at a bounded number of
+        queued batches, so that a deep queue costs no more per request; what it passes
+        over goes back to the front in its order."""
+        batches: list[_Batch] = []
+        seen: set[tuple[str, int]] = set()  # taken or held: their later batches wait
+        kept: list[_Batch] = []
+        size = 0
+        for _ in range(min(len(queued), DRAIN_SCAN)):
+            batch = queued.popleft()
+            if (batch.tp in seen or batch.not_before > now
+                    or (batches and size + len(batch.data) > self.max_request_size)):  # fmt: skip
+                seen.add(batch.tp)
+                kept.append(batch)
+                continue
+            seen.add(batch.tp)
+            batches.append(batch)
+            size += len(batch.data)
+        queued.extendleft(reversed(kept))
+        return batches
+
+    def _send(self, leader: int, batches: list[_Batch]) -> PendingResponse | None:
         R = m.ProduceRequest
-        topic, partition = batch.tp
+        by_topic: dict[str, list] = {}
+        for batch in batches:
+            topic, partition = batch.tp
+            by_topic.setdefault(topic, []).append(
+                R.PartitionProduceData(index=partition, records=batch.data)
+            )
         request = R(
             acks=self.base.acks, timeout_ms=self.base.request_timeout_ms,
-            topic_data=[R.TopicProduceData(name=topic, partition_data=[
-                R.PartitionProduceData(index=partition, records=batch.data)])],
+            topic_data=[R.TopicProduceData(name=topic, partition_data=parts)
+                        for topic, parts in by_topic.items()],
         )  # fmt: skip
         connection = self.base.client.connection(leader)
         if self.base.acks == 0:
@@ -347,8 +375,9 @@ class PipelinedProducer:
             except KafkaError as e:  # gone, and it cannot be reached again: all lost
                 lost = list(self._in_flight[leader])
                 self._in_flight[leader].clear()
-                for item in lost:
-                    self._failed(item.batch, e)
+                for item in lost:  # a disconnection (NetworkException: retriable)
+                    for batch in item.batches:
+                        self._failed(batch, KafkaError("NETWORK_EXCEPTION", str(e)))
         if not connections:
             return
         readable, _, _ = select.select(list(connections), [], [], max(timeout_s, 0.0))
@@ -364,25 +393,43 @@ class PipelinedProducer:
             lost = [entry, *self._in_flight[leader]]
             self._in_flight[leader].clear()
             for item in lost:
-                self._failed(item.batch, e)
+                for batch in item.batches:
+                    self._failed(batch, e)
             return
-        part = response.responses[0].partition_responses[0]
-        if part.error_code == DUPLICATE_SEQUENCE_NUMBER:  # written before: done
-            self._done(entry.batch, part.base_offset)
-        elif part.error_code:
-            self._failed(entry.batch, KafkaError(part.error_code, part.error_message))
-        else:
-            self._done(entry.batch, part.base_offset)
+        answers = {
+            (topic.name, part.index): part
+            for topic in response.responses
+            for part in topic.partition_responses
+        }
+        for batch in entry.batches:
+            part = answers.get(batch.tp)
+            if part is None:  # the broker must answer every partition it was sent
+                self._failed(
+                    batch,
+                    KafkaError(
+                        "UNKNOWN_SERVER_ERROR", f"no answer for {batch.tp[0]}-{batch.tp[1]}"
+                    ),
+                )
+            elif part.error_code == DUPLICATE_SEQUENCE_NUMBER:  # written before: done
+                self._done(batch, part.base_offset)
+            elif part.error_code:
+                self._failed(batch, KafkaError(part.error_code, part.error_message))
+            else:
+                self._done(batch, part.base_offset)
 
     def _can_retry(self, batch: _Batch, error: KafkaError, sent: bool = True) -> bool:
         """Sender.canRetry: a retriable error within `retries` and delivery.timeout.ms of
         the batch's first record; with sequences, also an out-of-order refusal while an
-        earlier batch of the partition is not answered."""
+        earlier batch of the partition is not answered. A batch never sent because its
+        leader left the metadata (a broker killed) waits for the next leader, as batches
+        stay in Kafka's accumulator until their node is ready."""
         expired = time.monotonic() > batch.created + self.delivery_timeout_s
         if (sent and batch.attempts >= self.retries) or expired or self.base.acks == 0:
             return False
         if error.retriable:
             return True
+        if not sent and error.name == "BROKER_NOT_AVAILABLE":  # gone from the metadata:
+            return True  # it waits for the leader the metadata names next
         return (
             error.name == "OUT_OF_ORDER_SEQUENCE_NUMBER"
             and batch.sequence >= 0
@@ -393,7 +440,7 @@ class PipelinedProducer:
 
     def _unanswered(self) -> list[_Batch]:
         return [*(b for q in self._queued.values() for b in q),
-                *(e.batch for q in self._in_flight.values() for e in q)]  # fmt: skip
+                *(b for q in self._in_flight.values() for e in q for b in e.batches)]  # fmt: skip
 
     def _retry(self, batch: _Batch, sent: bool = True) -> None:
         """Queue the batch again for its partition's leader as the metadata now says,

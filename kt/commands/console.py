@@ -73,7 +73,8 @@ def console_producer(
 ) -> None:
     """Read lines from standard input and send each as a record."""
     from kt.client.client import KafkaClient
-    from kt.client.producer import Producer, acks_number, idempotence
+    from kt.client.producer import Producer
+    from kt.client.producer_config import acks_number, idempotence
     from kt.client.sender import PipelinedProducer
     from kt.errors import KafkaError
     from kt.tools.console import LineFormatError, LineReader, stdin_lines
@@ -173,7 +174,7 @@ def _producer_props(ctx: click.Context, props: dict[str, str]) -> dict[str, str]
     for option in ("batch-size", "max-partition-memory-bytes"):  # both set batch.size
         if option in given or "batch.size" not in props:
             props["batch.size"] = str(ctx.params[option.replace("-", "_")])
-    from kt.client.producer import CHOICES, checked_choice
+    from kt.client.producer_config import CHOICES, checked_choice
 
     for key in CHOICES:
         try:

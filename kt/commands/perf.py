@@ -73,7 +73,7 @@ class ManyValuesCommand(KafkaCommand):
 )
 def producer_perf_test(**o: Any) -> None:
     """Send records as fast as asked and print Kafka's throughput and latency lines."""
-    from kt.client.producer import CODECS, acks_number, checked_choice, idempotence
+    from kt.client.producer_config import CODECS, acks_number, checked_choice, idempotence
     from kt.errors import KafkaError
     from kt.tools import producer_perf as pp
 

@@ -45,7 +45,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from kt.client.producer import idempotence
+from kt.client.producer_config import idempotence
 from kt.errors import InvalidConfigError, KafkaError
 from kt.spark.options import BOOTSTRAP_SERVERS
 from kt.unsupported import refuse_client_features
@@ -152,7 +152,8 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Kt
     all of them are acknowledged, else raises the first refusal (a failed task: Spark
     runs it again)."""
     from kt.client.client import KafkaClient
-    from kt.client.producer import Producer, acks_number
+    from kt.client.producer import Producer
+    from kt.client.producer_config import acks_number
     from kt.client.sender import PipelinedProducer
 
     props = options.producer

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kt.client.producer import idempotence
+from kt.client.producer_config import idempotence
 
 
 @pytest.mark.parametrize(

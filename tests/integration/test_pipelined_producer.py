@@ -138,12 +138,14 @@ def test_buffer_memory_bounds_what_waits_for_answers(module_broker) -> None:
     assert sorted(answered) == list(range(4000))
 
 
-def test_retries_keep_order_and_write_once_through_a_leader_killed(tmp_path) -> None:
-    """The partition's leader killed -9 while an idempotent producer has five requests in
-    flight to it: the failed batches are sent again to the new leader in sequence order,
-    every record's callback runs once with its offset, and the partition holds every
-    record once, in send order (what was written before the kill answered as the
-    duplicate it is)."""
+@pytest.mark.parametrize("partitions", [1, 3])
+def test_retries_keep_order_and_write_once_through_a_leader_killed(tmp_path, partitions) -> None:
+    """The leader killed -9 while an idempotent producer has five requests in flight to
+    it: the failed batches are sent again to the new leader in sequence order, every
+    record's callback runs once with its offset, and each partition holds its records
+    once, in send order (what was written before the kill answered as the duplicate it
+    is). With three partitions led by one broker, each request carries a batch of each
+    (Sender.drain), and a request's batches fail and are retried partition by partition."""
     from kt.testing import KtCluster
 
     records = 20000
@@ -151,11 +153,13 @@ def test_retries_keep_order_and_write_once_through_a_leader_killed(tmp_path) -> 
     with KtCluster(3, base_dir=tmp_path, overrides=overrides) as cluster:
         bootstrap = cluster.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic("moved", 1, 3)])["moved"].result(30)
+        topic = NewTopic("moved", partitions, replica_assignment=[[0, 1, 2]] * partitions)
+        admin.create_topics([topic])["moved"].result(30)
         client = KafkaClient(bootstrap)
         producer = PipelinedProducer(Producer(client, acks=-1, batch_size=1024), linger_ms=0,
                                      max_in_flight=5)  # fmt: skip
         answers: list[list[tuple[str | None, int]]] = [[] for _ in range(records)]
+        requests = _count_produce_requests(producer)
 
         def answered(i: int):  # type: ignore[no-untyped-def]
             def on_delivery(error: KafkaError | None, offset: int) -> None:
@@ -165,18 +169,40 @@ def test_retries_keep_order_and_write_once_through_a_leader_killed(tmp_path) -> 
 
         killed = None
         for i in range(records):
-            producer.send("moved", b"%06d" % i, on_delivery=answered(i))
+            producer.send("moved", b"%06d" % i, on_delivery=answered(i), partition=i % partitions)
             if i % 50 == 0:
                 producer.poll(0)
             if i == records // 3:
                 killed = cluster.leader_of("moved", 0)
+                assert {cluster.leader_of("moved", p) for p in range(partitions)} == {killed}
                 cluster.kill_broker(killed)
         producer.flush(120)
         client.close()
         assert [len(a) for a in answers] == [1] * records  # every callback once
-        assert {error for ((error, _),) in answers} == {None}
-        offsets = [offset for ((_, offset),) in answers]
-        assert offsets == list(range(records))  # in send order, nothing written twice
+        failed = [(i, a) for i, a in enumerate(answers) if a[0][0] is not None]
+        assert not failed, failed[:5]
+        for p in range(partitions):  # in send order, nothing written twice
+            offsets = [offset for ((_, offset),) in answers[p::partitions]]
+            assert offsets == list(range(len(offsets))), p
         assert cluster.leader_of("moved", 0) != killed
-        values = [m.value() for m in read_all(bootstrap, "moved", 1, records)]
-        assert values == [b"%06d" % i for i in range(records)]
+        # a request holds at most one batch of a partition; with three partitions,
+        # requests carry several
+        assert all(len(set(tps)) == len(tps) for tps in requests)
+        assert any(len(tps) > 1 for tps in requests) == (partitions > 1)
+        got = read_all(bootstrap, "moved", partitions, records)
+        for p in range(partitions):
+            values = [m.value() for m in got if m.partition() == p]
+            assert values == [b"%06d" % i for i in range(p, records, partitions)], p
+
+
+def _count_produce_requests(producer: PipelinedProducer) -> list[list[tuple[str, int]]]:
+    """The partitions of every Produce request the producer sends, as it sends them."""
+    sent: list[list[tuple[str, int]]] = []
+    send = producer._send
+
+    def counted(leader, batches):  # type: ignore[no-untyped-def]
+        sent.append([b.tp for b in batches])
+        return send(leader, batches)
+
+    producer._send = counted  # type: ignore[method-assign]
+    return sent
