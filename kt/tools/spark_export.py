@@ -111,10 +111,12 @@ def prepare_python_workers() -> None:
 
 def spark_session(
     master: str, app_name: str = "kt spark-export", log_level: str = "ERROR",
-    verbose: bool = False, **conf: str,
+    verbose: bool = False, register: bool = True, **conf: str,
 ) -> SparkSession:  # fmt: skip
-    """A SparkSession on `master` with the kt source registered; unless `verbose`, Spark
-    logs only its errors and the Python workers stop quietly (kt.spark.quiet)."""
+    """A SparkSession on `master` with the kt source registered (unless not `register`:
+    Spark looks the source up in a Python process of its own, a second or so); unless
+    `verbose`, Spark logs only its errors and the Python workers stop quietly
+    (kt.spark.quiet)."""
     check_spark_available()
     prepare_python_workers()
     if master.startswith("local"):
@@ -132,6 +134,8 @@ def spark_session(
         # ACK (strace of a worker: 4 tasks of 1000 records, ~5 ms of work each). A Unix
         # domain socket has no Nagle delay (Spark 4.1+).
         "spark.python.unix.domain.socket.enabled": "true",
+        # Python workers forked with pyspark.sql and kt's sink already imported
+        "spark.python.daemon.module": "kt.spark.daemon",
         **conf,
     }
     if not verbose:
@@ -150,7 +154,8 @@ def spark_session(
         with filtered_jvm_stderr():
             spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
-    kt.spark.register(spark)
+    if register:
+        kt.spark.register(spark)
     return spark
 
 
