@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import os, sys
 import kt.spark.daemon
@@ -27,6 +29,7 @@ def test_the_daemon_loads_the_workers_modules_and_starts_no_thread() -> None:
     assert loaded == "pyspark.sql,pyspark.worker,kt.spark.sink"
 
 
+@pytest.mark.slow
 def test_kt_sessions_run_their_workers_from_it(spark) -> None:
     assert spark.conf.get("spark.python.daemon.module") == "kt.spark.daemon"
 
