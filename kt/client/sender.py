@@ -52,7 +52,7 @@ from kt.storage.record_batch import MemoryRecordsBuilder
 
 Callback = Callable[[KafkaError | None, int], None]
 DUPLICATE_SEQUENCE_NUMBER = 46
-DRAIN_SCAN = 64  # queued batches a request's drain looks at, at most
+DRAIN_SKIPS = 8  # queued batches a request's drain passes over before it stops looking
 
 
 class EncodedRecords(Protocol):
@@ -321,14 +321,18 @@ class PipelinedProducer:
     def _drain(self, queued: deque[_Batch], now: float) -> list[_Batch]:
         """The next request's batches, taken from the front of a leader's queue: the first
         of each partition unless it waits out a backoff (the partition is then held),
-        within max.request.size (one batch at least). Looks at a bounded number of
-        queued batches, so that a deep queue costs no more per request; what it passes
-        over goes back to the front in its order."""
+        within max.request.size (one batch at least). It stops after passing over
+        DRAIN_SKIPS batches, so that a deep queue (one partition's batches waiting for
+        room on the connection) costs no more per request; what it passes over goes back
+        to the front in its order."""
+        first = queued[0]
+        if len(queued) == 1 and first.not_before <= now:  # the usual case: nothing to pick
+            return [queued.popleft()]
         batches: list[_Batch] = []
         seen: set[tuple[str, int]] = set()  # taken or held: their later batches wait
         kept: list[_Batch] = []
         size = 0
-        for _ in range(min(len(queued), DRAIN_SCAN)):
+        while queued and len(kept) < DRAIN_SKIPS:
             batch = queued.popleft()
             if (batch.tp in seen or batch.not_before > now
                     or (batches and size + len(batch.data) > self.max_request_size)):  # fmt: skip
@@ -396,11 +400,14 @@ class PipelinedProducer:
                 for batch in item.batches:
                     self._failed(batch, e)
             return
-        answers = {
-            (topic.name, part.index): part
-            for topic in response.responses
-            for part in topic.partition_responses
-        }
+        if len(entry.batches) == 1:  # one partition asked, one answered
+            answers = {entry.batches[0].tp: response.responses[0].partition_responses[0]}
+        else:
+            answers = {
+                (topic.name, part.index): part
+                for topic in response.responses
+                for part in topic.partition_responses
+            }
         for batch in entry.batches:
             part = answers.get(batch.tp)
             if part is None:  # the broker must answer every partition it was sent
