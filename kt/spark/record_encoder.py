@@ -3,15 +3,15 @@
 The mirror of kt/spark/record_arrays.py (which parses records into columns). A record is
 
   length: varint  attributes: int8  timestampDelta: varlong  offsetDelta: varint
-  keyLength: varint  key  valueLength: varint  value  headersCount: varint
+  keyLength: varint  key  valueLength: varint  value
+  headersCount: varint  [headerKeyLength: varint  headerKey  headerValueLength: varint  value]
 
 (kt/storage/record_batch.py). Its offset and timestamp deltas depend on the batch it lands
 in, so `ArrowRecords.encode` encodes a window of records for one batch at a time: every
 varint of the window computed at once with numpy (zigzag, then 7 bits a byte), the
 sizes summed to find how many records fit the room left in the batch, and the fields
 joined record by record by Arrow (binary_join_element_wise), whose data buffer is then
-the records' bytes, back to back. Records with headers are not encoded here (the sink
-sends those one by one).
+the records' bytes, back to back.
 
 `partitions_for_keys` is Kafka's default partitioner over a column of keys: murmur2
 (kt.client.partitioner) computed for all keys of one length at once.
@@ -90,26 +90,55 @@ def _index_varints(first: int, n: int) -> pa.BinaryArray:
     return _varints_of(np.arange(first, first + n))
 
 
+def _headers(headers: pa.ListArray) -> tuple[pa.BinaryArray, np.ndarray]:
+    """Each record's headers as the record holds them (their count, then each header's
+    key and value with their lengths, -1 for a null value), and their sizes. Header keys
+    must not be null (Kafka refuses them; the sink sends such rows one by one)."""
+    counts = pc.fill_null(pc.list_value_length(headers), 0).to_numpy().astype(np.int64)
+    flat = pc.list_flatten(headers)
+    header_keys = flat.field("key").cast(pa.binary())
+    header_values = flat.field("value").cast(pa.binary())
+    key_lengths, value_lengths = _lengths(header_keys), _lengths(header_values)
+    each = pc.binary_join_element_wise(
+        _varints_of(key_lengths), header_keys,
+        _varints_of(value_lengths), pc.fill_null(header_values, _EMPTY), _EMPTY,
+    )  # fmt: skip
+    each_sizes = (_varint_sizes_of(key_lengths) + key_lengths
+                  + _varint_sizes_of(value_lengths) + np.maximum(value_lengths, 0))  # fmt: skip
+    offsets = np.zeros(len(counts) + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), each), _EMPTY)
+    owner = np.repeat(np.arange(len(counts)), counts)
+    sizes = np.bincount(owner, weights=each_sizes, minlength=len(counts)).astype(np.int64)
+    part = pc.binary_join_element_wise(_varints_of(counts), joined, _EMPTY)
+    return part, _varint_sizes_of(counts) + sizes
+
+
 class ArrowRecords:
     """Records of one partition (binary keys, which may be absent or null, and values),
     stamped `timestamps` (milliseconds, one per record) or at encoding time."""
 
     def __init__(self, keys: pa.Array | None, values: pa.Array,
-                 timestamps: np.ndarray | None = None) -> None:  # fmt: skip
+                 timestamps: np.ndarray | None = None,
+                 headers: pa.ListArray | None = None) -> None:  # fmt: skip
         self.count = len(values)
         values = values.cast(pa.binary())
         keys = pa.nulls(self.count, pa.binary()) if keys is None else keys.cast(pa.binary())
         self.timestamps = None if timestamps is None else timestamps.astype(np.int64)
         key_lengths, value_lengths = _lengths(keys), _lengths(values)
-        # the key and the value with their lengths, and the headers count (0): the part
-        # of a record that does not depend on its batch
+        if headers is None:
+            header_part, header_sizes = _ZERO, np.ones(self.count, np.int64)  # none
+        else:
+            header_part, header_sizes = _headers(headers)
+        # the key and the value with their lengths, and the headers: the part of a record
+        # that does not depend on its batch
         self._tail = pc.binary_join_element_wise(
             _varints_of(key_lengths), pc.fill_null(keys, _EMPTY),
-            _varints_of(value_lengths), pc.fill_null(values, _EMPTY), _ZERO, _EMPTY,
+            _varints_of(value_lengths), pc.fill_null(values, _EMPTY), header_part, _EMPTY,
         )  # fmt: skip
         self._tail_sizes = (
             _varint_sizes_of(key_lengths) + np.maximum(key_lengths, 0)
-            + _varint_sizes_of(value_lengths) + np.maximum(value_lengths, 0) + 1
+            + _varint_sizes_of(value_lengths) + np.maximum(value_lengths, 0) + header_sizes
         )  # fmt: skip
         self._average = int(self._tail_sizes.mean()) + 4 if self.count else 1
 

@@ -16,7 +16,7 @@ it becomes each record's CreateTime (kt spark-import keeps the exported timestam
 Each Spark task produces its rows through kt's producer, with acks=all unless
 `kafka.acks` says otherwise: each Arrow batch's rows are split by partition and encoded
 as records a column at a time (kt.spark.record_encoder), straight into the producer's
-batches; rows that name their topics or carry headers go record by record. A task's
+batches; rows that name their topics go record by record. A task's
 commit message is sent only when every record it sent was acknowledged: a failed task
 raises, Spark retries it, and what the failed attempt wrote stays written. At least
 once, as Spark's Kafka sink promises.
@@ -195,7 +195,8 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Kt
 def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.RecordBatch,
              on_delivery: Callable[[KafkaError | None, int], None]) -> int:  # fmt: skip
     """The batch's rows produced: per partition, encoded a column at a time, unless the
-    rows name their topics, carry headers or lack some timestamps (then row by row)."""
+    rows name their topics, carry a header without a key or lack some timestamps (then
+    row by row)."""
     if options.topic is not None and _encodable(batch, options.timestamp_column):
         return _produce_encoded(producer, options.topic, batch, options.timestamp_column,
                                 on_delivery)  # fmt: skip
@@ -206,8 +207,10 @@ def _encodable(batch: pa.RecordBatch, timestamp_column: str | None) -> bool:
     import pyarrow.compute as pc
 
     names = batch.schema.names
-    if "headers" in names and pc.sum(pc.list_value_length(batch.column("headers"))).as_py():
-        return False
+    if "headers" in names:  # a null header key is refused record by record
+        keys = pc.list_flatten(batch.column("headers")).field("key")
+        if keys.null_count:
+            return False
     if "partition" in names and (pc.min(batch.column("partition")).as_py() or 0) < 0:
         return False  # refused record by record, as the producer refuses it
     return timestamp_column is None or batch.column(timestamp_column).null_count == 0
@@ -228,6 +231,7 @@ def _produce_encoded(
     n = batch.num_rows
     keys = batch.column("key") if "key" in names else None
     values = batch.column("value")
+    headers = batch.column("headers") if "headers" in names else None
     stamps = None
     if timestamp_column is not None:
         stamps = _timestamps(batch, timestamp_column).to_numpy()
@@ -245,6 +249,7 @@ def _produce_encoded(
             None if keys is None else keys if whole else keys.take(rows),
             values if whole else values.take(rows),
             None if stamps is None else stamps[rows],
+            None if headers is None else headers if whole else headers.take(rows),
         )  # fmt: skip
         producer.send_encoded(topic, run, None if partition < 0 else int(partition), on_delivery)
     return n

@@ -24,7 +24,7 @@ payloads = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=100, 
 
 
 def encode_all(records: ArrowRecords, keys, values, stamps, room: int, now_ms: int,
-               first_index: int = 0) -> None:  # fmt: skip
+               first_index: int = 0, headers=None) -> None:  # fmt: skip
     """Fill batches of `room` bytes with every record, each checked against append()."""
     start = 0
     while start < records.count:
@@ -41,7 +41,8 @@ def encode_all(records: ArrowRecords, keys, values, stamps, room: int, now_ms: i
                 assert built.count > 0, "an empty batch takes a record"
                 break
             for i in range(start, start + n):
-                oracle.append(now_ms if stamps is None else stamps[i], keys[i], values[i])
+                oracle.append(now_ms if stamps is None else stamps[i], keys[i], values[i],
+                              _pairs(headers[i]) if headers else ())  # fmt: skip
             built.extend(data, n, first, latest)
             assert bytes(built.buf) == bytes(oracle.buf)
             assert (built.base_timestamp, built.max_timestamp, built.count) == (
@@ -52,6 +53,19 @@ def encode_all(records: ArrowRecords, keys, values, stamps, room: int, now_ms: i
         added = built.count - first_index
         assert len(built.buf) <= room or added == 0 or (first_index == 0 and added == 1)
         first_index = 0
+
+
+def _pairs(headers: list[dict] | None) -> list[tuple[str, bytes | None]]:
+    return [(h["key"], h["value"]) for h in headers or ()]
+
+
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+header_lists = st.one_of(
+    st.none(),
+    st.lists(st.fixed_dictionaries({"key": st.text(max_size=8),
+                                    "value": st.one_of(st.none(), st.binary(max_size=30))}),
+             max_size=4),
+)  # fmt: skip
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,6 +83,19 @@ def test_records_encoded_by_column_are_the_records_appended_one_by_one(
     stamps = np.array([TS + o for o in offsets[: len(rows)]], np.int64) if stamped else None
     records = ArrowRecords(pa.array(keys, pa.binary()), pa.array(values, pa.binary()), stamps)
     encode_all(records, keys, values, stamps, room, TS + 5, first_index)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(payloads, header_lists), min_size=1, max_size=60),
+       room=st.sampled_from([64, 16384]), sliced=st.booleans())  # fmt: skip
+def test_headers_are_encoded_as_append_encodes_them(rows, room: int, sliced: bool) -> None:
+    values = [v for v, _ in rows]
+    headers = [h for _, h in rows]
+    keys = [None] * len(rows)
+    column = pa.array([None, *headers], HEADERS_TYPE)
+    column = column.slice(1) if sliced else pa.array(headers, HEADERS_TYPE)  # an offset
+    records = ArrowRecords(None, pa.array(values, pa.binary()), None, column)
+    encode_all(records, keys, values, None, room, TS, headers=headers)
 
 
 def test_long_records_and_many_of_them_take_wide_varints() -> None:
