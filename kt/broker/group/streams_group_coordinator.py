@@ -50,6 +50,7 @@ from kt.broker.group.streams_current_assignment import (
 from kt.broker.group.streams_endpoints import endpoints
 from kt.broker.group.streams_group import StreamsGroup, StreamsGroupMember
 from kt.broker.group.streams_group_members import (
+    check_static_member,
     dynamic_member,
     group_for,
     group_topology,
@@ -533,14 +534,7 @@ class StreamsGroupCoordinator:
             return result, self._fence(group, member)
         static_id = group.static_members.get(instance_id)
         member = group.members.get(static_id) if static_id is not None else None
-        if member is None:
-            raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
-        if member.member_id != member_id:
-            raise GroupError(
-                "FENCED_INSTANCE_ID",
-                f"Static member {member_id} with instance "
-                f"id {instance_id} was fenced by member {member.member_id}.",
-            )
+        member = check_static_member(member, member_id, instance_id)
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             log.info(
                 "[GroupId %s][MemberId %s] Static member %s with instance id %s temporarily "

@@ -131,6 +131,16 @@ def static_member(
             existing.member_id,
         )
         return new
+    existing = check_static_member(existing, member_id, instance_id)
+    check_epoch(existing, request)
+    return existing
+
+
+def check_static_member(
+    existing: StreamsGroupMember | None, member_id: str, instance_id: str
+) -> StreamsGroupMember:
+    """GroupMetadataManager.throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced:
+    the member holding `instance_id`, which must be `member_id`."""
     if existing is None:
         raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
     if existing.member_id != member_id:
@@ -139,7 +149,6 @@ def static_member(
             f"Static member {member_id} with instance "
             f"id {instance_id} was fenced by member {existing.member_id}.",
         )
-    check_epoch(existing, request)
     return existing
 
 
