@@ -242,16 +242,22 @@ def _produce_encoded(
     if keys is not None and (parts < 0).any():
         by_key = partitions_for_keys(keys.cast("binary"), producer.partition_count(topic))
         parts = np.where(parts < 0, by_key, parts)
-    for partition in np.unique(parts):
-        rows = np.flatnonzero(parts == partition)
-        whole = len(rows) == n
-        run = ArrowRecords(
-            None if keys is None else keys if whole else keys.take(rows),
-            values if whole else values.take(rows),
-            None if stamps is None else stamps[rows],
-            None if headers is None else headers if whole else headers.take(rows),
-        )  # fmt: skip
-        producer.send_encoded(topic, run, None if partition < 0 else int(partition), on_delivery)
+    sticky = parts < 0
+    # Rows without a key go where the sticky partitioner puts them when they are sent, which
+    # may be a partition that keyed rows of this batch go to too: the batch is sent in runs
+    # of keyed and keyless rows, in row order, so that each partition gets its rows in order.
+    for segment in np.split(np.arange(n), np.flatnonzero(np.diff(sticky)) + 1):
+        for partition in np.unique(parts[segment]):
+            rows = segment[parts[segment] == partition]
+            whole = len(rows) == n
+            run = ArrowRecords(
+                None if keys is None else keys if whole else keys.take(rows),
+                values if whole else values.take(rows),
+                None if stamps is None else stamps[rows],
+                None if headers is None else headers if whole else headers.take(rows),
+            )  # fmt: skip
+            target = None if partition < 0 else int(partition)
+            producer.send_encoded(topic, run, target, on_delivery)
     return n
 
 

@@ -20,6 +20,7 @@ import confluent_kafka.admin as ck_admin
 import pytest
 
 from kt.client.partitioner import partition_for_key
+from kt.spark.sink import SinkOptions, write_batches
 from kt.tools.spark_export import ExportRequest, export
 from kt.tools.spark_import import ImportRequest, import_files
 from tests.spark._broker import Broker
@@ -157,6 +158,21 @@ def test_the_sink_partitions_by_key_as_java_and_stamps_from_a_column(spark, brok
     for key in {r[1] for r in again}:
         values = [int(r[2][1:]) for r in again if r[1] == key]
         assert values == sorted(values), key
+
+
+def test_rows_with_and_without_keys_keep_their_order_in_one_partition(broker) -> None:
+    """One partition: the keyless rows' sticky partition is the keyed rows' partition too,
+    so the records' order there must be the rows' order (as the Java producer's send
+    order), key or no key. The sink's task is called without Spark."""
+    import pyarrow as pa
+
+    create(broker, "mixed", partitions=1)
+    keys = [None if i % 7 in (0, 1) else b"key-%d" % (i % 3) for i in range(300)]
+    values = [b"v%d" % i for i in range(300)]
+    batch = pa.record_batch({"key": pa.array(keys, pa.binary()),
+                             "value": pa.array(values, pa.binary())})  # fmt: skip
+    assert write_batches(SinkOptions(broker.bootstrap, "mixed", {}), iter([batch])).records == 300
+    assert [r[2] for r in records(broker, "mixed", partitions=1)] == values
 
 
 def test_a_row_without_a_topic_fails_the_write(spark, broker) -> None:
