@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import count, repeat
 from typing import Protocol
 
 from kt.client.connection import BrokerConnection, PendingResponse
@@ -131,9 +131,9 @@ class PipelinedProducer:
         if self._buffered >= self.buffer_memory:
             self._drain_buffer()
         info = base.topic_info(topic)
-        count = len(info.partitions)
+        num_partitions = len(info.partitions)
         if partition is None:
-            partition = base.partitioner.partition(topic, key, count)
+            partition = base.partitioner.partition(topic, key, num_partitions)
         elif partition not in info.partitions:
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
         tp = (topic, partition)
@@ -149,7 +149,7 @@ class PipelinedProducer:
             batch.any_callback = True
         if size >= base.batch_size:
             self._close(batch)
-            base.partitioner.on_new_batch(topic, count)
+            base.partitioner.on_new_batch(topic, num_partitions)
             self._send_queued()
 
     def send_encoded(
@@ -165,14 +165,16 @@ class PipelinedProducer:
         (KafkaError, -1)."""
         base = self.base
         info = base.topic_info(topic)
-        count = len(info.partitions)
+        num_partitions = len(info.partitions)
         if partition is not None and partition not in info.partitions:
             raise KafkaError("UNKNOWN_TOPIC_OR_PARTITION", f"{topic}-{partition} does not exist")
         start = 0
         while start < records.count:
             if self._buffered >= self.buffer_memory:
                 self._drain_buffer()
-            p = base.partitioner.partition(topic, None, count) if partition is None else partition
+            p = partition
+            if p is None:
+                p = base.partitioner.partition(topic, None, num_partitions)
             tp = (topic, p)
             batch = self._open.get(tp)
             if batch is None:
@@ -191,7 +193,7 @@ class PipelinedProducer:
                 start += n
             if n == 0 or start < records.count or len(builder.buf) >= base.batch_size:
                 self._close(batch)
-                base.partitioner.on_new_batch(topic, count)
+                base.partitioner.on_new_batch(topic, num_partitions)
                 self._send_queued()
                 self._read_answers(0)
 
@@ -479,9 +481,10 @@ class PipelinedProducer:
     def _done(self, batch: _Batch, base_offset: int) -> None:
         self._buffered -= len(batch.data)
         if batch.any_callback:
-            for i, callback in enumerate(batch.callbacks):
+            offsets = count(base_offset) if base_offset >= 0 else repeat(-1)
+            for callback, offset in zip(batch.callbacks, offsets, strict=False):  # offsets: endless
                 if callback is not None:
-                    callback(None, base_offset + i if base_offset >= 0 else -1)
+                    callback(None, offset)
         for i, callback in batch.runs:
             callback(None, base_offset + i if base_offset >= 0 else -1)
 

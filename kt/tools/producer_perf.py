@@ -25,6 +25,7 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO
 
 from crc32c_rs import crc32c
@@ -67,58 +68,61 @@ class Stats:
     window_total_latency: int = 0
     window_max_latency: int = 0
     latencies: list[int] = field(default_factory=list)
+    errors: list[KafkaError] = field(default_factory=list)
+    # Acknowledged records' latencies and bytes not yet counted: each callback appends
+    # its record's, and they are counted a window (or a batch) at a time by fold().
+    pending: list[int] = field(default_factory=list)
+    pending_bytes: int = 0
 
     def __post_init__(self) -> None:
         self.window_start = self.start
+        self.window_due_ms = self.start * 1000 + self.reporting_interval_ms
         self.sampling = self.num_records // min(self.num_records, 500_000)
 
     def record_batch(self, send_times_ms: list[int], size: int, now_ms: int) -> None:
         """Every record of an acknowledged batch (records sent at `send_times_ms`)."""
-        if send_times_ms:  # Stats.record for each record, summed per batch
-            n = len(send_times_ms)
-            latency_sum = now_ms * n - sum(send_times_ms)
-            worst = now_ms - min(send_times_ms)
-            self.count += n
-            self.bytes += size * n
-            self.total_latency += latency_sum
-            self.window_count += n
-            self.window_bytes += size * n
-            self.window_total_latency += latency_sum
-            self.max_latency = max(self.max_latency, worst)
-            self.window_max_latency = max(self.window_max_latency, worst)
-            first = -self.iteration % self.sampling  # the records whose iteration is sampled
-            self.latencies.extend(now_ms - sent for sent in send_times_ms[first :: self.sampling])
-            self.iteration += n
-        if now_ms - self.window_start * 1000 >= self.reporting_interval_ms:
+        self.pending.extend([now_ms - sent for sent in send_times_ms])
+        self.pending_bytes += size * len(send_times_ms)
+        self.fold()
+        if now_ms >= self.window_due_ms:
             self.print_window()
-            self.window_start = time.time()
-            self.window_count = self.window_bytes = 0
-            self.window_total_latency = self.window_max_latency = 0
 
-    def record(self, sent_ms: int, size: int, now_ms: int) -> None:
-        """Stats.record for one acknowledged record (record_batch's arithmetic, lean: the
-        callback of every record runs it)."""
-        latency = now_ms - sent_ms
-        self.count += 1
-        self.bytes += size
-        self.total_latency += latency
-        self.window_count += 1
-        self.window_bytes += size
-        self.window_total_latency += latency
-        if latency > self.max_latency:
-            self.max_latency = latency
-        if latency > self.window_max_latency:
-            self.window_max_latency = latency
-        if self.iteration % self.sampling == 0:
-            self.latencies.append(latency)
-        self.iteration += 1
-        if now_ms - self.window_start * 1000 >= self.reporting_interval_ms:
+    def delivered(self, sent_ms: int, size: int, error: KafkaError | None, _offset: int) -> None:
+        """PerfCallback.onCompletion, bound to one record's send time and size (every
+        record's callback: lean, its record counted with others by fold())."""
+        if error is not None:
+            self.errors.append(error)  # Kafka's PerfCallback prints the exception
+            return
+        now_ms = time.time_ns() // 1_000_000
+        self.pending.append(now_ms - sent_ms)
+        self.pending_bytes += size
+        if now_ms >= self.window_due_ms:
             self.print_window()
-            self.window_start = time.time()
-            self.window_count = self.window_bytes = 0
-            self.window_total_latency = self.window_max_latency = 0
+
+    def fold(self) -> None:
+        """Count the pending records as Java's Stats.record counts each: totals, maxima,
+        and every `sampling`th record's latency."""
+        pending = self.pending
+        if not pending:
+            return
+        n, latency_sum, worst = len(pending), sum(pending), max(pending)
+        self.count += n
+        self.bytes += self.pending_bytes
+        self.total_latency += latency_sum
+        self.window_count += n
+        self.window_bytes += self.pending_bytes
+        self.window_total_latency += latency_sum
+        self.max_latency = max(self.max_latency, worst)
+        self.window_max_latency = max(self.window_max_latency, worst)
+        first = -self.iteration % self.sampling  # the records whose iteration is sampled
+        self.latencies.extend(pending[first :: self.sampling])
+        self.iteration += n
+        pending.clear()
+        self.pending_bytes = 0
 
     def print_window(self) -> None:
+        """The window's line; a new window starts."""
+        self.fold()
         elapsed = max(time.time() * 1000 - self.window_start * 1000, 1e-3)
         self.out.write(
             f"{self.window_count} records sent, {1000 * self.window_count / elapsed:.1f} "
@@ -127,9 +131,14 @@ class Stats:
             f"{float(self.window_max_latency):.1f} ms max latency.\n"
         )
         self.out.flush()
+        self.window_start = time.time()
+        self.window_due_ms = self.window_start * 1000 + self.reporting_interval_ms
+        self.window_count = self.window_bytes = 0
+        self.window_total_latency = self.window_max_latency = 0
 
     def print_total(self) -> None:
         """Kafka 3.9's last line: records/sec with Java's %f (six decimals)."""
+        self.fold()
         elapsed = max(time.time() * 1000 - self.start * 1000, 1e-3)
         samples = sorted(self.latencies)
         percentiles = [samples[int(p * len(samples))] if samples else 0
@@ -263,7 +272,12 @@ class PerfConfig:
     security: dict[str, Any] = field(default_factory=dict)  # KafkaClient's tls and sasl
 
 
-POLL_EVERY = 64  # records between two polls of the producer (answers, lingered batches)
+# Records between two polls of the producer (answers read, lingered batches closed): the
+# sender's turn, as Kafka's Sender thread takes one while send() appends. At linger.ms=0 a
+# batch is sent at the poll after it opened, so this is about how many 100 B records a
+# batch gets (16 KiB of batch.size holds about 140): 64 gave batches of 65 records and
+# cost about 20% of the throughput in per-batch work (encoding, request, answer).
+POLL_EVERY = 128
 
 
 def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
@@ -293,35 +307,28 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
                                  transactions=transactions)  # fmt: skip
     stats = Stats(config.num_records, out)
     payloads = config.payloads
-    failures: list[KafkaError] = []
-
-    def completion(sent_ms: int, size: int) -> Any:
-        def on_delivery(error: KafkaError | None, _offset: int) -> None:
-            if error is not None:
-                failures.append(error)  # Kafka's PerfCallback prints the exception
-                return
-            stats.record(sent_ms, size, int(time.time() * 1000))
-
-        return on_delivery
+    delivered, send, topic, clock = stats.delivered, producer.send, config.topic, time.time
+    clock_ns = time.time_ns  # milliseconds as Stats.delivered reads them
+    n_payloads = len(payloads)
 
     try:
         try:
-            base.topic_info(config.topic)
+            base.topic_info(topic)
         except KafkaError as e:
-            raise PerfError(f"Topic {config.topic} not present in metadata after 30000 ms: "
+            raise PerfError(f"Topic {topic} not present in metadata after 30000 ms: "
                             f"{e.name}") from None  # fmt: skip
         if transactions is not None:
             producer.init_transactions()
         txn_started_ms = None  # the open transaction's start (ProducerPerformance's loop)
-        start_ms = int(time.time() * 1000)
+        start_ms = int(clock() * 1000)
         for i in range(config.num_records):
-            payload = payloads[i % len(payloads)] if len(payloads) > 1 else payloads[0]
-            sent_ms = int(time.time() * 1000)
+            payload = payloads[i % n_payloads]
+            sent_ms = clock_ns() // 1_000_000
             if transactions is not None and txn_started_ms is None:
                 producer.begin_transaction()
                 txn_started_ms = sent_ms
-            producer.send(config.topic, payload, on_delivery=completion(sent_ms, len(payload)),
-                          timestamp_ms=sent_ms)  # fmt: skip
+            # Kafka's tool makes a PerfCallback per record: here a partial of Stats.delivered
+            send(topic, payload, None, partial(delivered, sent_ms, len(payload)), None, sent_ms)
             if txn_started_ms is not None and (
                 config.transaction_duration_ms <= sent_ms - txn_started_ms
             ):
@@ -329,8 +336,8 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
                 txn_started_ms = None
             if config.throughput > 0:  # ThroughputThrottler: wait until the next is due
                 due_ms = start_ms + 1000 * (i + 1) / config.throughput
-                if due_ms > time.time() * 1000:
-                    while (wait := (due_ms - time.time() * 1000) / 1000) > 0:
+                if due_ms > clock() * 1000:
+                    while (wait := (due_ms - clock() * 1000) / 1000) > 0:
                         producer.poll(wait)  # answers may end the wait early
                     continue
             if i % POLL_EVERY == 0:
@@ -342,7 +349,7 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         if transactions is not None:
             transactions.close()
         client.close()
-    for error in failures[:1]:
+    for error in stats.errors[:1]:
         out.write(f"{error.name}: {error}\n")
     stats.print_total()
     return stats

@@ -4,6 +4,7 @@ sampled latencies as ProducerPerformance.Stats.record called for each of its rec
 from __future__ import annotations
 
 import io
+from unittest import mock
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -62,11 +63,13 @@ def test_a_batch_counts_as_its_records_one_by_one(
 def test_one_record_at_a_time_counts_as_java(
     num_records: int, batches: list[tuple[list[int], int]]
 ) -> None:
-    """Stats.record, the lean path each record's callback takes, counts as Java's."""
+    """Stats.delivered, the lean path each record's callback takes, counts as Java's."""
     stats = Stats(num_records, io.StringIO(), reporting_interval_ms=HOUR_MS)
     for send_times, now in batches:
-        for sent in send_times:
-            stats.record(sent, 10, now)
+        with mock.patch("time.time_ns", return_value=now * 1_000_000):
+            for sent in send_times:
+                stats.delivered(sent, 10, None, 0)
+    stats.fold()
     expected = per_record(num_records, batches)
     assert (stats.count, stats.bytes, stats.total_latency, stats.max_latency,
             stats.iteration, stats.latencies, stats.window_count, stats.window_max_latency) == (
