@@ -265,27 +265,30 @@ class MemoryRecordsBuilder:
     def append(self, timestamp: int, key: bytes | None, value: bytes | None,
                headers: Sequence[Header] = ()) -> int:  # fmt: skip
         """Encode one record at the end; the batch's size in bytes after it."""
-        if self.count == 0:
+        index = self.count
+        if index == 0:
             self.base_timestamp = timestamp
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        delta, index = timestamp - self.base_timestamp, self.count
-        table, limit = _ZIGZAG, _ZIGZAG_LIMIT
-        if (headers or not 0 <= delta < limit or index >= limit
-                or (key is not None and len(key) >= limit)
-                or (value is not None and len(value) >= limit)):  # fmt: skip
-            self.buf += encode_record(index, delta, key, value, headers)
+        delta, limit = timestamp - self.base_timestamp, _ZIGZAG_LIMIT
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        buf = self.buf
+        if (headers or not 0 <= delta < limit or index >= limit or key_size >= limit
+                or value_size >= limit):  # fmt: skip
+            buf += encode_record(index, delta, key, value, headers)
         else:  # attributes, deltas, key, value, no headers: joined once
+            table = _ZIGZAG
             body = b"".join((
                 b"\x00", table[delta], table[index],
-                b"\x01" if key is None else table[len(key)], key or b"",
-                b"\x01" if value is None else table[len(value)], value or b"", b"\x00",
+                b"\x01" if key is None else table[key_size], key or b"",
+                b"\x01" if value is None else table[value_size], value or b"", b"\x00",
             ))  # fmt: skip
             size = len(body)
-            self.buf += table[size] if size < limit else zigzag_varint(size)
-            self.buf += body
+            buf += table[size] if size < limit else zigzag_varint(size)
+            buf += body
         self.count = index + 1
-        return len(self.buf)
+        return len(buf)
 
     def extend(self, records: bytes, count: int, first_timestamp: int, max_timestamp: int) -> int:
         """Append `count` records encoded elsewhere (kt.spark.record_encoder), their offset

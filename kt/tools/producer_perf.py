@@ -309,7 +309,8 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
     payloads = config.payloads
     delivered, send, topic, clock = stats.delivered, producer.send, config.topic, time.time
     clock_ns = time.time_ns  # milliseconds as Stats.delivered reads them
-    n_payloads = len(payloads)
+    n_payloads, throughput = len(payloads), config.throughput
+    transactional = transactions is not None
 
     try:
         try:
@@ -324,7 +325,7 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
         for i in range(config.num_records):
             payload = payloads[i % n_payloads]
             sent_ms = clock_ns() // 1_000_000
-            if transactions is not None and txn_started_ms is None:
+            if transactional and txn_started_ms is None:
                 producer.begin_transaction()
                 txn_started_ms = sent_ms
             # Kafka's tool makes a PerfCallback per record: here a partial of Stats.delivered
@@ -334,8 +335,8 @@ def run_producer(bootstrap: str, config: PerfConfig, out: TextIO) -> Stats:
             ):
                 producer.commit_transaction(config.request_timeout_ms / 1000 + 60)
                 txn_started_ms = None
-            if config.throughput > 0:  # ThroughputThrottler: wait until the next is due
-                due_ms = start_ms + 1000 * (i + 1) / config.throughput
+            if throughput > 0:  # ThroughputThrottler: wait until the next is due
+                due_ms = start_ms + 1000 * (i + 1) / throughput
                 if due_ms > clock() * 1000:
                     while (wait := (due_ms - clock() * 1000) / 1000) > 0:
                         producer.poll(wait)  # answers may end the wait early
