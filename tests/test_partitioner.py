@@ -1,5 +1,7 @@
 """kt's partitioner puts keyed records where Kafka's clients put them."""
 
+from hypothesis import given
+from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kt.client.partitioner import murmur2, partition_for_key
@@ -9,6 +11,12 @@ def test_murmur2_matches_kafka_python_for_every_tail_length() -> None:
     for key in [b"", b"a", b"ab", b"abc", b"abcd", b"key-12345", bytes(range(200))]:
         # kafka-python returns the same 32 bits unsigned.
         assert murmur2(key) & 0xFFFFFFFF == kafka_python_murmur2(key), key
+
+
+@given(st.binary(max_size=300))
+def test_murmur2_matches_kafka_python_on_any_bytes(key: bytes) -> None:
+    assert murmur2(key) & 0xFFFFFFFF == kafka_python_murmur2(key)
+    assert murmur2(bytearray(key)) == murmur2(key)
 
 
 def test_known_values_from_kafka_utils_test() -> None:
@@ -23,3 +31,7 @@ def test_known_values_from_kafka_utils_test() -> None:
 
 def test_partition_is_positive_modulo() -> None:
     assert all(0 <= partition_for_key(bytes([i]), 7) < 7 for i in range(256))
+
+
+def test_one_partition_takes_every_key() -> None:
+    assert {partition_for_key(bytes([i, i]), 1) for i in range(256)} == {0}

@@ -9,23 +9,29 @@ real clients would.
 from __future__ import annotations
 
 import random
+import struct
+import sys
+from collections.abc import Sequence
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+_LITTLE_ENDIAN = sys.byteorder == "little" and struct.calcsize("I") == 4
 
 
 def murmur2(data: bytes) -> int:
     """Kafka's 32-bit murmur2, as a signed int32."""
     length = len(data)
     h = (0x9747B28C ^ length) & _MASK
-    n4 = length // 4
-    for i in range(n4):
-        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = (h * _M) & _MASK
-        h ^= k
+    n4 = length >> 2
+    if n4:  # the 4-byte words, little-endian, read at once
+        if _LITTLE_ENDIAN:
+            words: Sequence[int] = memoryview(data)[: n4 << 2].cast("I")
+        else:
+            words = struct.unpack_from(f"<{n4}I", data)
+        for k in words:
+            k = (k * _M) & _MASK
+            k = ((k ^ (k >> 24)) * _M) & _MASK
+            h = ((h * _M) & _MASK) ^ k
     tail = length % 4
     base = n4 * 4
     if tail == 3:
@@ -42,6 +48,8 @@ def murmur2(data: bytes) -> int:
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
+    if num_partitions == 1:  # whatever the hash: x % 1 == 0
+        return 0
     return (murmur2(key) & 0x7FFFFFFF) % num_partitions
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import select
 import struct
 import sys
@@ -35,17 +36,22 @@ def _unescape(text: str) -> str:
     return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
 
 
+# BufferedReader.readLine's line ends, which LineMessageReader reads with: "\n", "\r", "\r\n"
+_LINE_END = re.compile("\r\n|\r|\n")
+
+
 def stdin_lines(linger_s: float) -> Iterator[str | None]:
-    """Standard input's lines (without their end, decoded as UTF-8 with replacement, as
-    Java's reader does), and None once `linger_s` has passed since the first line not
-    yet sent: the producer's cue to send what waits. That is linger.ms as the Java
-    producer counts it, from a batch's first record, so that lines arriving steadily
-    still go out every linger.ms (an idle gap of linger.ms held them until input paused)."""
+    """Standard input's lines as Java's BufferedReader.readLine reads them (ended by "\n",
+    "\r" or "\r\n", decoded as UTF-8 with replacement), and None once `linger_s` has passed
+    since the first line not yet sent: the producer's cue to send what waits. That is
+    linger.ms as the Java producer counts it, from a batch's first record, so that lines
+    arriving steadily still go out every linger.ms (an idle gap of linger.ms held them
+    until input paused)."""
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):  # a stream with no descriptor (tests)
-        for line in sys.stdin:
-            yield line.rstrip("\n").removesuffix("\r")
+        for line in sys.stdin:  # text mode: universal newlines, as readLine's
+            yield line.removesuffix("\n")
         return
     pending = b""
     first_unsent: float | None = None  # when the oldest line not yet sent was read
@@ -59,13 +65,25 @@ def stdin_lines(linger_s: float) -> Iterator[str | None]:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            yield line.removesuffix(b"\r").decode("utf-8", "replace")
-        if lines and first_unsent is None:
+        data = pending + chunk
+        # The last whole line's end: a "\r" as the last byte may be half of a "\r\n".
+        end = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+        if end < 0:
+            pending = data
+            continue
+        # Whole lines decoded at once: line ends are ASCII and inside no UTF-8 sequence,
+        # so this reads as line by line would, invalid bytes included.
+        lines = _LINE_END.split(data[: end + 1].decode("utf-8", "replace"))
+        pending = data[end + 1 :]
+        lines.pop()  # the empty text after the last line's end
+        yield from lines
+        if first_unsent is None:
             first_unsent = time.monotonic()
     if pending:
-        yield pending.removesuffix(b"\r").decode("utf-8", "replace")
+        lines = _LINE_END.split(pending.decode("utf-8", "replace"))
+        if not lines[-1]:  # the input ended with a line end
+            lines.pop()
+        yield from lines
 
 
 @dataclass
@@ -129,7 +147,7 @@ class LineReader:
                 raise LineFormatError(f"{name_a} and {name_b} may not be equal")
 
     def _null(self, text: str) -> bytes | None:
-        return None if self.null_marker is not None and text == self.null_marker else text.encode()
+        return None if text == self.null_marker else text.encode()  # the marker may be None
 
     def parse(
         self, line: str, line_number: int
@@ -163,9 +181,9 @@ class LineReader:
                         f"No key separator found on line number {line_number}: '{line}'"
                     )
                 return None, self._null(rest), headers
-            key = self._null(k)
+            key = None if k == self.null_marker else k.encode()  # _null, inlined: per line
             rest = value_text
-        return key, self._null(rest), headers
+        return key, None if rest == self.null_marker else rest.encode(), headers
 
 
 class SerializationError(Exception):

@@ -157,7 +157,8 @@ def scenario(delete_json: Path, move_json: Path) -> dict[str, list[Step]]:
         Step(
             "kafka-console-producer",
             [*t, "--property", "parse.key=true"],
-            input="".join(f"k{i}\tvalue {i}\n" for i in range(12)),
+            # Lines ended by "\n", "\r\n" and "\r": BufferedReader.readLine's line ends
+            input="".join(f"k{i}\tvalue {i}" + ("\n", "\r\n", "\r")[i % 3] for i in range(12)),
         ),  # fmt: skip
         Step("kafka-get-offsets", t),
         Step("kafka-get-offsets", [*t, "--time", "-2"]),
