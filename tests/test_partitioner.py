@@ -35,3 +35,22 @@ def test_partition_is_positive_modulo() -> None:
 
 def test_one_partition_takes_every_key() -> None:
     assert {partition_for_key(bytes([i, i]), 1) for i in range(256)} == {0}
+
+
+@given(st.lists(st.binary(max_size=80), max_size=50), st.integers(2, 64))
+def test_remembered_hashes_give_the_same_partitions(keys: list[bytes], partitions: int) -> None:
+    """Keys seen before (remembered) and after the memory is emptied (a small limit here)
+    land where murmur2 puts them."""
+    from kt.client import partitioner
+
+    limit = partitioner._HASHES_MAX
+    partitioner._HASHES_MAX = 7
+    partitioner._HASHES.clear()
+    try:
+        for key in keys + keys[::-1] + [bytearray(k) for k in keys]:
+            assert partition_for_key(key, partitions) == (
+                (murmur2(bytes(key)) & 0x7FFFFFFF) % partitions
+            )
+        assert len(partitioner._HASHES) <= 7
+    finally:
+        partitioner._HASHES_MAX = limit
