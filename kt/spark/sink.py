@@ -192,6 +192,16 @@ def write_batches(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Kt
     return KtCommitMessage(written)
 
 
+def write_task(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One task of `kt spark-import` (a map of Arrow batches, kt.tools.spark_import): its
+    rows produced as write_batches produces them, then one row, `records`: how many were
+    acknowledged."""
+    import pyarrow as pa
+
+    written = write_batches(options, batches).records
+    yield pa.RecordBatch.from_arrays([pa.array([written], pa.int64())], names=["records"])
+
+
 def _produce(producer: PipelinedProducer, options: SinkOptions, batch: pa.RecordBatch,
              on_delivery: Callable[[KafkaError | None, int], None]) -> int:  # fmt: skip
     """The batch's rows produced: per partition, encoded a column at a time, unless the

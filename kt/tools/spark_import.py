@@ -1,5 +1,11 @@
 """`kt spark-import`: Parquet, JSON or CSV files become the records of a topic, through
-PySpark and the kt sink (kt.spark.sink), the mirror of `kt spark-export`.
+PySpark and the kt sink's producer (kt.spark.sink), the mirror of `kt spark-export`.
+
+Each Spark task produces its rows as the `kt` data source's writer does, but the job is
+a map of Arrow batches (DataFrame.mapInArrow) whose one row per task counts the records
+acknowledged, rather than a data source write: PySpark runs a Python data source's
+writer creation and its commit each in a Python process of its own, about 3 s of a
+1M-record import (benchmarks/spark_import.py), and a map needs neither.
 
 The columns of a record, each found by name unless an option names another:
   value      --value-column, else `value`, else the whole row as JSON; a column that is
@@ -22,7 +28,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from kt.tools.spark_export import (
@@ -165,15 +173,12 @@ def import_files(
         check_spark_available()  # before any work: the spark extra, and Java
     check_request(request)
     if spark is not None:
-        import kt.spark
-
-        kt.spark.register(spark)
         return _import(request, spark, progress)
     from pyspark import SparkContext
 
     running = SparkContext._active_spark_context is not None
     spark = spark_session(
-        request.master, app_name="kt spark-import", verbose=request.verbose,
+        request.master, app_name="kt spark-import", verbose=request.verbose, register=False,
         log_level="WARN" if request.verbose else "OFF", **{**IMPORT_SETTINGS, **request.conf},
     )  # fmt: skip
     try:
@@ -186,27 +191,39 @@ def import_files(
 def _import(
     request: ImportRequest, spark: SparkSession, progress: ProgressCallback | None
 ) -> ImportResult:
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
+
+    from kt.spark.sink import SinkError, parse_sink_options, write_task
 
     df, stamp = record_columns(read_input(spark, request), request)
     tasks = df.rdd.getNumPartitions()
-    observation = Observation("kt spark-import")
-    df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
-    writer = (
-        df.write.format("kt")
-        .option("kafka.bootstrap.servers", request.bootstrap_server)
-        .option("topic", request.topic)
-        .mode("append")
-    )
+    options = {"kafka.bootstrap.servers": request.bootstrap_server, "topic": request.topic}
     if stamp is not None:
-        writer = writer.option("timestampColumn", stamp)
-    for key, value in request.producer.items():
-        writer = writer.option(f"kafka.{key}", value)
+        options["timestampColumn"] = stamp
+    options.update({f"kafka.{key}": value for key, value in request.producer.items()})
+    try:  # the checks of the sink's writer, with its messages
+        sink_options = parse_sink_options(options, df.schema)
+    except SinkError as e:
+        raise SparkImportError(str(e)) from None
+    counts = _map_in_arrow(df, partial(write_task, sink_options), "records long")
     started = time.perf_counter()
     with ProgressWatcher(spark, tasks, progress):
         try:
-            writer.save()
+            rows = counts.agg(F.sum("records")).collect()[0][0] or 0
         except Exception as e:
             raise SparkImportError(f"Spark failed: {last_line(str(e))}") from e
-    return ImportResult(int(observation.get["rows"]), time.perf_counter() - started, tasks)
+    return ImportResult(int(rows), time.perf_counter() - started, tasks)
+
+
+def _map_in_arrow(df: DataFrame, function: Callable, schema: str) -> DataFrame:
+    """df.mapInArrow(function, schema) without pandas: PySpark's mapInArrow builds its
+    function through pandas_udf, which insists on pandas, though the Arrow map itself
+    (MapInArrowExec and its Python worker) never uses it."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.udf import UserDefinedFunction
+    from pyspark.util import PythonEvalType
+
+    udf = UserDefinedFunction(function, returnType=schema,
+                              evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)  # fmt: skip
+    column = udf(*[df[name] for name in df.columns])
+    return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)

@@ -22,7 +22,7 @@ import pytest
 from kt.client.partitioner import partition_for_key
 from kt.spark.sink import SinkOptions, write_batches
 from kt.tools.spark_export import ExportRequest, export
-from kt.tools.spark_import import ImportRequest, import_files
+from kt.tools.spark_import import ImportRequest, SparkImportError, import_files
 from tests.spark._broker import Broker
 
 pytestmark = pytest.mark.slow
@@ -196,6 +196,28 @@ def test_a_task_whose_records_are_not_acknowledged_fails(spark, broker) -> None:
     (df.write.format("kt").option("kafka.bootstrap.servers", broker.bootstrap)
      .option("topic", "unsafe").option("kafka.acks", "1").mode("append").save())  # fmt: skip
     assert [r[2] for r in records(broker, "unsafe", partitions=1)] == [b"v"]
+
+
+def test_an_import_whose_records_are_not_acknowledged_fails(spark, broker, tmp_path) -> None:
+    """kt spark-import's tasks (a map of Arrow batches, not a data source write) fail as the
+    sink's do: a refused batch fails the import, with the broker's error in one line."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    admin = ck_admin.AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = ck_admin.NewTopic("unsafe", 1, 1, config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])["unsafe"].result(30)
+    (tmp_path / "in").mkdir()
+    pq.write_table(pa.table({"value": [b"a", b"b"]}), tmp_path / "in" / "part-0.parquet")
+    request = ImportRequest(input=str(tmp_path / "in"), topic="unsafe",
+                            bootstrap_server=broker.bootstrap,
+                            producer={"retries": "1"})  # fmt: skip
+    with pytest.raises(SparkImportError, match=r"^Spark failed: .*NOT_ENOUGH_REPLICAS"):
+        import_files(request, spark=spark)
+    assert records(broker, "unsafe", partitions=1) == []
+    request.producer["acks"] = "1"  # not waiting for the other replicas: it succeeds
+    assert import_files(request, spark=spark).rows == 2
+    assert [r[2] for r in records(broker, "unsafe", partitions=1)] == [b"a", b"b"]
 
 
 def test_a_security_setting_kt_lacks_fails_the_write(spark, broker) -> None:
