@@ -301,9 +301,12 @@ def last_line(message: str) -> str:
 class ProgressWatcher:
     """Polls Spark's status tracker while a job runs and reports finished tasks."""
 
-    def __init__(self, spark: SparkSession, total: int, callback: ProgressCallback | None) -> None:
+    def __init__(
+        self, spark: SparkSession, total: int | None, callback: ProgressCallback | None
+    ) -> None:
+        """`total`: the job's tasks, or None: those of its stage, once it runs."""
         self.tracker = spark.sparkContext.statusTracker()
-        self.total = max(total, 1)
+        self.total = None if total is None else max(total, 1)
         self.callback = callback
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -316,7 +319,10 @@ class ProgressWatcher:
                 info = self.tracker.getStageInfo(stage_id)
                 if info is not None:
                     finished = max(finished, info.numCompletedTasks)
-            self.callback(min(finished, self.total), self.total)
+                    if self.total is None:
+                        self.total = max(info.numTasks, 1)
+            if self.total is not None:
+                self.callback(min(finished, self.total), self.total)
 
     def __enter__(self) -> ProgressWatcher:
         if self.callback is not None:
@@ -327,4 +333,5 @@ class ProgressWatcher:
         self.done.set()
         if self.callback is not None:
             self.thread.join()
-            self.callback(self.total, self.total)
+            if self.total is not None:
+                self.callback(self.total, self.total)
