@@ -50,8 +50,11 @@ def stdin_lines(linger_s: float) -> Iterator[str | None]:
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, OSError, ValueError):  # a stream with no descriptor (tests)
-        for line in sys.stdin:  # text mode: universal newlines, as readLine's
-            yield line.removesuffix("\n")
+        for line in sys.stdin:  # split again: a StringIO keeps a lone "\r"
+            lines = _LINE_END.split(line)
+            if not lines[-1]:
+                lines.pop()
+            yield from lines
         return
     pending = b""
     first_unsent: float | None = None  # when the oldest line not yet sent was read

@@ -5,6 +5,7 @@ character or between a "\r" and its "\n"."""
 
 from __future__ import annotations
 
+import io
 import random
 import sys
 from pathlib import Path
@@ -61,3 +62,9 @@ def test_lines_read_in_chunks_are_the_lines_one_by_one(
     pieces = [b"plain", "é€𝄞".encode(), b"\r", b"\r\n", b"\n", b"\xff", b"\xe2\x82", b"\t"]
     data = b"".join(rng.choice(pieces) for _ in range(60_000)) + b"tail\r"  # 64 KiB reads
     assert kt_lines(data, tmp_path, monkeypatch) == read_lines(data)
+
+
+def test_a_stream_without_a_descriptor_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = "a\rb\nc\r\r\nd\r"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(data))
+    assert list(stdin_lines(1.0)) == read_lines(data.encode()) == ["a", "b", "c", "", "d"]
