@@ -48,7 +48,7 @@ def murmur2(data: bytes) -> int:
 
 
 # Keys' positive murmur2 hashes, remembered: keyed records mostly repeat their keys, and a
-# dictionary look-up costs a tenth of murmur2 in Python. Short keys only, emptied when full.
+# dictionary look-up costs a seventh of murmur2 in Python. Short keys only, emptied when full.
 _HASHES: dict[bytes, int] = {}
 _HASHES_MAX, _HASHED_KEY_MAX = 1 << 16, 64
 
